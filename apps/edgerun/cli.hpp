@@ -1,0 +1,40 @@
+// What every edgerun subcommand shares: option parsing with the config file merged in,
+// logging set-up, and the plugin registry.
+#pragma once
+
+#include <edgerun/plugin_registry.hpp>
+
+#include <boost/program_options.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace edgerun::cli {
+
+namespace po = boost::program_options;
+
+struct Command {
+    const char* name;
+    const char* summary;
+    int (*run)(const std::vector<std::string>& args);
+};
+
+// Options every command takes.
+struct CommonOptions {
+    std::vector<std::string> plugin_dirs;
+    std::string log_level = "warn";
+    std::string config;
+};
+
+void add_common_options(po::options_description& desc, CommonOptions& common);
+
+// Parses `args` against `desc` (plus the common options), merges the config file, sets up
+// logging. Returns false when --help was asked for (the help has been printed).
+// `positional` names the options that bare arguments fill, in order.
+bool parse(const std::vector<std::string>& args, po::options_description& desc, CommonOptions& common,
+           const char* usage, const std::vector<std::pair<const char*, int>>& positional = {});
+
+PluginRegistry load_plugins(const CommonOptions& common);
+
+}  // namespace edgerun::cli

@@ -1,0 +1,11 @@
+// The subcommands of the edgerun binary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace edgerun::cli {
+
+int cmd_plugins(const std::vector<std::string>& args);
+
+}  // namespace edgerun::cli

@@ -1,0 +1,20 @@
+# `edgerun plugins --plugin-dir DIR` with a non-ELF libedgerun_junk.so in DIR: one error
+# line naming the file, the other plugins still listed, exit status 0.
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+file(WRITE ${WORK}/libedgerun_junk.so "not a shared library\n")
+execute_process(COMMAND ${EDGERUN} plugins --plugin-dir ${WORK}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "exit status ${rc}\n${out}\n${err}")
+endif()
+string(REGEX MATCHALL "error: [^\n]*" errors "${out}")
+list(LENGTH errors n_errors)
+if(NOT n_errors EQUAL 1 OR NOT errors MATCHES "libedgerun_junk.so: not a loadable shared library")
+  message(FATAL_ERROR "expected one error line naming libedgerun_junk.so:\n${out}")
+endif()
+foreach(name formats_gguf cpu_ref sampler example)
+  if(NOT out MATCHES "[ \n]${name} ")
+    message(FATAL_ERROR "plugin ${name} not listed:\n${out}")
+  endif()
+endforeach()

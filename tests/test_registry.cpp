@@ -1,0 +1,91 @@
+#include <doctest/doctest.h>
+
+#include <edgerun/plugin_registry.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace edgerun;
+namespace fs = std::filesystem;
+
+namespace {
+
+const PluginFailure* failure_for(const PluginRegistry& registry, const std::string& file_part) {
+    for (const auto& f : registry.failures())
+        if (f.path.find(file_part) != std::string::npos) return &f;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the registry finds the in-tree plugins") {
+    PluginRegistry registry;
+    registry.scan_directory(EDGERUN_BUILD_PLUGIN_DIR);
+    CHECK(registry.failures().empty());
+    CHECK(registry.find(ER_PLUGIN_FORMAT, "formats_gguf") != nullptr);
+    CHECK(registry.find(ER_PLUGIN_BACKEND, "cpu_ref") != nullptr);
+    CHECK(registry.find(ER_PLUGIN_SAMPLER, "sampler") != nullptr);
+    CHECK(registry.find(ER_PLUGIN_BACKEND, "example") != nullptr);
+    CHECK((registry.find(ER_PLUGIN_BACKEND, "cuda_orin") != nullptr) == bool(EDGERUN_HAVE_CUDA));
+    for (const Plugin& p : registry.plugins()) CHECK(p.desc->abi_version == ER_ABI_VERSION);
+}
+
+TEST_CASE("each bad plugin is refused with its own reason and the others still load") {
+    PluginRegistry registry;
+    const fs::path dir = fs::path(EDGERUN_TEST_TMP) / "registry_bad";
+    fs::create_directories(dir);
+    for (const auto& entry : fs::directory_iterator(EDGERUN_FIXTURE_DIR))
+        fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing);
+    std::ofstream(dir / "libedgerun_junk.so") << "this is not an ELF file\n";
+
+    registry.scan_directory(dir);
+
+    CHECK(registry.find(ER_PLUGIN_SAMPLER, "fixture_good") != nullptr);
+    CHECK(registry.plugins().size() == 1);
+    CHECK(registry.failures().size() == 7);
+
+    struct Expect {
+        const char* file;
+        const char* reason_part;
+    };
+    const Expect expected[] = {
+        {"libedgerun_junk.so", "not a loadable shared library"},
+        {"fixture_no_entry", "no entry symbol 'edgerun_plugin_entry'"},
+        {"fixture_factory_fails", "plugin entry failed: fixture: no usable device on this machine"},
+        {"fixture_wrong_abi", "built for plugin ABI 42, this host speaks ABI 1"},
+        {"fixture_descriptor_size", "descriptor struct size is"},
+        {"fixture_iface_size", "sampler interface struct size is"},
+        {"fixture_missing_entry_fn", "sampler interface lacks the required entry 'sample'"},
+    };
+    for (const auto& e : expected) {
+        CAPTURE(e.file);
+        const PluginFailure* f = failure_for(registry, e.file);
+        REQUIRE(f != nullptr);
+        CHECK(f->reason.find(e.reason_part) != std::string::npos);
+        CHECK(f->reason.find('\n') == std::string::npos);
+    }
+}
+
+TEST_CASE("a plugin's library stays loaded while objects it made are alive") {
+    Plugin kept;
+    {
+        PluginRegistry registry;
+        registry.scan_directory(EDGERUN_FIXTURE_DIR);
+        const Plugin* good = registry.find(ER_PLUGIN_SAMPLER, "fixture_good");
+        REQUIRE(good != nullptr);
+        kept = *good;
+    }
+    // The registry is gone. Calling into the library through the kept handle only works
+    // because the handle keeps it mapped (unmapped, this would crash).
+    CHECK(kept.library.use_count() == 1);
+    CHECK(std::string(kept.desc->name) == "fixture_good");
+    CHECK(kept.iface<er_sampler_iface>()->is_greedy(nullptr) == 1);
+}
+
+TEST_CASE("the first plugin of a name in the search path wins") {
+    PluginRegistry registry;
+    registry.scan_directory(EDGERUN_FIXTURE_DIR);
+    const size_t loaded = registry.plugins().size();
+    registry.scan_directory(EDGERUN_FIXTURE_DIR);
+    CHECK(registry.plugins().size() == loaded);
+}
