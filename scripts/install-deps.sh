@@ -21,3 +21,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# Python packages the tests use as independent references: `gguf` (GGUF reader and
+# dequantizers nobody here wrote) and `llama-cpp-python` (llama.cpp itself, built from
+# source on install: about 10 minutes on 2 cores the first time).
+python=${PYTHON:-python3}
+pip_want=(numpy "gguf==0.19.0" "llama-cpp-python==0.3.36")
+pip_missing=()
+for spec in "${pip_want[@]}"; do
+  name=${spec%%==*}
+  want=${spec#*==}
+  have=$($python -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p')
+  if [ -z "$have" ] || { [ "$spec" != "$name" ] && [ "$have" != "$want" ]; }; then
+    pip_missing+=("$spec")
+  fi
+done
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  echo "install-deps: pip install ${pip_missing[*]}"
+  $python -m pip install --quiet --disable-pip-version-check "${pip_missing[@]}"
+fi
