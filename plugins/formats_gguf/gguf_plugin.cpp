@@ -25,6 +25,7 @@ const er_format_iface kIface = {
     [](const er_file*, uint64_t, er_str*, float*, int32_t*, er_error* err) { return not_yet(err); },
     [](const er_file*, uint64_t, er_str*, er_error* err) { return not_yet(err); },
     nullptr,
+    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 
 const er_plugin kPlugin = {sizeof(er_plugin), ER_ABI_VERSION, ER_PLUGIN_FORMAT, "formats_gguf", "0.1.0",

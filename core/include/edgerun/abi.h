@@ -198,6 +198,8 @@ typedef struct er_vocab_desc {
     er_str chat_template;  /* empty when absent */
 } er_vocab_desc;
 
+typedef struct er_writer er_writer;
+
 typedef struct er_format_iface {
     uint32_t struct_size;
     const char* file_extensions; /* space separated, for messages: ".gguf" */
@@ -231,6 +233,27 @@ typedef struct er_format_iface {
     /* OPTIONAL. Tell the reader that [data, data+nbytes) of a tensor was copied elsewhere
      * and its pages may be dropped (unified-memory devices must not hold weights twice). */
     void (*release_range)(er_file* file, const void* data, uint64_t nbytes);
+
+    /*
+     * OPTIONAL: writing model files (quantize, synth). Order of calls: writer_set_meta and
+     * writer_add_tensor (tensor infos: name, dtype, n_dims, ne; `data` is ignored), then
+     * writer_write_tensor once per tensor in the order they were added, then
+     * writer_finish. Output goes to a file that is not visible at `path` until
+     * writer_finish succeeds, so a failed or interrupted run leaves no partial output;
+     * writer_abort discards it. Both free the writer.
+     *
+     * writer_set_meta: scalars in `value`; for ER_META_ARRAY, `array_data` points at
+     * value->array_count contiguous elements of value->array_type (er_str elements for
+     * strings; nested arrays are not written).
+     */
+    er_status (*writer_create)(const char* path, er_writer** out, er_error* err);
+    er_status (*writer_set_meta)(er_writer* writer, const char* key, const er_meta_value* value,
+                                 const void* array_data, er_error* err);
+    er_status (*writer_add_tensor)(er_writer* writer, const er_tensor_desc* desc, er_error* err);
+    er_status (*writer_write_tensor)(er_writer* writer, const void* data, uint64_t nbytes,
+                                     er_error* err);
+    er_status (*writer_finish)(er_writer* writer, er_error* err);
+    void (*writer_abort)(er_writer* writer);
 } er_format_iface;
 
 /* ------------------------------------------------------------------- graph -- */
