@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"plugins", "list the plugins found, and the ones refused with the reason", &edgerun::cli::cmd_plugins},
     {"eval", "teacher-forced logits of a token sequence, written as .npy", &edgerun::cli::cmd_eval},
     {"bench", "prompt and generation throughput, latency and achieved bandwidth", &edgerun::cli::cmd_bench},
+    {"quantize", "re-quantize a model file (Q4_K_M, Q6_K, Q8_0, ...) as llama.cpp's recipe does", &edgerun::cli::cmd_quantize},
 };
 
 void print_help() {
