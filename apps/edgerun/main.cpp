@@ -19,6 +19,7 @@ const Command kCommands[] = {
     {"eval", "teacher-forced logits of a token sequence, written as .npy", &edgerun::cli::cmd_eval},
     {"bench", "prompt and generation throughput, latency and achieved bandwidth", &edgerun::cli::cmd_bench},
     {"quantize", "re-quantize a model file (Q4_K_M, Q6_K, Q8_0, ...) as llama.cpp's recipe does", &edgerun::cli::cmd_quantize},
+    {"synth", "write a model with a real model's exact shapes and types, random weights", &edgerun::cli::cmd_synth},
 };
 
 void print_help() {
