@@ -27,6 +27,10 @@ from gguf import GGUFReader, GGMLQuantizationType, quants
 
 import llama_cpp
 
+# llama.cpp logs every tensor it quantizes; keep the report readable.
+_QUIET = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+llama_cpp.llama_log_set(_QUIET, ctypes.c_void_p(0))
+
 FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q4_K_S": 14,
               "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18, "BF16": 32}
 # The file type llama.cpp records for a pure file of each tensor type.
