@@ -16,6 +16,7 @@ using edgerun::cli::Command;
 
 const Command kCommands[] = {
     {"plugins", "list the plugins found, and the ones refused with the reason", &edgerun::cli::cmd_plugins},
+    {"inspect", "show a model file: metadata, tensors, bytes per token, roofline tokens/s", &edgerun::cli::cmd_inspect},
 };
 
 void print_help() {
