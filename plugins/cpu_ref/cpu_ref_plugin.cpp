@@ -61,11 +61,11 @@ Isa isa_from_options(const char* options) {
         if (key == "isa") {
             if (value == "generic") isa = Isa::Generic;
             else if (value == "avx2" && isa_available(Isa::Avx2)) isa = Isa::Avx2;
-            else throw Failure(ER_E_INVALID_ARGUMENT, "cpu_ref: option isa=" + std::string(value) +
+            else throw Failure(ER_E_INVALID_ARGUMENT, "option isa=" + std::string(value) +
                                                           " is not available (generic" +
                                                           (isa_available(Isa::Avx2) ? ", avx2)" : ")"));
         } else {
-            throw Failure(ER_E_INVALID_ARGUMENT, "cpu_ref: unknown option '" + std::string(key) + "' (known: isa)");
+            throw Failure(ER_E_INVALID_ARGUMENT, "unknown option '" + std::string(key) + "' (known: isa)");
         }
     }
     return isa;

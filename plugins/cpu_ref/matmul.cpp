@@ -12,6 +12,12 @@
 #include <algorithm>
 #include <mutex>
 
+// OpenBLAS (pthread builds) starts its own worker pool when the library loads. cpu_ref
+// never uses it (BLAS runs single-threaded inside cpu_ref's pool), so after pinning the
+// thread count to one it is shut down, which OpenBLAS itself does before a fork. Weak:
+// other BLAS builds may not have it, then the idle pool simply stays.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 namespace edgerun::cpu_ref {
 namespace {
 
@@ -92,6 +98,7 @@ void init_blas() {
     static std::once_flag once;
     std::call_once(once, [] {
         openblas_set_num_threads(1);
+        if (blas_thread_shutdown_) blas_thread_shutdown_();
         // One tiny product, so OpenBLAS's lazily built state exists before any step.
         const float a[4] = {1, 2, 3, 4};
         float c[4];

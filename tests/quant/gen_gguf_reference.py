@@ -8,6 +8,10 @@ gguf.quants.dequantize. Writes one binary file the C++ test reads:
     per type: u32 type id, u32 n_values, u32 n_bytes, then the raw bytes, then n_values
     little-endian float32 values.
 
+A last record (type id 0x10008) holds gguf's Q8_0 *quantization* of random floats (the
+bytes) and the floats (the values): the reference for cpu_ref's INT8 KV cache, which
+stores llama.cpp's Q8_0 blocks.
+
     gen_gguf_reference.py OUT.bin
 """
 import struct
@@ -51,6 +55,13 @@ def main():
     # BF16: any 16 bits, NaNs included: the decode is a shift, so bits must match.
     bf = rng.integers(0, 1 << 16, size=4096, dtype=np.uint32).astype(np.uint16)
     records.append((int(T.BF16), bf.tobytes(), quants.dequantize(bf.view(np.uint8), T.BF16)))
+    # Q8_0 quantization: varied magnitudes, an all-zero block, and exact .5 ties
+    # (amax 127 gives d = 1, so x * id = x: ties round away from zero).
+    x = (rng.standard_normal((64, 32)) * np.exp(rng.uniform(-8, 8, (64, 1)))).astype(np.float32)
+    x[0] = 0.0
+    x[1] = np.array([127, 2.5, -2.5, 0.5, -0.5, 1.5, -1.5, 126.5] * 4, dtype=np.float32)
+    q8 = quants.quantize(x, T.Q8_0)
+    records.append((0x10008, q8.tobytes(), x.reshape(-1)))
     with open(out_path, "wb") as f:
         for qtype, data, values in records:
             values = np.ascontiguousarray(values, dtype="<f4").reshape(-1)

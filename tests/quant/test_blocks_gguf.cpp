@@ -10,6 +10,7 @@
 #include <edgerun/quant/blocks.hpp>
 
 #include "kernels.hpp"
+#include "kv_cache.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,8 @@
 #include <vector>
 
 namespace {
+
+constexpr int32_t kQuantizeQ8_0 = 0x10008;  // gguf's Q8_0 quantization of `values` in `bytes`
 
 struct Record {
     int32_t dtype;
@@ -62,8 +65,9 @@ std::string describe(const Record& r, const std::vector<float>& got, int64_t at)
 
 TEST_CASE("blocks.hpp decodes every GGUF type bit-exactly like gguf.quants.dequantize") {
     const auto records = load_records();
-    REQUIRE(records.size() == 12);
+    REQUIRE(records.size() == 13);
     for (const Record& r : records) {
+        if (r.dtype == kQuantizeQ8_0) continue;
         CAPTURE(r.dtype);
         const auto* info = edgerun::dtype_info(r.dtype);
         REQUIRE(info != nullptr);
@@ -81,6 +85,7 @@ TEST_CASE("cpu_ref's row decoders (portable and SIMD) match gguf bit for bit") {
     for (Isa isa : {Isa::Generic, Isa::Avx2}) {
         if (!isa_available(isa)) continue;
         for (const Record& r : records) {
+            if (r.dtype == kQuantizeQ8_0) continue;
             const std::string isa_label = isa_name(isa);
             CAPTURE(isa_label);
             CAPTURE(r.dtype);
@@ -91,5 +96,19 @@ TEST_CASE("cpu_ref's row decoders (portable and SIMD) match gguf bit for bit") {
             const int64_t at = first_mismatch(got, r.values);
             CHECK_MESSAGE(at < 0, (at < 0 ? "" : describe(r, got, at)));
         }
+    }
+}
+
+TEST_CASE("the INT8 KV cache quantizes like llama.cpp's Q8_0 (gguf.quants.quantize, bit for bit)") {
+    const auto records = load_records();
+    const Record* r = nullptr;
+    for (const Record& rec : records)
+        if (rec.dtype == kQuantizeQ8_0) r = &rec;
+    REQUIRE(r != nullptr);
+    std::vector<uint8_t> got(r->bytes.size(), 0xEE);
+    edgerun::cpu_ref::quantize_row_q8_0(r->values.data(), got.data(), static_cast<int64_t>(r->values.size()));
+    for (size_t i = 0; i < got.size(); ++i) {
+        CAPTURE(i);
+        REQUIRE(got[i] == r->bytes[i]);
     }
 }
