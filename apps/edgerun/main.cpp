@@ -47,8 +47,7 @@ int main(int argc, char** argv) {
             std::cerr << "edgerun: unknown command '" << args[0] << "' (see edgerun --help)\n";
             return 2;
         }
-        std::cerr << "edgerun: text generation is not available yet; see edgerun --help\n";
-        return 2;
+        return edgerun::cli::cmd_generate(args);
     } catch (const edgerun::Error& e) {
         std::cerr << "edgerun: error: " << e.what() << "\n";
         return e.code() == ER_E_INVALID_ARGUMENT ? 2 : 1;
