@@ -50,7 +50,7 @@ int cmd_generate(const std::vector<std::string>& args) {
         print_decode_trace(stderr, engine.model().build_graph(1), engine.model().weights(),
                            int64_t(tokens.size()), engine_options.kv_type);
 
-    const std::atomic<bool>* interrupted = install_interrupt_handler();
+    std::atomic<bool>* interrupted = install_interrupt_handler();
     GenerationStats stats = generator.generate(tokens, generation.settings, [](std::string_view text) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);

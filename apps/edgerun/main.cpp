@@ -16,6 +16,7 @@ using edgerun::cli::Command;
 
 const Command kCommands[] = {
     {"plugins", "list the plugins found, and the ones refused with the reason", &edgerun::cli::cmd_plugins},
+    {"chat", "a conversation through the model's chat template, KV cache kept across turns", &edgerun::cli::cmd_chat},
     {"eval", "teacher-forced logits of a token sequence, written as .npy", &edgerun::cli::cmd_eval},
     {"bench", "prompt and generation throughput, latency and achieved bandwidth", &edgerun::cli::cmd_bench},
     {"inspect", "show a model file: metadata, tensors, bytes per token, roofline tokens/s", &edgerun::cli::cmd_inspect},
