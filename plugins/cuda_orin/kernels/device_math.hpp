@@ -33,6 +33,22 @@ ER_HD Words4 load_16B(const void* p) {
 #endif
 }
 
+struct Words2 {
+    uint32_t w[2];
+};
+
+// `p` must be 8-byte aligned.
+ER_HD Words2 load_8B(const void* p) {
+#if defined(__CUDA_ARCH__)
+    const uint2 v = __ldg(static_cast<const uint2*>(p));
+    return {{v.x, v.y}};
+#else
+    Words2 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
 ER_HD uint32_t load_4B(const void* p) {
 #if defined(__CUDA_ARCH__)
     return __ldg(static_cast<const unsigned int*>(p));
