@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "activation.hpp"
+#include "launch_math.hpp"
 #include "quant_tasks.hpp"
 #include "rope.hpp"
 #include "softmax_merge.hpp"
@@ -346,4 +347,21 @@ TEST_CASE("RoPE angles follow pos * base^(-2i/n_rot) / factor * scale") {
     CHECK((a == 6 && b == 7));
     rope_pair_dims(neox, 3, &a, &b);
     CHECK((a == 3 && b == 19));
+}
+
+TEST_CASE("launch shapes depend on sizes only and stay within limits") {
+    // Plenty of rows: one warp per row. Few rows: split, but never below 32 tasks a slice.
+    CHECK(choose_warps_per_row(9728, 80, 132) == 1);
+    CHECK(choose_warps_per_row(1024, 80, 132) == 2);
+    CHECK(choose_warps_per_row(1024, 1024, 132) == 8);
+    CHECK(choose_warps_per_row(1024, 16, 132) == 1);
+    CHECK(choose_warps_per_row(512, 256, 8) == 1);
+    for (int n_ctx : {64, 512, 4096, 32768})
+        for (int sms : {8, 16, 132}) {
+            const int s = choose_kv_splits(n_ctx, 8, sms);
+            CHECK(s >= 1);
+            CHECK(s <= std::max(1, n_ctx / (4 * kAttentionTile)));
+        }
+    CHECK(choose_kv_splits(32768, 8, 132) == 66);
+    CHECK(attention_workspace_floats(32, 128, 66) == int64_t(32) * 66 * 130);
 }

@@ -12,7 +12,10 @@
 // KV length (read from device memory) return at once and are skipped by the merge.
 //
 // STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+#include "kernel_params.hpp"
+#if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"
+#endif
 #include "device_math.hpp"
 #include "softmax_merge.hpp"
 #include "warp.cuh"
@@ -267,25 +270,20 @@ template __global__ void attention_split_kernel<128, kKvQ8>(const AttentionParam
 
 }  // namespace
 
-#if !defined(__CUDACC_RTC__)
+#if ER_KERNEL_LAUNCHERS
 cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream) {
-    const KvCacheLayer& c = p.cache;
-    if (!p.q || !p.kv_len || !p.workspace || !p.out || !c.k || !c.v || c.n_head_kv <= 0 || p.n_head <= 0 ||
-        p.n_head % c.n_head_kv != 0 || p.n_splits < 1 || (c.head_dim != 64 && c.head_dim != 128) ||
-        (c.type == kKvQ8 && (!c.k_scales || !c.v_scales)) || (c.type != kKvF16 && c.type != kKvQ8))
-        return cudaErrorInvalidValue;
-    const int group = p.n_head / c.n_head_kv;
-    const dim3 grid(p.n_splits, c.n_head_kv, ceil_div(group, kMaxGroup));
+    const AttentionGrid g = plan_attention(p);
+    if (g.splits == 0) return cudaErrorInvalidValue;
+    const dim3 grid(g.splits, g.kv_heads, g.chunks);
     const int threads = kWarps * 32;
-    if (c.head_dim == 64)
-        (c.type == kKvF16 ? attention_split_kernel<64, kKvF16> : attention_split_kernel<64, kKvQ8>)
-            <<<grid, threads, 0, stream>>>(p);
+    const bool f16 = p.cache.type == kKvF16;
+    if (p.cache.head_dim == 64)
+        (f16 ? attention_split_kernel<64, kKvF16> : attention_split_kernel<64, kKvQ8>)<<<grid, threads, 0, stream>>>(p);
     else
-        (c.type == kKvF16 ? attention_split_kernel<128, kKvF16> : attention_split_kernel<128, kKvQ8>)
-            <<<grid, threads, 0, stream>>>(p);
+        (f16 ? attention_split_kernel<128, kKvF16> : attention_split_kernel<128, kKvQ8>)<<<grid, threads, 0, stream>>>(p);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
-    attention_merge_kernel<<<p.n_head, c.head_dim, 0, stream>>>(p);
+    attention_merge_kernel<<<p.n_head, p.cache.head_dim, 0, stream>>>(p);
     return cudaGetLastError();
 }
 #endif

@@ -8,7 +8,10 @@
 // with shuffles, slices of a row through shared memory.
 //
 // STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+#include "kernel_params.hpp"
+#if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"
+#endif
 #include "quant_tasks.hpp"
 #include "warp.cuh"
 
@@ -100,31 +103,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvLaunch 
 
 }  // namespace
 
-#if !defined(__CUDACC_RTC__)
+#if ER_KERNEL_LAUNCHERS
 cudaError_t launch_gemv(GemvLaunch launch, int n_sms, cudaStream_t stream) {
-    const bool swiglu = launch.epilogue == kEpilogueSwiGLU;
-    if (launch.n_outputs < 1 || launch.n_outputs > kMaxGemvOutputs || (swiglu && launch.n_outputs != 2))
-        return cudaErrorInvalidValue;
-    int64_t total_rows = 0;
-    int min_tasks = 1 << 30;
-    for (int i = 0; i < launch.n_outputs; ++i) {
-        const PackedMatrix& w = launch.out[i].w;
-        if (!is_gemv_weight_type(w.type) || w.n_cols != launch.x.n || w.n_rows <= 0 || !launch.out[i].y)
-            return cudaErrorInvalidValue;
-        if (swiglu && w.n_rows != launch.out[0].w.n_rows) return cudaErrorInvalidValue;
-        min_tasks = std::min(min_tasks, tasks_per_row(w));
-        total_rows += w.n_rows;
-    }
-    // SwiGLU: one range of blocks over the gate rows; each also computes the up row.
-    const int n_ranges = swiglu ? 1 : launch.n_outputs;
-    launch.warps_per_row = choose_warps_per_row(swiglu ? total_rows / 2 : total_rows, min_tasks, n_sms);
-    const int rows_per_block = kGemvWarps / launch.warps_per_row;
-    launch.block_begin[0] = 0;
-    for (int i = 0; i < kMaxGemvOutputs; ++i) {
-        const int blocks = i < n_ranges ? ceil_div(launch.out[i].w.n_rows, rows_per_block) : 0;
-        launch.block_begin[i + 1] = launch.block_begin[i] + blocks;
-    }
-    const int n_blocks = launch.block_begin[n_ranges];
+    const int n_blocks = plan_gemv(launch, n_sms);
+    if (n_blocks == 0) return cudaErrorInvalidValue;
     gemv_kernel<<<n_blocks, kGemvWarps * 32, 0, stream>>>(launch);
     return cudaGetLastError();
 }

@@ -6,7 +6,10 @@
 // the float copy and quantize the group (max via shuffles, then the q8 rule).
 //
 // STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+#include "kernel_params.hpp"
+#if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"
+#endif
 #include "device_math.hpp"
 #include "warp.cuh"
 
@@ -53,7 +56,7 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_kernel(const PrepareP
 
 }  // namespace
 
-#if !defined(__CUDACC_RTC__)
+#if ER_KERNEL_LAUNCHERS
 cudaError_t launch_prepare(const PrepareParams& p, cudaStream_t stream) {
     if (!p.x || p.n <= 0 || !p.out_f || !p.out_q || !p.out_d || (p.residual && !p.residual_out))
         return cudaErrorInvalidValue;

@@ -4,7 +4,10 @@
 // The position is read from device memory, so the launch is graph-safe.
 //
 // STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+#include "kernel_params.hpp"
+#if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"
+#endif
 #include "device_math.hpp"
 #include "warp.cuh"
 
@@ -64,7 +67,7 @@ __global__ void __launch_bounds__(kMaxHeadDim) rope_append_kernel(const RopeAppe
 
 }  // namespace
 
-#if !defined(__CUDACC_RTC__)
+#if ER_KERNEL_LAUNCHERS
 cudaError_t launch_rope_append(const RopeAppendParams& p, cudaStream_t stream) {
     const int dim = p.rope.head_dim;
     if (!p.q || !p.k || !p.v || !p.pos || dim <= 0 || dim > kMaxHeadDim || dim % 32 != 0 ||

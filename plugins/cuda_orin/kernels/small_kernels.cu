@@ -3,7 +3,10 @@
 //
 // STATUS: compiled, not yet run on a GPU (see kernels.hpp).
 #include "device_math.hpp"
+#include "kernel_params.hpp"
+#if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"
+#endif
 
 #include <edgerun/quant/blocks.hpp>
 
@@ -65,7 +68,7 @@ __global__ void advance_step_kernel(StepCounters* c) {
 
 }  // namespace
 
-#if !defined(__CUDACC_RTC__)
+#if ER_KERNEL_LAUNCHERS
 cudaError_t launch_embed(const EmbedParams& p, cudaStream_t stream) {
     const RowUnit unit = row_unit(p.type);
     const bool plain = p.type == 0 || p.type == 1 || p.type == 30;  // any row length
