@@ -9,9 +9,7 @@
 #include <edgerun/quant/blocks.hpp>
 
 #include <cstdint>
-#if !defined(__CUDACC_RTC__)
 #include <cmath>
-#endif
 
 namespace edgerun::cuda_orin {
 

@@ -7,9 +7,7 @@
 
 #include <edgerun/quant/blocks.hpp>
 
-#if !defined(__CUDACC_RTC__)
 #include <cmath>
-#endif
 
 namespace edgerun::cuda_orin {
 

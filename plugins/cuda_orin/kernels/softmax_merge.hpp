@@ -10,9 +10,7 @@
 
 #include <edgerun/quant/blocks.hpp>
 
-#if !defined(__CUDACC_RTC__)
 #include <cmath>
-#endif
 
 namespace edgerun::cuda_orin {
 
