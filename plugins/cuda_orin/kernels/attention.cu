@@ -122,8 +122,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
     constexpr int kValueLanes = Dim / 8;         // lanes covering one V row
     constexpr int kValueKeys = 32 / kValueLanes;  // V rows per step
 
-    __shared__ float q_f[kMaxGroup][Dim];
-    __shared__ int8_t q_8[kMaxGroup][Dim];
+    alignas(16) __shared__ float q_f[kMaxGroup][Dim];
+    alignas(16) __shared__ int8_t q_8[kMaxGroup][Dim];  // read 4 bytes at a time
     __shared__ float q_8_scale[kMaxGroup][Dim / 32];
     __shared__ float probs[kWarps][kMaxGroup][kTile];
     __shared__ float warp_o[kWarps][kMaxGroup][Dim];

@@ -9,6 +9,7 @@
 // Without a CUDA device it prints "skipped: no CUDA device" and exits 0 (ctest shows
 // the test as skipped).
 #include "cuda_device.hpp"
+#include "device_matrix.hpp"
 #include "kernel_checks_attention.hpp"
 
 #include <cstring>
@@ -133,6 +134,34 @@ int main(int argc, char** argv) {
     check_embed(dev, report, kQ8_0, 50, 576, 49, seed++);
     check_embed(dev, report, kF16, 10, 100, 3, seed++);
     check_embed(dev, report, kQ4_K, 10, 256, -1, seed++);
+
+    // --- loading: the packed copy on the device, then the file's pages released ---------
+    {
+        std::mt19937 rng(seed++);
+        const std::vector<uint8_t> gguf = make_weights(kQ6_K, 64, 2560, rng);
+        struct Released {
+            const void* data = nullptr;
+            uint64_t bytes = 0;
+            int calls = 0;
+        } released;
+        DeviceMatrix m;
+        cuda_check(upload_matrix(kQ6_K, gguf.data(), 64, 2560, &m,
+                                 [](void* user, const void* data, uint64_t bytes) {
+                                     auto* r = static_cast<Released*>(user);
+                                     r->data = data;
+                                     r->bytes = bytes;
+                                     ++r->calls;
+                                 },
+                                 &released),
+                   "upload_matrix");
+        std::vector<uint8_t> packed(m.bytes), expect(m.bytes);
+        dev.download(packed.data(), m.storage, m.bytes);
+        repack_matrix(kQ6_K, gguf.data(), 64, 2560, expect.data());
+        const bool ok = released.calls == 1 && released.data == gguf.data() && released.bytes == gguf.size() &&
+                        packed == expect;
+        report({"upload_matrix: device bytes equal the repack, release called once on the file bytes", ok ? 0.0 : 1.0, 0.0});
+        free_matrix(&m);
+    }
 
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
