@@ -81,14 +81,12 @@ struct KeyScorer<Dim, kKvQ8> {
         for (int g = 0; g < kMaxGroup; ++g) {
             float s = 0.0f;
             if (g < n_q) {
-                const uint8_t* qg = reinterpret_cast<const uint8_t*>(&q8[g][seg * kDimsPerLane]);
+                const int8_t* qg = &q8[g][seg * kDimsPerLane];  // 16-byte aligned
+                const Words4 qa = load_shared_16B(qg), qb = load_shared_16B(qg + 16);
                 int32_t dot = 0;
                 for (int i = 0; i < 4; ++i) {
-                    uint32_t qa, qb;
-                    memcpy(&qa, qg + 4 * i, 4);
-                    memcpy(&qb, qg + 16 + 4 * i, 4);
-                    dot = dp4a(a.w[i], qa, dot);
-                    dot = dp4a(b.w[i], qb, dot);
+                    dot = dp4a(a.w[i], qa.w[i], dot);
+                    dot = dp4a(b.w[i], qb.w[i], dot);
                 }
                 s = k_scale * q8_scale[g][seg] * float(dot);
             }

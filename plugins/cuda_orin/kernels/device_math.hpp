@@ -33,6 +33,18 @@ ER_HD Words4 load_16B(const void* p) {
 #endif
 }
 
+// 16 bytes of shared memory (16-byte aligned) in one load.
+ER_HD Words4 load_shared_16B(const void* p) {
+#if defined(__CUDA_ARCH__)
+    const uint4 v = *static_cast<const uint4*>(p);
+    return {{v.x, v.y, v.z, v.w}};
+#else
+    Words4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
 struct Words2 {
     uint32_t w[2];
 };
