@@ -26,6 +26,7 @@ public:
     virtual void rope_append(const RopeAppendParams& p) = 0;
     virtual void attention(const AttentionParams& p) = 0;
     virtual void embed(const EmbedParams& p) = 0;
+    virtual void advance(StepCounters* counters) = 0;
     virtual void reset() = 0;  // frees every allocation
 
     template <class T>

@@ -11,7 +11,7 @@
 #include "rope_append.cu"
 #include "small_kernels.cu"
 
-#include "kernel_checks_attention.hpp"
+#include "kernel_checks_decode.hpp"
 
 #include <doctest/doctest.h>
 
@@ -63,6 +63,9 @@ public:
     void embed(const EmbedParams& p) override {
         const int units = (p.n_cols + 31) / 32;  // at least as many threads as units
         emu::launch(dim3((units + 127) / 128), dim3(128), [&] { embed_kernel(p); });
+    }
+    void advance(StepCounters* c) override {
+        emu::launch(dim3(1), dim3(1), [&] { advance_step_kernel(c); });
     }
     void reset() override { blocks_.clear(); }
 
@@ -153,4 +156,11 @@ TEST_CASE("emulated: the step counters advance on the device") {
     CHECK(c.pos == 42);
     CHECK(c.kv_len == 43);
     CHECK(c.token == 7);
+}
+
+TEST_CASE("emulated: a whole decode step, several steps, against a double-precision decode") {
+    EmulatedDevice dev;
+    for (int32_t kv : {kKvF16, kKvQ8})
+        check_decode_chain(dev, doctest_report(), {256, 4, 2, 64, 512, 64, 6}, kv, 100 + kv);
+    check_decode_chain(dev, doctest_report(), {96, 3, 1, 32 * 2, 160, 20, 4}, kKvQ8, 110);  // Q5_0/Q8_0 widths
 }

@@ -59,6 +59,7 @@ public:
     }
     void attention(const AttentionParams& p) override { cuda_check(launch_attention(p, stream_), "launch_attention"); }
     void embed(const EmbedParams& p) override { cuda_check(launch_embed(p, stream_), "launch_embed"); }
+    void advance(StepCounters* c) override { cuda_check(launch_advance_step(c, stream_), "launch_advance_step"); }
     void reset() override {
         cuda_check(cudaStreamSynchronize(stream_), "kernel execution");
         for (void* p : blocks_) cudaFree(p);

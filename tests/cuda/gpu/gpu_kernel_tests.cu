@@ -10,7 +10,7 @@
 // the test as skipped).
 #include "cuda_device.hpp"
 #include "device_matrix.hpp"
-#include "kernel_checks_attention.hpp"
+#include "kernel_checks_decode.hpp"
 
 #include <cstring>
 #include <string>
@@ -134,6 +134,12 @@ int main(int argc, char** argv) {
     check_embed(dev, report, kQ8_0, 50, 576, 49, seed++);
     check_embed(dev, report, kF16, 10, 100, 3, seed++);
     check_embed(dev, report, kQ4_K, 10, 256, -1, seed++);
+
+    // --- the kernels composed into decode steps -------------------------------------
+    for (int32_t kv : {kKvF16, kKvQ8}) {
+        if (quick) check_decode_chain(dev, report, {256, 4, 2, 64, 512, 64, 4}, kv, seed++);
+        else check_decode_chain(dev, report, {2048, 32, 8, 64, 8192, 256, 20}, kv, seed++);  // Llama-3.2-1B layer
+    }
 
     // --- loading: the packed copy on the device, then the file's pages released ---------
     {
