@@ -17,7 +17,7 @@ constexpr size_t kStackBytes = 256 * 1024;
 
 struct Fiber {
     ucontext_t context;
-    std::unique_ptr<char[]> stack;
+    char* stack = nullptr;
     dim3 index;
     int linear = 0;
     State state = State::Ready;
@@ -33,6 +33,14 @@ struct Block {
 };
 
 Block* g_block = nullptr;
+
+// Fiber stacks, kept across launches (allocating and zeroing them per launch dominated
+// the run time); never freed.
+char* fiber_stack(int i) {
+    static std::vector<std::unique_ptr<char[]>> stacks;
+    while (int(stacks.size()) <= i) stacks.emplace_back(new char[kStackBytes]);
+    return stacks[i].get();
+}
 
 [[noreturn]] void die(const char* what) {
     std::fprintf(stderr, "cuda emulation: %s (block %u,%u,%u)\n", what, g_block->index.x, g_block->index.y,
@@ -87,7 +95,7 @@ void init_fiber(Fiber& f, int linear, const dim3& block) {
     f.index = dim3(linear % block.x, (linear / block.x) % block.y, linear / (block.x * block.y));
     f.state = State::Ready;
     getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack.get();
+    f.context.uc_stack.ss_sp = f.stack;
     f.context.uc_stack.ss_size = kStackBytes;
     f.context.uc_link = nullptr;
     makecontext(&f.context, fiber_main, 0);
@@ -119,7 +127,7 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
     const int n = int(block.x * block.y * block.z);
     b.fibers.resize(n);
     b.exchange.assign(n, 0);
-    for (Fiber& f : b.fibers) f.stack = std::make_unique<char[]>(kStackBytes);
+    for (int i = 0; i < n; ++i) b.fibers[i].stack = fiber_stack(i);
     g_block = &b;
     for (unsigned bz = 0; bz < grid.z; ++bz)
         for (unsigned by = 0; by < grid.y; ++by)
