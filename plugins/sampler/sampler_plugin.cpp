@@ -1,25 +1,61 @@
-// sampler: placeholder until the sampling chain lands. It loads, and samples nothing yet.
+// sampler: the sampling chain behind the C ABI (er_sampler_iface).
+#include "sampling_chain.hpp"
+
 #include <edgerun/plugin_sdk.hpp>
+
+#include <cmath>
 
 namespace {
 
+using edgerun::sampling::SamplingChain;
+using edgerun::sdk::guard;
+using edgerun::sdk::set_errorf;
+
+SamplingChain* chain(er_sampler* s) { return reinterpret_cast<SamplingChain*>(s); }
+
+er_status check_params(const er_sampler_params* p, int32_t n_vocab, er_error* err) {
+    if (!p || p->struct_size != sizeof(er_sampler_params))
+        return edgerun::sdk::set_error(err, ER_E_INVALID_ARGUMENT, "sampler: parameters missing or of another ABI");
+    if (n_vocab <= 0) return set_errorf(err, ER_E_INVALID_ARGUMENT, "sampler: vocabulary size %d", n_vocab);
+    if (!std::isfinite(p->temperature)) return set_errorf(err, ER_E_INVALID_ARGUMENT, "--temp must be finite");
+    if (!(p->top_p > 0.0f)) return set_errorf(err, ER_E_INVALID_ARGUMENT, "--top-p must be > 0 (got %g)", p->top_p);
+    if (p->min_p < 0.0f || p->min_p > 1.0f)
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "--min-p must be in [0, 1] (got %g)", p->min_p);
+    if (!(p->repeat_penalty > 0.0f))
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "--repeat-penalty must be > 0 (got %g)", p->repeat_penalty);
+    if (p->penalty_last_n < 0)
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "--repeat-last-n must be >= 0 (got %d)", p->penalty_last_n);
+    return ER_OK;
+}
+
 const er_sampler_iface kIface = {
     sizeof(er_sampler_iface),
-    [](const er_sampler_params*, int32_t, er_sampler** out, er_error* err) {
+    [](const er_sampler_params* params, int32_t n_vocab, er_sampler** out, er_error* err) {
         *out = nullptr;
-        return edgerun::sdk::set_error(err, ER_E_UNSUPPORTED, "sampler: not implemented yet");
+        if (er_status s = check_params(params, n_vocab, err); s != ER_OK) return s;
+        return guard(err, [&] { *out = reinterpret_cast<er_sampler*>(new SamplingChain(*params, n_vocab)); });
     },
-    [](er_sampler*) {},
-    [](er_sampler*) {},
-    [](er_sampler*, int32_t, er_error* err) { return edgerun::sdk::set_error(err, ER_E_STATE, "no sampler"); },
-    [](er_sampler*, const float*, int32_t, int32_t*, er_error* err) {
-        return edgerun::sdk::set_error(err, ER_E_STATE, "no sampler");
+    [](er_sampler* s) { delete chain(s); },
+    [](er_sampler* s) { chain(s)->reset(); },
+    [](er_sampler* s, int32_t token, er_error* err) {
+        if (token < 0 || token >= chain(s)->n_vocab())
+            return set_errorf(err, ER_E_INVALID_ARGUMENT, "sampler: token %d outside the vocabulary", token);
+        chain(s)->accept(token);
+        return er_status{ER_OK};
     },
-    [](const er_sampler*) { return int32_t{0}; },
+    [](er_sampler* s, const float* logits, int32_t n_vocab, int32_t* token, er_error* err) {
+        if (n_vocab != chain(s)->n_vocab())
+            return set_errorf(err, ER_E_INVALID_ARGUMENT, "sampler: %d logits for a vocabulary of %d", n_vocab,
+                              chain(s)->n_vocab());
+        *token = chain(s)->sample(logits);
+        return er_status{ER_OK};
+    },
+    [](const er_sampler* s) { return int32_t{reinterpret_cast<const SamplingChain*>(s)->is_greedy() ? 1 : 0}; },
 };
 
 const er_plugin kPlugin = {sizeof(er_plugin), ER_ABI_VERSION, ER_PLUGIN_SAMPLER, "sampler", "0.1.0",
-                           "token sampling (not implemented yet)", &kIface};
+                           "greedy, temperature, top-k, top-p, min-p, repetition/presence/frequency penalties",
+                           &kIface};
 
 }  // namespace
 

@@ -1,0 +1,58 @@
+// Loading a model onto a backend: choose the backend (the one asked for, or the best
+// that runs every op of the model), check coverage, hand it the weights, and make
+// contexts (Runners) that share them.
+#pragma once
+
+#include <edgerun/model.hpp>
+#include <edgerun/runner.hpp>
+
+#include <memory>
+#include <string>
+
+namespace edgerun {
+
+class PluginRegistry;
+
+struct EngineOptions {
+    std::string backend;          // empty: the best available
+    std::string backend_options;  // backend-specific "key=value,..."
+    int32_t n_threads = 0;        // <= 0: the backend's choice
+    int32_t n_ctx = 0;            // <= 0: the model's training context, capped at 4096
+    int32_t n_batch = 256;        // most tokens per prefill step
+    int32_t kv_type = ER_KV_F16;
+};
+
+int32_t parse_kv_type(const std::string& name);  // "f32", "f16", "q8"; Error otherwise
+const char* kv_type_name(int32_t kv_type);
+
+class Engine {
+public:
+    Engine(const PluginRegistry& registry, const std::string& model_path, const EngineOptions& options);
+
+    const Model& model() const { return model_; }
+    const Backend& backend() const { return backend_; }
+    const er_device_info& device() const { return device_; }
+    const EngineOptions& options() const { return options_; }
+    int32_t n_ctx() const { return n_ctx_; }
+
+    // A new context over the shared weights: its own KV cache and plans.
+    std::unique_ptr<Runner> new_runner() const;
+
+private:
+    struct Released {
+        const er_format_iface* iface;
+        er_file* file;
+    };
+
+    Model model_;
+    EngineOptions options_;
+    int32_t n_ctx_;
+    Graph prefill_graph_;
+    Graph decode_graph_;
+    er_device_info device_{};  // before backend_: choosing the backend fills it
+    Backend backend_;
+    Released released_;
+    BackendModel weights_;
+};
+
+}  // namespace edgerun

@@ -1,0 +1,161 @@
+#include <doctest/doctest.h>
+
+#include <edgerun/plugin_registry.hpp>
+#include <edgerun/random.hpp>
+
+#include <array>
+#include <cmath>
+
+using namespace edgerun;
+
+namespace {
+
+Sampler make_sampler(er_sampler_params params, int32_t n_vocab) {
+    static PluginRegistry registry = [] {
+        PluginRegistry r;
+        r.scan_directory(EDGERUN_BUILD_PLUGIN_DIR);
+        return r;
+    }();
+    const Plugin* plugin = registry.find(ER_PLUGIN_SAMPLER, "sampler");
+    REQUIRE(plugin != nullptr);
+    return Sampler(*plugin, params, n_vocab);
+}
+
+er_sampler_params greedy_params() {
+    auto p = sized<er_sampler_params>();
+    p.temperature = 0.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.repeat_penalty = 1.0f;
+    p.penalty_last_n = 64;
+    p.seed = 42;
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("PCG64 reproduces NumPy's PCG64 stream") {
+    // Expected values from NumPy 2.4's PCG64 with state=12345, inc=67891 (random_raw),
+    // an implementation nobody here wrote.
+    Pcg64 rng(12345, 67891);
+    CHECK(rng.next() == 0x85f684e8e8cd2d15ull);
+    CHECK(rng.next() == 0x411be0d5cae1f7a4ull);
+    CHECK(rng.next() == 0x737db32b43e568c8ull);
+}
+
+TEST_CASE("greedy takes the argmax, the lowest id on ties") {
+    Sampler s = make_sampler(greedy_params(), 5);
+    CHECK(s.is_greedy());
+    const float logits[] = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f};
+    CHECK(s.sample(logits, 5) == 1);
+}
+
+TEST_CASE("repetition, frequency and presence penalties act on the recent window") {
+    auto p = greedy_params();
+    p.repeat_penalty = 1.5f;
+    Sampler s = make_sampler(p, 4);
+    CHECK_FALSE(s.is_greedy());
+    const float logits[] = {2.9f, 2.0f, -1.0f, 0.5f};
+    CHECK(s.sample(logits, 4) == 0);
+    s.accept(0);  // 2.9 / 1.5 = 1.93 < 2.0
+    CHECK(s.sample(logits, 4) == 1);
+
+    auto q = greedy_params();
+    q.frequency_penalty = 0.5f;
+    q.penalty_last_n = 2;  // only the two most recent tokens count
+    Sampler f = make_sampler(q, 4);
+    f.accept(0), f.accept(0);  // 2.9 - 2 * 0.5 = 1.9 < 2.0
+    CHECK(f.sample(logits, 4) == 1);
+    f.accept(3), f.accept(3);  // token 0 left the window
+    CHECK(f.sample(logits, 4) == 0);
+
+    auto r = greedy_params();
+    r.presence_penalty = 1.0f;
+    Sampler pr = make_sampler(r, 4);
+    pr.accept(0);  // 2.9 - 1 = 1.9
+    CHECK(pr.sample(logits, 4) == 1);
+    pr.reset();
+    CHECK(pr.sample(logits, 4) == 0);
+}
+
+TEST_CASE("sampling follows the softmax distribution") {
+    auto p = greedy_params();
+    p.temperature = 1.0f;
+    Sampler s = make_sampler(p, 3);
+    const float logits[] = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+    std::array<int, 3> counts{};
+    const int draws = 20000;
+    for (int i = 0; i < draws; ++i) ++counts[s.sample(logits, 3)];
+    // Binomial standard deviation at n=20000 is at most 0.0036; allow about 3 sigma.
+    CHECK(counts[0] / double(draws) == doctest::Approx(0.5).epsilon(0.02));
+    CHECK(counts[1] / double(draws) == doctest::Approx(0.3).epsilon(0.04));
+    CHECK(counts[2] / double(draws) == doctest::Approx(0.2).epsilon(0.05));
+}
+
+TEST_CASE("temperature sharpens and flattens") {
+    const float logits[] = {1.0f, 0.0f};
+    auto count_first = [&](float temperature) {
+        auto p = greedy_params();
+        p.temperature = temperature;
+        Sampler s = make_sampler(p, 2);
+        int first = 0;
+        for (int i = 0; i < 10000; ++i) first += s.sample(logits, 2) == 0;
+        return first / 10000.0;
+    };
+    // p(first) = 1 / (1 + exp(-1/T))
+    CHECK(count_first(0.5f) == doctest::Approx(1 / (1 + std::exp(-2.0))).epsilon(0.02));
+    CHECK(count_first(2.0f) == doctest::Approx(1 / (1 + std::exp(-0.5))).epsilon(0.03));
+}
+
+TEST_CASE("top-k, top-p and min-p remove the tail") {
+    const float logits[] = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+    auto seen = [&](er_sampler_params p) {
+        Sampler s = make_sampler(p, 4);
+        std::array<bool, 4> hit{};
+        for (int i = 0; i < 4000; ++i) hit[s.sample(logits, 4)] = true;
+        return hit;
+    };
+    auto p = greedy_params();
+    p.temperature = 1.0f;
+    CHECK(seen(p) == std::array<bool, 4>{true, true, true, true});
+    auto k = p;
+    k.top_k = 2;
+    CHECK(seen(k) == std::array<bool, 4>{true, true, false, false});
+    auto tp = p;
+    tp.top_p = 0.79f;  // 0.5 + 0.3 reaches it
+    CHECK(seen(tp) == std::array<bool, 4>{true, true, false, false});
+    auto mp = p;
+    mp.min_p = 0.25f;  // keeps p >= 0.125
+    CHECK(seen(mp) == std::array<bool, 4>{true, true, true, false});
+}
+
+TEST_CASE("the same seed gives the same tokens; a fixed seed gives fixed tokens") {
+    auto p = greedy_params();
+    p.temperature = 0.9f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    std::vector<float> logits(64);
+    for (int i = 0; i < 64; ++i) logits[i] = std::sin(0.37f * float(i)) * 2.0f;
+    auto run = [&](uint64_t seed) {
+        auto q = p;
+        q.seed = seed;
+        Sampler s = make_sampler(q, 64);
+        std::vector<int32_t> out;
+        for (int i = 0; i < 12; ++i) out.push_back(s.sample(logits.data(), 64));
+        return out;
+    };
+    CHECK(run(7) == run(7));
+    CHECK(run(7) != run(8));
+    // Recorded from this implementation and reproduced by a NumPy model of the same chain
+    // driven by NumPy's PCG64 with our SplitMix64 seeding. They must never change across
+    // machines or builds: neither the generator nor the chain uses a library distribution.
+    CHECK(run(42) == std::vector<int32_t>{40, 20, 5, 20, 22, 19, 22, 21, 37, 21, 3, 20});
+}
+
+TEST_CASE("bad sampler parameters are refused with a message") {
+    auto p = greedy_params();
+    p.top_p = 0.0f;
+    CHECK_THROWS_WITH_AS(make_sampler(p, 4), "creating sampler: --top-p must be > 0 (got 0)", Error);
+}
