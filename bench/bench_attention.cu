@@ -1,13 +1,15 @@
 // Flash-decode attention benchmark: Qwen3-4B's attention (32 query heads, 8 KV heads,
-// head dim 128) at several context lengths, F16 against INT8 caches. Bytes counted are
+// head dim 128) and Llama-3.2-1B's (32/8, head dim 64) at several context lengths, F16
+// against INT8 caches. Bytes counted are
 // the bytes the kernel must read: K and V (values and scales) of every cached token of
 // every KV head, the query, and the split partials written and read back.
 #include "bench_common.hpp"
 
 namespace edgerun::cuda_orin::bench {
 
-void bench_attention(Bench& b) {
-    const int n_head = 32, n_kv = 8, dim = 128;
+namespace {
+
+void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, int dim) {
     double f16_us[8] = {};
     int row = 0;
     for (int kv_len : {4096, 16384, 32768}) {
@@ -53,8 +55,10 @@ void bench_attention(Bench& b) {
             char note[96] = "";
             if (type == kKvF16) f16_us[row] = us;
             else std::snprintf(note, sizeof note, "%.2fx faster than f16, %d splits", f16_us[row] / us, splits);
-            b.add("attention", "Qwen3-4B 32/8x128 kv " + std::to_string(kv_len), type == kKvF16 ? "f16 cache" : "int8 cache",
-                  us, bytes, note);
+            b.add("attention",
+                  std::string(model) + " " + std::to_string(n_head) + "/" + std::to_string(n_kv) + "x" + std::to_string(dim) +
+                      " kv " + std::to_string(kv_len),
+                  type == kKvF16 ? "f16 cache" : "int8 cache", us, bytes, note);
             for (KvCacheLayer& c : layers) {
                 cudaFree(c.k);
                 cudaFree(c.v);
@@ -68,6 +72,13 @@ void bench_attention(Bench& b) {
         }
         ++row;
     }
+}
+
+}  // namespace
+
+void bench_attention(Bench& b) {
+    bench_attention_model(b, "Qwen3-4B", 32, 8, 128);
+    bench_attention_model(b, "Llama-3.2-1B", 32, 8, 64);
 }
 
 }  // namespace edgerun::cuda_orin::bench
