@@ -108,21 +108,34 @@ ER_HD Task decode_task<kQ8_0>(const PackedMatrix& w, int row, int task) {
     return t;
 }
 
+// Byte k (0..11) of the packed scales of a Q4_K/Q5_K meta field (words 1..3). Selects
+// rather than indexes, so the words stay in registers (a run-time index into a register
+// array would send it to local memory).
+ER_HD uint32_t k_quant_scale_byte(const Words4& meta, int k) {
+    const uint32_t word = k < 4 ? meta.w[1] : k < 8 ? meta.w[2] : meta.w[3];
+    return (word >> (8 * (k % 4))) & 0xFFu;
+}
+
 // Scale and minimum of sub-blocks 2c and 2c+1 of a Q4_K/Q5_K block from its 16-byte
-// meta field (d, dmin, 12 bytes of packed 6-bit scales and mins).
+// meta field (d, dmin, 12 bytes of packed 6-bit scales and mins): blocks.hpp's
+// q4k_scale_min unpacking, on the words.
 ER_HD void k_quant_sub_scales(const Words4& meta, int c, Segment* s0, Segment* s1) {
-    uint8_t packed[12];
-    for (int i = 0; i < 3; ++i)
-        for (int k = 0; k < 4; ++k) packed[4 * i + k] = uint8_t(meta.w[i + 1] >> (8 * k));
     const float d = half_to_float(uint16_t(meta.w[0] & 0xFFFFu));
     const float dmin = half_to_float(uint16_t(meta.w[0] >> 16));
-    uint8_t sc, mn;
-    quant::q4k_scale_min(2 * c, packed, &sc, &mn);
-    s0->d = d * float(sc);
-    s0->m = dmin * float(mn);
-    quant::q4k_scale_min(2 * c + 1, packed, &sc, &mn);
-    s1->d = d * float(sc);
-    s1->m = dmin * float(mn);
+    Segment* out[2] = {s0, s1};
+    for (int i = 0; i < 2; ++i) {
+        const int j = 2 * c + i;
+        uint32_t sc, mn;
+        if (j < 4) {
+            sc = k_quant_scale_byte(meta, j) & 63;
+            mn = k_quant_scale_byte(meta, j + 4) & 63;
+        } else {
+            sc = (k_quant_scale_byte(meta, j + 4) & 0xF) | ((k_quant_scale_byte(meta, j - 4) >> 6) << 4);
+            mn = (k_quant_scale_byte(meta, j + 4) >> 4) | ((k_quant_scale_byte(meta, j) >> 6) << 4);
+        }
+        out[i]->d = d * float(sc);
+        out[i]->m = dmin * float(mn);
+    }
 }
 
 template <>
