@@ -7,7 +7,7 @@
 2. Synthesized presets: `edgerun synth --type Q4_K_M` must have exactly the table llama.cpp
    makes when it quantizes the same preset synthesized in F16.
 
-    test_tables_llamacpp.py --edgerun BIN --plugin-dir DIR --smollm2 MODEL [--slow]
+    test_tables_llamacpp.py --edgerun BIN --plugin-dir DIR --smollm2 MODEL|@fetch:REPO_ROOT [--slow]
 
 Exit 0 pass, 1 fail, 77 skipped (llama-cpp-python or gguf missing). --slow (or
 EDGERUN_SLOW_TESTS=1) covers every preset and more file types.
@@ -84,6 +84,18 @@ class Checker:
             print(f"       {n}: ours {ours.get(n)} llama.cpp {theirs.get(n)}")
 
 
+def resolve_model(arg):
+    """A model path, or @fetch:REPO_ROOT for the one scripts/fetch-model.sh provides
+    (exit 77, skipped, when it cannot be had)."""
+    if not arg.startswith("@fetch:"):
+        return arg
+    p = subprocess.run([os.path.join(arg[len("@fetch:"):], "scripts", "fetch-model.sh")], capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"skipped: the test model cannot be fetched: {p.stderr.strip()}")
+        sys.exit(77)
+    return p.stdout.strip()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--edgerun", required=True)
@@ -91,6 +103,7 @@ def main():
     ap.add_argument("--smollm2", required=True)
     ap.add_argument("--slow", action="store_true", default=os.environ.get("EDGERUN_SLOW_TESTS") == "1")
     args = ap.parse_args()
+    args.smollm2 = resolve_model(args.smollm2)
     plugin_args = [a for d in args.plugin_dir for a in ("--plugin-dir", d)]
     check = Checker()
     work = tempfile.mkdtemp(prefix="edgerun-tables-")

@@ -1,0 +1,83 @@
+// Chat templates: turning a conversation into the prompt text a model was trained on.
+//
+// A model file carries its template as Jinja source (tokenizer.chat_template). edgerun
+// does not run Jinja: it recognises the template's family by distinctive substrings (as
+// llama.cpp's llm_chat_detect_template does) and formats conversations exactly as that
+// family's published templates render them, including the variations a family's
+// templates differ by (a default system prompt, Llama 3.1's date header, ...), which
+// are read from the source too.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edgerun::text {
+
+struct ChatMessage {
+    std::string role;  // "system", "user", "assistant" (Qwen3 also "tool")
+    std::string content;
+};
+
+enum class ChatFamily { ChatML, Qwen3, Llama3, Llama2, Phi3, Gemma };
+
+struct ChatOptions {
+    bool add_generation_prompt = true;
+    // Qwen3's enable_thinking: false puts an empty <think></think> block in the
+    // generation prompt; unset or true leaves thinking to the model.
+    std::optional<bool> enable_thinking;
+    // Llama 3.1+'s "Today Date"; empty: today's date where the template asks for the
+    // current date (strftime_now), else the date the template defaults to.
+    std::string date_string;
+};
+
+class ChatTemplate {
+public:
+    // The family of a template's Jinja source. Throws Error("unrecognised chat template
+    // ...") naming the families (and the --chat-template override) when none matches.
+    // bos/eos are the texts of the vocabulary's BOS/EOS tokens, for templates that
+    // write them.
+    static ChatTemplate detect(std::string_view source, std::string bos_text, std::string eos_text);
+    // A family by name (the --chat-template override); throws Error listing the names.
+    static ChatTemplate named(std::string_view name, std::string bos_text, std::string eos_text);
+    static std::vector<std::string> names();
+
+    ChatFamily family() const { return family_; }
+    const std::string& name() const { return name_; }
+    // ChatML: the system prompt the template supplies when the conversation has none.
+    const std::string& default_system() const { return default_system_; }
+
+    // The prompt text, as the family's template renders it. Throws Error for a
+    // conversation the template refuses (no messages, roles out of order, a system
+    // message where the template has none).
+    std::string format(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
+    std::string format(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+        ChatOptions options;
+        options.add_generation_prompt = add_generation_prompt;
+        return format(messages, options);
+    }
+
+private:
+    ChatTemplate(ChatFamily family, std::string bos, std::string eos);
+
+    std::string format_chatml(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
+    std::string format_qwen3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
+    std::string format_llama3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
+    std::string format_llama2(const std::vector<ChatMessage>& messages) const;
+    std::string format_phi3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
+    std::string format_gemma(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
+
+    ChatFamily family_;
+    std::string name_;
+    std::string bos_, eos_;
+    // Variations read from the template source.
+    std::string default_system_;          // ChatML
+    bool llama3_date_header_ = false;     // Llama 3.1+: system header with dates
+    bool llama3_date_is_today_ = false;   // Llama 3.2: strftime_now for the date
+    bool phi3_skip_empty_system_ = true;  // Phi-3.5: `system and message['content']`
+    bool phi3_eos_without_prompt_ = true; // Phi-3.5: eos_token when no generation prompt
+    bool gemma_system_in_first_turn_ = true;  // Gemma 3 folds the system prompt; Gemma 2 refuses it
+};
+
+}  // namespace edgerun::text

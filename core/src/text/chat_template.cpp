@@ -1,0 +1,334 @@
+#include <edgerun/text/chat_template.hpp>
+
+#include <edgerun/host_api.hpp>
+#include <edgerun/text/unicode.hpp>
+
+#include <ctime>
+
+namespace edgerun::text {
+
+namespace {
+
+struct FamilyName {
+    ChatFamily family;
+    const char* name;
+};
+constexpr FamilyName kFamilies[] = {{ChatFamily::ChatML, "chatml"}, {ChatFamily::Qwen3, "qwen3"},
+                                    {ChatFamily::Llama3, "llama3"}, {ChatFamily::Llama2, "llama2"},
+                                    {ChatFamily::Phi3, "phi3"},     {ChatFamily::Gemma, "gemma"}};
+
+std::string family_list() {
+    std::string s;
+    for (const auto& f : kFamilies) s += (s.empty() ? "" : ", ") + std::string(f.name);
+    return s;
+}
+
+[[noreturn]] void unrecognised(const std::string& why) {
+    throw Error("unrecognised chat template" + why + " (supported families: " + family_list() +
+                    "; choose one with --chat-template NAME)",
+                ER_E_UNSUPPORTED);
+}
+
+// Python's str.isspace(), which Jinja's trim filter and str.strip() use.
+bool is_python_space(uint32_t cp) {
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+           cp == 0x3000;
+}
+
+// Jinja's `trim` / Python's str.strip(): whitespace off both ends.
+std::string trim(const std::string& s) {
+    const std::vector<uint32_t> cps = decode_utf8(s);
+    size_t b = 0, e = cps.size();
+    while (b < e && is_python_space(cps[b])) ++b;
+    while (e > b && is_python_space(cps[e - 1])) --e;
+    if (b == 0 && e == cps.size()) return s;  // keeps any malformed bytes as they were
+    return encode_utf8(std::vector<uint32_t>(cps.begin() + long(b), cps.begin() + long(e)));
+}
+
+std::string strip_newlines_left(const std::string& s) {
+    const size_t b = s.find_first_not_of('\n');
+    return b == std::string::npos ? std::string() : s.substr(b);
+}
+std::string strip_newlines_right(const std::string& s) {
+    const size_t e = s.find_last_not_of('\n');
+    return e == std::string::npos ? std::string() : s.substr(0, e + 1);
+}
+
+bool starts_with(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
+bool ends_with(const std::string& s, std::string_view p) {
+    return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+// The escapes of a Jinja string literal.
+std::string jinja_unescape(std::string_view s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '\\' || i + 1 == s.size()) {
+            out.push_back(s[i]);
+            continue;
+        }
+        const char c = s[++i];
+        switch (c) {
+            case 'n': out.push_back('\n'); break;
+            case 't': out.push_back('\t'); break;
+            case 'r': out.push_back('\r'); break;
+            case '\\': case '\'': case '"': out.push_back(c); break;
+            default: out.push_back('\\'), out.push_back(c);
+        }
+    }
+    return out;
+}
+
+// A ChatML template's fallback system prompt: a string literal that writes a whole
+// system turn, "<|im_start|>system\n...<|im_end|>", with text of its own.
+std::string default_system_prompt(std::string_view src) {
+    const std::string_view marker = "<|im_start|>system";
+    for (size_t pos = src.find(marker); pos != std::string_view::npos; pos = src.find(marker, pos + 1)) {
+        size_t p = pos + marker.size();
+        if (src.substr(p, 1) == "\n") p += 1;
+        else if (src.substr(p, 2) == "\\n") p += 2;
+        else continue;
+        const size_t end = src.find("<|im_end|>", p);
+        if (end == std::string_view::npos) continue;
+        const std::string_view text = src.substr(p, end - p);
+        bool literal_continues = !text.empty();
+        for (size_t i = 0; i < text.size() && literal_continues; ++i) {
+            if (text[i] == '\\') ++i;
+            else if (text[i] == '\'' || text[i] == '"') literal_continues = false;
+        }
+        if (literal_continues) return jinja_unescape(text);
+    }
+    return {};
+}
+
+std::string today() {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%d %b %Y", &local);
+    return buf;
+}
+
+void require_messages(const std::vector<ChatMessage>& messages) {
+    if (messages.empty()) throw Error("a chat needs at least one message", ER_E_INVALID_ARGUMENT);
+}
+
+// Templates that require user/assistant/user/... (after an optional system prompt).
+void require_alternation(const std::vector<ChatMessage>& messages, size_t first) {
+    for (size_t i = first; i < messages.size(); ++i)
+        if ((messages[i].role == "user") != ((i - first) % 2 == 0))
+            throw Error("the chat template requires roles to alternate user/assistant/user/assistant/... (message " +
+                            std::to_string(i + 1) + " is '" + messages[i].role + "')",
+                        ER_E_INVALID_ARGUMENT);
+}
+
+}  // namespace
+
+ChatTemplate::ChatTemplate(ChatFamily family, std::string bos, std::string eos)
+    : family_(family), bos_(std::move(bos)), eos_(std::move(eos)) {
+    for (const auto& f : kFamilies)
+        if (f.family == family) name_ = f.name;
+}
+
+std::vector<std::string> ChatTemplate::names() {
+    std::vector<std::string> out;
+    for (const auto& f : kFamilies) out.emplace_back(f.name);
+    return out;
+}
+
+ChatTemplate ChatTemplate::named(std::string_view name, std::string bos_text, std::string eos_text) {
+    for (const auto& f : kFamilies)
+        if (name == f.name) return ChatTemplate(f.family, std::move(bos_text), std::move(eos_text));
+    throw Error("unknown chat template '" + std::string(name) + "' (supported: " + family_list() + ")",
+                ER_E_INVALID_ARGUMENT);
+}
+
+ChatTemplate ChatTemplate::detect(std::string_view source, std::string bos_text, std::string eos_text) {
+    const std::string src(source);
+    for (const auto& f : kFamilies)
+        if (src == f.name) return named(src, std::move(bos_text), std::move(eos_text));
+    if (src.empty()) unrecognised(": the model file has none");
+    auto has = [&](std::string_view s) { return src.find(s) != std::string::npos; };
+
+    if (has("<|im_start|>")) {
+        if (has("<|im_sep|>")) unrecognised(" (Phi-4 style <|im_sep|> turns)");
+        if (has("<end_of_utterance>")) unrecognised(" (SmolVLM style)");
+        if (has("enable_thinking")) return ChatTemplate(ChatFamily::Qwen3, std::move(bos_text), std::move(eos_text));
+        if (has("<think>")) unrecognised(" (a ChatML reasoning variant other than Qwen3's)");
+        ChatTemplate t(ChatFamily::ChatML, std::move(bos_text), std::move(eos_text));
+        t.default_system_ = default_system_prompt(src);
+        return t;
+    }
+    if (starts_with(src, "mistral") || has("[INST]")) {
+        if (has("[SYSTEM_PROMPT]") || has("[AVAILABLE_TOOLS]") || has("' [INST] ' + system_message") || !has("<<SYS>>"))
+            unrecognised(" (Mistral [INST] formats are not supported)");
+        return ChatTemplate(ChatFamily::Llama2, std::move(bos_text), std::move(eos_text));
+    }
+    if (has("<|assistant|>") && has("<|end|>")) {
+        ChatTemplate t(ChatFamily::Phi3, std::move(bos_text), std::move(eos_text));
+        t.phi3_skip_empty_system_ = has("'system' and message['content']");
+        t.phi3_eos_without_prompt_ = has("eos_token");
+        return t;
+    }
+    if (has("<start_of_turn>")) {
+        ChatTemplate t(ChatFamily::Gemma, std::move(bos_text), std::move(eos_text));
+        t.gemma_system_in_first_turn_ = has("first_user_prefix");
+        return t;
+    }
+    if (has("<|start_header_id|>") && has("<|end_header_id|>")) {
+        ChatTemplate t(ChatFamily::Llama3, std::move(bos_text), std::move(eos_text));
+        t.llama3_date_header_ = has("Cutting Knowledge Date");
+        t.llama3_date_is_today_ = has("strftime_now");
+        return t;
+    }
+    unrecognised("");
+}
+
+std::string ChatTemplate::format(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
+    require_messages(messages);
+    switch (family_) {
+        case ChatFamily::ChatML: return format_chatml(messages, options);
+        case ChatFamily::Qwen3: return format_qwen3(messages, options);
+        case ChatFamily::Llama3: return format_llama3(messages, options);
+        case ChatFamily::Llama2: return format_llama2(messages);
+        case ChatFamily::Phi3: return format_phi3(messages, options);
+        case ChatFamily::Gemma: return format_gemma(messages, options);
+    }
+    return {};
+}
+
+std::string ChatTemplate::format_chatml(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
+    std::string out;
+    if (!default_system_.empty() && messages.front().role != "system")
+        out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
+    for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    if (options.add_generation_prompt) out += "<|im_start|>assistant\n";
+    return out;
+}
+
+// Qwen3: ChatML whose assistant turns after the last real user query carry their
+// reasoning in a <think> block, and whose tool results go back as user turns.
+std::string ChatTemplate::format_qwen3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
+    std::string out;
+    if (messages.front().role == "system") out += "<|im_start|>system\n" + messages.front().content + "<|im_end|>\n";
+
+    size_t last_query = messages.size() - 1;
+    for (size_t i = messages.size(); i-- > 0;) {
+        const auto& m = messages[i];
+        if (m.role == "user" && !(starts_with(m.content, "<tool_response>") && ends_with(m.content, "</tool_response>"))) {
+            last_query = i;
+            break;
+        }
+    }
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const auto& m = messages[i];
+        const bool first = i == 0, last = i + 1 == messages.size();
+        if (m.role == "user" || (m.role == "system" && !first)) {
+            out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+        } else if (m.role == "assistant") {
+            std::string content = m.content, reasoning;
+            const size_t close = m.content.find("</think>");
+            if (close != std::string::npos) {
+                content = strip_newlines_left(m.content.substr(m.content.rfind("</think>") + 8));
+                std::string before = strip_newlines_right(m.content.substr(0, close));
+                const size_t open = before.rfind("<think>");
+                reasoning = strip_newlines_left(open == std::string::npos ? before : before.substr(open + 7));
+            }
+            if (i > last_query && (last || !reasoning.empty()))
+                out += "<|im_start|>" + m.role + "\n<think>\n" + strip_newlines_right(strip_newlines_left(reasoning)) +
+                       "\n</think>\n\n" + strip_newlines_left(content);
+            else
+                out += "<|im_start|>" + m.role + "\n" + content;
+            out += "<|im_end|>\n";
+        } else if (m.role == "tool") {
+            if (first || messages[i - 1].role != "tool") out += "<|im_start|>user";
+            out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
+            if (last || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+        }
+    }
+    if (options.add_generation_prompt) {
+        out += "<|im_start|>assistant\n";
+        if (options.enable_thinking == false) out += "<think>\n\n</think>\n\n";
+    }
+    return out;
+}
+
+std::string ChatTemplate::format_llama3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
+    std::string out = bos_;
+    size_t first = 0;
+    if (llama3_date_header_) {
+        std::string system;
+        if (messages.front().role == "system") {
+            system = trim(messages.front().content);
+            first = 1;
+        }
+        const std::string date =
+            !options.date_string.empty() ? options.date_string : llama3_date_is_today_ ? today() : "26 Jul 2024";
+        out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " + date +
+               "\n\n" + system + "<|eot_id|>";
+    }
+    for (size_t i = first; i < messages.size(); ++i) {
+        const auto& m = messages[i];
+        if (m.role == "ipython" || m.role == "tool")
+            throw Error("the llama3 chat format in edgerun does not render tool messages", ER_E_UNSUPPORTED);
+        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+    }
+    if (options.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    return out;
+}
+
+// Llama 2 chat: every user turn opens with BOS and [INST]; the system prompt goes inside
+// the first one between <<SYS>> markers; the generation prompt is implicit.
+std::string ChatTemplate::format_llama2(const std::vector<ChatMessage>& messages) const {
+    const bool has_system = messages.front().role == "system";
+    const size_t first = has_system ? 1 : 0;
+    require_alternation(messages, first);
+    std::string out;
+    for (size_t i = first; i < messages.size(); ++i) {
+        const auto& m = messages[i];
+        std::string content = m.content;
+        if (i == first && has_system)
+            content = "<<SYS>>\n" + messages.front().content + "\n<</SYS>>\n\n" + content;
+        if (m.role == "user") out += bos_ + "[INST] " + trim(content) + " [/INST]";
+        else if (m.role == "assistant") out += " " + trim(content) + " " + eos_;
+    }
+    return out;
+}
+
+std::string ChatTemplate::format_phi3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
+    std::string out;
+    for (const auto& m : messages) {
+        if (m.role == "system" && (!m.content.empty() || !phi3_skip_empty_system_))
+            out += "<|system|>\n" + m.content + "<|end|>\n";
+        else if (m.role == "user") out += "<|user|>\n" + m.content + "<|end|>\n";
+        else if (m.role == "assistant") out += "<|assistant|>\n" + m.content + "<|end|>\n";
+    }
+    if (options.add_generation_prompt) out += "<|assistant|>\n";
+    else if (phi3_eos_without_prompt_) out += eos_;
+    return out;
+}
+
+// Gemma: turns of `user` and `model`; Gemma 3 puts the system prompt at the head of the
+// first user turn, Gemma 2 has no system prompt at all.
+std::string ChatTemplate::format_gemma(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
+    std::string prefix;
+    size_t first = 0;
+    if (messages.front().role == "system") {
+        if (!gemma_system_in_first_turn_) throw Error("this Gemma chat template does not support a system role", ER_E_INVALID_ARGUMENT);
+        prefix = messages.front().content + "\n\n";
+        first = 1;
+    }
+    require_alternation(messages, first);
+    std::string out = bos_;
+    for (size_t i = first; i < messages.size(); ++i) {
+        const auto& m = messages[i];
+        out += "<start_of_turn>" + (m.role == "assistant" ? std::string("model") : m.role) + "\n" +
+               (i == first ? prefix : std::string()) + trim(m.content) + "<end_of_turn>\n";
+    }
+    if (options.add_generation_prompt) out += "<start_of_turn>model\n";
+    return out;
+}
+
+}  // namespace edgerun::text

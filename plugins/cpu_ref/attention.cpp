@@ -1,0 +1,56 @@
+// Causal grouped-query attention over the KV cache, as llama.cpp's unfused path
+// (mul_mat, soft_max_ext with scale, mul_mat) defines it: scores = scale * q·k,
+// p = exp(s - max) / sum (the sum in double), out = sum_j p_j v_j.
+#include "ops.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace edgerun::cpu_ref {
+
+void run_attention(const AttentionOp& op, KvCache& kv, int32_t pos0, int32_t n_rows, ThreadPool& pool,
+                   float* scores, int64_t scores_per_thread) {
+    const er_attention_params& p = op.params;
+    const int64_t q_width = int64_t{p.n_head} * p.head_dim_k;
+    const int64_t k_width = int64_t{p.n_head_kv} * p.head_dim_k;
+    const int64_t v_width = int64_t{p.n_head_kv} * p.head_dim_v;
+    const int64_t out_width = int64_t{p.n_head} * p.head_dim_v;
+
+    pool.run(n_rows, [&](int64_t r, int) {
+        const int32_t pos = pos0 + static_cast<int32_t>(r);
+        for (int32_t g = 0; g < p.n_head_kv; ++g) {
+            kv.encode_row(op.k + r * k_width + g * p.head_dim_k, p.head_dim_k, kv.k_row(op.layer, pos, g));
+            kv.encode_row(op.v + r * v_width + g * p.head_dim_v, p.head_dim_v, kv.v_row(op.layer, pos, g));
+        }
+    });
+
+    const RowKernels& rows = kv.kernels();
+    const int32_t heads_per_kv = p.n_head / p.n_head_kv;
+    pool.run(int64_t{n_rows} * p.n_head, [&](int64_t task, int thread) {
+        const int64_t r = task / p.n_head;
+        const int32_t h = static_cast<int32_t>(task % p.n_head);
+        const int32_t g = h / heads_per_kv;
+        const int32_t last = pos0 + static_cast<int32_t>(r);  // causal: positions [0, last]
+        const float* q = op.q + r * q_width + int64_t{h} * p.head_dim_k;
+        float* s = scores + thread * scores_per_thread;
+
+        float max = -std::numeric_limits<float>::infinity();
+        for (int32_t j = 0; j <= last; ++j) {
+            s[j] = rows.dot(kv.k_row(op.layer, j, g), q, p.head_dim_k) * p.scale;
+            max = s[j] > max ? s[j] : max;
+        }
+        double sum = 0.0;
+        for (int32_t j = 0; j <= last; ++j) {
+            s[j] = std::exp(s[j] - max);
+            sum += s[j];
+        }
+        const float inv = static_cast<float>(1.0 / sum);
+
+        float* out = op.out + r * out_width + int64_t{h} * p.head_dim_v;
+        std::memset(out, 0, sizeof(float) * static_cast<size_t>(p.head_dim_v));
+        for (int32_t j = 0; j <= last; ++j) rows.axpy(s[j] * inv, kv.v_row(op.layer, j, g), out, p.head_dim_v);
+    });
+}
+
+}  // namespace edgerun::cpu_ref

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""llama.cpp's CPU speed on a GGUF model, for comparison with cpu_ref's bench driver.
+
+Prefill: one batch of `--prompt` tokens; decode: `--gen` single-token steps after it.
+Token ids are arbitrary (speed does not depend on them). Prints tok/s for both.
+    python3 llama_cpp_bench.py MODEL.gguf --threads 2 --prompt 512 --gen 128
+"""
+import argparse
+import time
+
+import llama_cpp
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--gen", type=int, default=128)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    llm = llama_cpp.Llama(model_path=args.model, n_threads=args.threads, n_threads_batch=args.threads,
+                          n_ctx=args.prompt + args.gen + 16, n_batch=args.prompt, n_ubatch=args.prompt,
+                          verbose=False)
+    n_vocab = llm.n_vocab()
+    prompt = [(i * 7919 + 13) % n_vocab for i in range(args.prompt)]
+    best_prefill = best_decode = 0.0
+    for _ in range(args.repeat):
+        llm.reset()
+        llm._ctx.memory_clear(True) if hasattr(llm._ctx, "memory_clear") else None
+        t0 = time.perf_counter()
+        llm.eval(prompt)
+        t1 = time.perf_counter()
+        token = 1
+        for i in range(args.gen):
+            llm.eval([token])
+            token = (token * 31 + i) % n_vocab
+        t2 = time.perf_counter()
+        best_prefill = max(best_prefill, args.prompt / (t1 - t0))
+        best_decode = max(best_decode, args.gen / (t2 - t1))
+    print(f"llama.cpp threads={args.threads} prefill {args.prompt} tok: {best_prefill:.1f} tok/s, "
+          f"decode {args.gen} tok: {best_decode:.1f} tok/s (best of {args.repeat})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+// Row kernels of the reference backend: for every weight type, the dot product of one
+// stored row with an F32 vector, the row decoded to F32, and y += a * row.
+//
+// Determinism contract (why results are bit-identical across runs, thread counts and
+// instruction sets): a row is decoded exactly as edgerun/quant/blocks.hpp defines it,
+// and its dot product always accumulates in the same order. Element i of the row goes
+// into lane i % 32 of 32 F32 accumulators with a fused multiply-add (one rounding),
+// and the lanes are summed by one fixed tree (lane_sum). The portable kernels spell
+// that order out in plain C++ (which compilers vectorise); the AVX2 kernels hold the
+// 32 lanes in four 8-wide registers and reduce them in the same tree, so both give the
+// same bits. The tests compare them.
+#pragma once
+
+#include <cstdint>
+
+namespace edgerun::cpu_ref {
+
+inline constexpr int kLanes = 32;
+
+using DotFn = float (*)(const void* row, const float* x, int64_t n);
+using DequantFn = void (*)(const void* row, float* y, int64_t n);
+using AxpyFn = void (*)(float a, const void* row, float* y, int64_t n);
+
+struct RowKernels {
+    DotFn dot;          // sum_i w_i * x_i over n values
+    DequantFn dequant;  // y[i] = w_i
+    AxpyFn axpy;        // y[i] = fma(a, w_i, y[i])
+};
+
+enum class Isa : int { Generic = 0, Avx2 = 1 };
+
+// The fastest instruction set this CPU runs kernels for.
+Isa best_isa();
+bool isa_available(Isa isa);
+const char* isa_name(Isa isa);
+
+// Kernels for a GGUF type id, nullptr for a type this backend does not decode. `n` must
+// be a multiple of the type's block size (any n for F32, F16, BF16).
+const RowKernels* row_kernels(int32_t dtype, Isa isa);
+inline const RowKernels* row_kernels(int32_t dtype) { return row_kernels(dtype, best_isa()); }
+bool dtype_supported(int32_t dtype);
+
+// The canonical reduction of 32 lane accumulators:
+// ((a[j] + a[j+8]) + (a[j+16] + a[j+24])) for j < 8, then halves 8 -> 4 -> 2 -> 1.
+float lane_sum(const float* acc);
+
+namespace generic {
+const RowKernels* row_kernels(int32_t dtype);
+}
+namespace avx2 {
+const RowKernels* row_kernels(int32_t dtype);  // nullptr when not built for x86
+}
+
+}  // namespace edgerun::cpu_ref

@@ -1,0 +1,397 @@
+// AVX2 row kernels (x86-64 with AVX2, FMA and F16C, chosen at run time). Each decoder
+// turns 32 stored weights into four 8-wide F32 registers with the same operations, in
+// the same order, as blocks.hpp, so the values are bit-identical; dot products keep
+// the canonical lane order of kernels.hpp. Built on x86 only; elsewhere the portable
+// kernels run.
+#include "kernels.hpp"
+
+#include <edgerun/quant/blocks.hpp>
+
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+// Everything below is compiled for AVX2 + FMA + F16C, and only called after the CPU
+// said it has them. Headers are included above, so their inline functions stay
+// generic (no AVX2 instructions leak into copies other files may link).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+namespace edgerun::cpu_ref::avx2 {
+namespace {
+
+using namespace edgerun::quant;
+
+inline float h2f(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return _cvtsh_ss(h);  // exact, like fp16_to_fp32
+}
+
+inline __m256 to_f32(__m256i v) { return _mm256_cvtepi32_ps(v); }
+inline __m128i lo_half(__m256i v) { return _mm256_castsi256_si128(v); }
+inline __m128i hi_half(__m256i v) { return _mm256_extracti128_si256(v, 1); }
+inline __m128i high8(__m128i v) { return _mm_srli_si128(v, 8); }
+
+// Four registers from 32 unsigned bytes (as two 16-byte halves).
+inline void u8x32_to_i32(__m128i a, __m128i b, __m256i out[4]) {
+    out[0] = _mm256_cvtepu8_epi32(a);
+    out[1] = _mm256_cvtepu8_epi32(high8(a));
+    out[2] = _mm256_cvtepu8_epi32(b);
+    out[3] = _mm256_cvtepu8_epi32(high8(b));
+}
+inline void i8x32_to_i32(__m128i a, __m128i b, __m256i out[4]) {
+    out[0] = _mm256_cvtepi8_epi32(a);
+    out[1] = _mm256_cvtepi8_epi32(high8(a));
+    out[2] = _mm256_cvtepi8_epi32(b);
+    out[3] = _mm256_cvtepi8_epi32(high8(b));
+}
+
+// (x >> shift) & mask on every byte of 32 bytes.
+inline __m256i bits_of_bytes(__m256i x, int shift, int mask) {
+    return _mm256_and_si256(_mm256_srl_epi16(x, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(char(mask)));
+}
+
+// ------------------------------------------------------------- decoders --
+// Each calls sink(chunk, w) for the block's 32-weight chunks in order. They are forced
+// inline: GCC 12 at -O3 otherwise summarised the out-of-line Q2_K decoder as writing
+// no memory and deleted the dequantize loop that calls it (seen with objdump).
+#define ER_DECODER template <class Sink> __attribute__((always_inline)) inline void
+
+ER_DECODER decode_q4_0(const uint8_t* p, Sink&& sink) {
+    const __m256 d = _mm256_set1_ps(h2f(p));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m256i q[4];
+    u8x32_to_i32(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4), q);
+    const __m256i eight = _mm256_set1_epi32(8);
+    __m256 w[4];
+    for (int g = 0; g < 4; ++g) w[g] = _mm256_mul_ps(to_f32(_mm256_sub_epi32(q[g], eight)), d);
+    sink(0, w);
+}
+
+ER_DECODER decode_q4_1(const uint8_t* p, Sink&& sink) {
+    const __m256 d = _mm256_set1_ps(h2f(p)), m = _mm256_set1_ps(h2f(p + 2));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m256i q[4];
+    u8x32_to_i32(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4), q);
+    __m256 w[4];
+    for (int g = 0; g < 4; ++g) w[g] = _mm256_add_ps(_mm256_mul_ps(to_f32(q[g]), d), m);
+    sink(0, w);
+}
+
+// Q5_0 / Q5_1: 4-bit values from qs plus the fifth bit from the 32-bit qh.
+inline void q5_values(const uint8_t* qh_bytes, const uint8_t* qs, __m256i q[4]) {
+    const __m256i qh = _mm256_set1_epi32(int(load_u32(qh_bytes)));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    u8x32_to_i32(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4), q);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
+    for (int g = 0; g < 4; ++g) {
+        const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(qh, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * g))), one);
+        q[g] = _mm256_or_si256(q[g], _mm256_slli_epi32(bit, 4));
+    }
+}
+
+ER_DECODER decode_q5_0(const uint8_t* p, Sink&& sink) {
+    const __m256 d = _mm256_set1_ps(h2f(p));
+    __m256i q[4];
+    q5_values(p + 2, p + 6, q);
+    const __m256i sixteen = _mm256_set1_epi32(16);
+    __m256 w[4];
+    for (int g = 0; g < 4; ++g) w[g] = _mm256_mul_ps(to_f32(_mm256_sub_epi32(q[g], sixteen)), d);
+    sink(0, w);
+}
+
+ER_DECODER decode_q5_1(const uint8_t* p, Sink&& sink) {
+    const __m256 d = _mm256_set1_ps(h2f(p)), m = _mm256_set1_ps(h2f(p + 2));
+    __m256i q[4];
+    q5_values(p + 4, p + 8, q);
+    __m256 w[4];
+    for (int g = 0; g < 4; ++g) w[g] = _mm256_add_ps(_mm256_mul_ps(to_f32(q[g]), d), m);
+    sink(0, w);
+}
+
+ER_DECODER decode_q8_0(const uint8_t* p, Sink&& sink) {
+    const __m256 d = _mm256_set1_ps(h2f(p));
+    __m256 w[4];
+    for (int g = 0; g < 4; ++g) {
+        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2 + 8 * g));
+        w[g] = _mm256_mul_ps(to_f32(_mm256_cvtepi8_epi32(bytes)), d);
+    }
+    sink(0, w);
+}
+
+ER_DECODER decode_q2_k(const uint8_t* p, Sink&& sink) {
+    const uint8_t* scales = p;
+    const uint8_t* qs = p + 16;
+    const float d = h2f(p + 80), dmin = h2f(p + 82);
+    for (int half = 0; half < 2; ++half) {
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * half));
+        for (int group = 0; group < 4; ++group) {
+            const int chunk = 4 * half + group;
+            const __m256i v = bits_of_bytes(bytes, 2 * group, 3);
+            __m256i q[4];
+            u8x32_to_i32(lo_half(v), hi_half(v), q);
+            __m256 w[4];
+            for (int g = 0; g < 4; ++g) {
+                const uint8_t sc = scales[2 * chunk + g / 2];
+                const __m256 dl = _mm256_set1_ps(d * float(sc & 0xF)), ml = _mm256_set1_ps(dmin * float(sc >> 4));
+                w[g] = _mm256_sub_ps(_mm256_mul_ps(dl, to_f32(q[g])), ml);
+            }
+            sink(chunk, w);
+        }
+    }
+}
+
+ER_DECODER decode_q3_k(const uint8_t* p, Sink&& sink) {
+    const uint8_t* qs = p + 32;
+    const float d = h2f(p + 108);
+    int8_t scales[16];
+    q3k_scales(p + 96, scales);
+    const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    for (int half = 0; half < 2; ++half) {
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * half));
+        for (int group = 0; group < 4; ++group) {
+            const int chunk = 4 * half + group;
+            const __m256i low = bits_of_bytes(bytes, 2 * group, 3);
+            const __m256i high = bits_of_bytes(hmask, chunk, 1);
+            // low - 4 where the high bit is clear: low - ((high ^ 1) << 2), in [-4, 3].
+            const __m256i minus = _mm256_slli_epi16(_mm256_xor_si256(high, _mm256_set1_epi8(1)), 2);
+            const __m256i v = _mm256_sub_epi8(low, minus);
+            __m256i q[4];
+            i8x32_to_i32(lo_half(v), hi_half(v), q);
+            __m256 w[4];
+            for (int g = 0; g < 4; ++g) {
+                const __m256 dl = _mm256_set1_ps(d * float(scales[2 * chunk + g / 2]));
+                w[g] = _mm256_mul_ps(dl, to_f32(q[g]));
+            }
+            sink(chunk, w);
+        }
+    }
+}
+
+// Q4_K / Q5_K share scales; Q5_K adds a fifth bit per weight from qh.
+template <bool kFive, class Sink>
+__attribute__((always_inline)) inline void decode_q45_k(const uint8_t* p, Sink&& sink) {
+    const float d = h2f(p), dmin = h2f(p + 2);
+    const uint8_t* packed = p + 4;
+    const uint8_t* qs = kFive ? p + 48 : p + 16;
+    __m256i qh = _mm256_setzero_si256();
+    if constexpr (kFive) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+    for (int pair = 0; pair < 4; ++pair) {
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * pair));
+        for (int nibble = 0; nibble < 2; ++nibble) {
+            const int chunk = 2 * pair + nibble;
+            uint8_t sc, mn;
+            q4k_scale_min(chunk, packed, &sc, &mn);
+            __m256i v = bits_of_bytes(bytes, 4 * nibble, 0xF);
+            if constexpr (kFive) v = _mm256_or_si256(v, _mm256_slli_epi16(bits_of_bytes(qh, chunk, 1), 4));
+            __m256i q[4];
+            u8x32_to_i32(lo_half(v), hi_half(v), q);
+            const __m256 dl = _mm256_set1_ps(d * float(sc)), ml = _mm256_set1_ps(dmin * float(mn));
+            __m256 w[4];
+            for (int g = 0; g < 4; ++g) w[g] = _mm256_sub_ps(_mm256_mul_ps(dl, to_f32(q[g])), ml);
+            sink(chunk, w);
+        }
+    }
+}
+
+ER_DECODER decode_q6_k(const uint8_t* p, Sink&& sink) {
+    const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
+    const float d = h2f(p + 208);
+    for (int half = 0; half < 2; ++half) {
+        const uint8_t* ql = p + 64 * half;
+        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * half));
+        for (int group = 0; group < 4; ++group) {
+            const int chunk = 4 * half + group;
+            const __m256i low = bits_of_bytes(group % 2 == 0 ? l0 : l1, group < 2 ? 0 : 4, 0xF);
+            const __m256i high = bits_of_bytes(h, 2 * group, 3);
+            const __m256i v = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+            __m256i q[4];
+            i8x32_to_i32(lo_half(v), hi_half(v), q);
+            __m256 w[4];
+            for (int g = 0; g < 4; ++g) {
+                const __m256 dl = _mm256_set1_ps(d * float(scales[2 * chunk + g / 2]));
+                w[g] = _mm256_mul_ps(dl, to_f32(q[g]));
+            }
+            sink(chunk, w);
+        }
+    }
+}
+
+// ------------------------------------------------------------ reductions --
+
+// The 32 canonical lanes: lane 8k + j lives in a[k], element j.
+struct Lanes {
+    __m256 a[4];
+
+    Lanes() {
+        for (auto& v : a) v = _mm256_setzero_ps();
+    }
+
+    void fma32(const __m256 w[4], const float* x) {
+        for (int k = 0; k < 4; ++k) a[k] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(x + 8 * k), a[k]);
+    }
+    float sum() const {
+        const __m256 v = _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]));
+        const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+        return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+    }
+    void store(float* out) const {
+        for (int k = 0; k < 4; ++k) _mm256_storeu_ps(out + 8 * k, a[k]);
+    }
+};
+
+// --------------------------------------------------------- quantized rows --
+
+#define ER_AVX2_QUANT(Name, QK, kBytes, decode)                                                        \
+    struct Name {                                                                                      \
+        static float dot(const void* row, const float* x, int64_t n) {                                 \
+            const auto* p = static_cast<const uint8_t*>(row);                                          \
+            Lanes lanes;                                                                               \
+            for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), x += (QK))                           \
+                decode(p, [&](int chunk, const __m256* w) { lanes.fma32(w, x + 32 * chunk); });        \
+            return lanes.sum();                                                                        \
+        }                                                                                              \
+        static void dequant(const void* row, float* y, int64_t n) {                                    \
+            const auto* p = static_cast<const uint8_t*>(row);                                          \
+            for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), y += (QK))                           \
+                decode(p, [&](int chunk, const __m256* w) {                                            \
+                    for (int k = 0; k < 4; ++k) _mm256_storeu_ps(y + 32 * chunk + 8 * k, w[k]);        \
+                });                                                                                    \
+        }                                                                                              \
+        static void axpy(float a, const void* row, float* y, int64_t n) {                              \
+            const auto* p = static_cast<const uint8_t*>(row);                                          \
+            const __m256 va = _mm256_set1_ps(a);                                                       \
+            for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), y += (QK))                           \
+                decode(p, [&](int chunk, const __m256* w) {                                            \
+                    for (int k = 0; k < 4; ++k) {                                                      \
+                        float* out = y + 32 * chunk + 8 * k;                                           \
+                        _mm256_storeu_ps(out, _mm256_fmadd_ps(va, w[k], _mm256_loadu_ps(out)));        \
+                    }                                                                                  \
+                });                                                                                    \
+        }                                                                                              \
+        static constexpr RowKernels kernels{&dot, &dequant, &axpy};                                    \
+    };
+
+ER_AVX2_QUANT(Q4_0, 32, 18, decode_q4_0)
+ER_AVX2_QUANT(Q4_1, 32, 20, decode_q4_1)
+ER_AVX2_QUANT(Q5_0, 32, 22, decode_q5_0)
+ER_AVX2_QUANT(Q5_1, 32, 24, decode_q5_1)
+ER_AVX2_QUANT(Q8_0, 32, 34, decode_q8_0)
+ER_AVX2_QUANT(Q2_K, 256, 84, decode_q2_k)
+ER_AVX2_QUANT(Q3_K, 256, 110, decode_q3_k)
+ER_AVX2_QUANT(Q4_K, 256, 144, decode_q45_k<false>)
+ER_AVX2_QUANT(Q5_K, 256, 176, decode_q45_k<true>)
+ER_AVX2_QUANT(Q6_K, 256, 210, decode_q6_k)
+#undef ER_AVX2_QUANT
+
+// ------------------------------------------------------------ plain rows --
+
+// 8 values of a plain row from element i.
+template <int32_t kType>
+inline __m256 load8(const uint8_t* p, int64_t i) {
+    if constexpr (kType == 0) {
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i);
+    } else if constexpr (kType == 1) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)));
+    } else {
+        const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+    }
+}
+
+template <int32_t kType>
+inline float load1(const uint8_t* p, int64_t i) {
+    if constexpr (kType == 0) {
+        float v;
+        std::memcpy(&v, p + 4 * i, 4);
+        return v;
+    } else {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        return kType == 1 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+    }
+}
+
+template <int32_t kType>
+struct Plain {
+    static float dot(const void* row, const float* x, int64_t n) {
+        const auto* p = static_cast<const uint8_t*>(row);
+        Lanes lanes;
+        const int64_t full = n / 32 * 32;
+        for (int64_t i = 0; i < full; i += 32) {
+            const __m256 w[4] = {load8<kType>(p, i), load8<kType>(p, i + 8), load8<kType>(p, i + 16),
+                                 load8<kType>(p, i + 24)};
+            lanes.fma32(w, x + i);
+        }
+        if (full == n) return lanes.sum();
+        // The tail goes to lanes 0.. in order, exactly as the portable kernel does.
+        float acc[kLanes];
+        lanes.store(acc);
+        for (int64_t i = full; i < n; ++i) acc[i - full] = __builtin_fmaf(load1<kType>(p, i), x[i], acc[i - full]);
+        return lane_sum(acc);
+    }
+    static void dequant(const void* row, float* y, int64_t n) {
+        const auto* p = static_cast<const uint8_t*>(row);
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load8<kType>(p, i));
+        for (; i < n; ++i) y[i] = load1<kType>(p, i);
+    }
+    static void axpy(float a, const void* row, float* y, int64_t n) {
+        const auto* p = static_cast<const uint8_t*>(row);
+        const __m256 va = _mm256_set1_ps(a);
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load8<kType>(p, i), _mm256_loadu_ps(y + i)));
+        for (; i < n; ++i) y[i] = __builtin_fmaf(a, load1<kType>(p, i), y[i]);
+    }
+    static constexpr RowKernels kernels{&dot, &dequant, &axpy};
+};
+
+}  // namespace
+#undef ER_DECODER
+
+const RowKernels* row_kernels(int32_t dtype) {
+    switch (dtype) {
+        case 0: return &Plain<0>::kernels;
+        case 1: return &Plain<1>::kernels;
+        case 30: return &Plain<30>::kernels;
+        case 2: return &Q4_0::kernels;
+        case 3: return &Q4_1::kernels;
+        case 6: return &Q5_0::kernels;
+        case 7: return &Q5_1::kernels;
+        case 8: return &Q8_0::kernels;
+        case 10: return &Q2_K::kernels;
+        case 11: return &Q3_K::kernels;
+        case 12: return &Q4_K::kernels;
+        case 13: return &Q5_K::kernels;
+        case 14: return &Q6_K::kernels;
+        default: return nullptr;
+    }
+}
+
+}  // namespace edgerun::cpu_ref::avx2
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#else  // not x86-64
+
+namespace edgerun::cpu_ref::avx2 {
+const RowKernels* row_kernels(int32_t) { return nullptr; }
+}  // namespace edgerun::cpu_ref::avx2
+
+#endif

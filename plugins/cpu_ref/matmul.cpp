@@ -1,0 +1,109 @@
+// Matrix products against stored (usually quantized) weights.
+//
+// Decode (few rows): a GEMV per row whose inner loop decodes and multiplies in one pass
+// (RowKernels::dot). Prefill: a tile of kGemmTileRows weight rows is decoded to F32
+// once and multiplied with every row of x by OpenBLAS sgemm, called single-threaded
+// from our own pool. Tiles have a fixed size, so each output element comes from a
+// call of the same shape whatever the thread count: the result is deterministic.
+#include "ops.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <mutex>
+
+// OpenBLAS (pthread builds) starts its own worker pool when the library loads. cpu_ref
+// never uses it (BLAS runs single-threaded inside cpu_ref's pool), so after pinning the
+// thread count to one it is shut down, which OpenBLAS itself does before a fork. Weak:
+// other BLAS builds may not have it, then the idle pool simply stays.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
+namespace edgerun::cpu_ref {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The target and its first row for task `task` when target t has tasks [begin[t], begin[t+1]).
+struct TaskMap {
+    int64_t begin[ER_NODE_MAX_IO + 1] = {};
+    int32_t n = 0;
+
+    TaskMap(const MatmulOp& op, int64_t rows_per_task) : n(op.n_targets) {
+        for (int32_t t = 0; t < n; ++t) begin[t + 1] = begin[t] + ceil_div(op.targets[t].weight->rows, rows_per_task);
+    }
+    int64_t total() const { return begin[n]; }
+    int32_t target_of(int64_t task) const {
+        int32_t t = 0;
+        while (task >= begin[t + 1]) ++t;
+        return t;
+    }
+};
+
+void gemv(const MatmulOp& op, int32_t n_rows, ThreadPool& pool) {
+    const TaskMap map(op, kGemvRowsPerTask);
+    pool.run(map.total(), [&](int64_t task, int) {
+        const int32_t t = map.target_of(task);
+        const MatmulTarget& target = op.targets[t];
+        const WeightRef& w = *target.weight;
+        const int64_t r0 = (task - map.begin[t]) * kGemvRowsPerTask;
+        const int64_t r1 = std::min(r0 + kGemvRowsPerTask, w.rows);
+        const DotFn dot = w.kernels->dot;
+        for (int64_t r = r0; r < r1; ++r) {
+            const uint8_t* row = w.row(r);
+            for (int32_t i = 0; i < n_rows; ++i) {
+                float v = dot(row, op.x + i * op.width, op.width);
+                if (target.bias) v += target.bias[r];
+                target.out[i * w.rows + r] = v;
+            }
+        }
+    });
+}
+
+void gemm(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const TileScratch& scratch) {
+    const TaskMap map(op, kGemmTileRows);
+    pool.run(map.total(), [&](int64_t task, int thread) {
+        const int32_t t = map.target_of(task);
+        const MatmulTarget& target = op.targets[t];
+        const WeightRef& w = *target.weight;
+        const int64_t r0 = (task - map.begin[t]) * kGemmTileRows;
+        const int64_t n_tile = std::min(kGemmTileRows, w.rows - r0);
+        const float* tile;
+        if (w.dtype == 0) {
+            tile = reinterpret_cast<const float*>(w.row(r0));
+        } else {
+            float* buffer = scratch.data + thread * scratch.floats_per_thread;
+            for (int64_t r = 0; r < n_tile; ++r) w.kernels->dequant(w.row(r0 + r), buffer + r * w.cols, w.cols);
+            tile = buffer;
+        }
+        float* out = target.out + r0;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_rows, static_cast<int>(n_tile),
+                    static_cast<int>(op.width), 1.0f, op.x, static_cast<int>(op.width), tile,
+                    static_cast<int>(w.cols), 0.0f, out, static_cast<int>(w.rows));
+        if (target.bias)
+            for (int32_t i = 0; i < n_rows; ++i)
+                for (int64_t r = 0; r < n_tile; ++r) out[i * w.rows + r] += target.bias[r0 + r];
+    });
+}
+
+}  // namespace
+
+void run_matmul(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const TileScratch& scratch) {
+    if (n_rows >= kGemmMinRows)
+        gemm(op, n_rows, pool, scratch);
+    else
+        gemv(op, n_rows, pool);
+}
+
+void init_blas() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        openblas_set_num_threads(1);
+        if (blas_thread_shutdown_) blas_thread_shutdown_();
+        // One tiny product, so OpenBLAS's lazily built state exists before any step.
+        const float a[4] = {1, 2, 3, 4};
+        float c[4];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 2, 2, 2, 1.0f, a, 2, a, 2, 0.0f, c, 2);
+    });
+}
+
+}  // namespace edgerun::cpu_ref

@@ -1,0 +1,461 @@
+#include "plan.hpp"
+
+#include <edgerun/plugin_sdk.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace edgerun::cpu_ref {
+namespace {
+
+using sdk::Failure;
+using sdk::set_errorf;
+
+const char* op_label(int32_t op) {
+    switch (op) {
+        case ER_OP_EMBED: return "EMBED";
+        case ER_OP_MATMUL: return "MATMUL";
+        case ER_OP_MATMUL_MULTI: return "MATMUL_MULTI";
+        case ER_OP_RMS_NORM: return "RMS_NORM";
+        case ER_OP_ROPE: return "ROPE";
+        case ER_OP_ATTENTION: return "ATTENTION";
+        case ER_OP_SWIGLU: return "SWIGLU";
+        case ER_OP_ADD: return "ADD";
+        case ER_OP_LOGITS: return "LOGITS";
+        default: return "?";
+    }
+}
+
+std::string node_label(const er_node& node, int32_t index) {
+    return "node " + std::to_string(index) + " (" + op_label(node.op) + ")";
+}
+
+// Floats per buffer are rounded up so every buffer starts 64-byte aligned in the arena.
+constexpr int64_t kAlignFloats = 16;
+int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+Plan::Plan(Context& ctx, const er_graph& graph)
+    : ctx_(ctx), model_(*ctx.model), pool_(*ctx.model->backend->pool) {
+    compile(graph);
+    ctx_.scratch_bytes.fetch_add(scratch_bytes_);
+}
+
+Plan::~Plan() { ctx_.scratch_bytes.fetch_sub(scratch_bytes_); }
+
+const WeightRef& Plan::weight_at(const er_node& node, int32_t slot, int32_t index) const {
+    const int32_t w = node.weights[slot];
+    if (w < 0 || w >= static_cast<int32_t>(model_.weights.size()))
+        throw Failure(ER_E_INVALID_ARGUMENT, node_label(node, index) + ": weight index " + std::to_string(w) +
+                                                 " is not in the model's table of " +
+                                                 std::to_string(model_.weights.size()));
+    const WeightRef& ref = model_.weights[w];
+    if (!ref.kernels)
+        throw Failure(ER_E_UNSUPPORTED, node_label(node, index) + ": cpu_ref cannot decode " +
+                                            dtype_label(ref.dtype) + " weights ('" + ref.name + "')");
+    return ref;
+}
+
+void Plan::compile(const er_graph& graph) {
+    if (graph.struct_size < sizeof(er_graph)) throw Failure(ER_E_INVALID_ARGUMENT, "graph struct is too small");
+    if (graph.max_tokens < 1)
+        throw Failure(ER_E_INVALID_ARGUMENT, "graph max_tokens must be at least 1 (got " +
+                                                 std::to_string(graph.max_tokens) + ")");
+    if (graph.max_tokens > ctx_.params.n_batch)
+        throw Failure(ER_E_INVALID_ARGUMENT, "graph takes " + std::to_string(graph.max_tokens) +
+                                                 " tokens per step, the context's n_batch is " +
+                                                 std::to_string(ctx_.params.n_batch));
+    if (graph.n_values < 0 || graph.n_nodes < 0 || (graph.n_values > 0 && !graph.values) ||
+        (graph.n_nodes > 0 && !graph.nodes))
+        throw Failure(ER_E_INVALID_ARGUMENT, "graph has no value or node table");
+    max_tokens_ = graph.max_tokens;
+    values_.resize(static_cast<size_t>(graph.n_values));
+    for (int32_t v = 0; v < graph.n_values; ++v) {
+        const er_value_desc& d = graph.values[v];
+        if (d.type != ER_VALUE_F32 && d.type != ER_VALUE_I32)
+            throw Failure(ER_E_INVALID_ARGUMENT, "value " + std::to_string(v) + " has unknown type " + std::to_string(d.type));
+        if (d.width < 1 || d.width > (int64_t{1} << 31))
+            throw Failure(ER_E_INVALID_ARGUMENT, "value " + std::to_string(v) + " has width " + std::to_string(d.width));
+        if (d.type == ER_VALUE_I32 && !(d.flags & ER_VALUE_INPUT))
+            throw Failure(ER_E_INVALID_ARGUMENT, "value " + std::to_string(v) + " is I32 but not a host input");
+        values_[v].type = d.type;
+        values_[v].flags = d.flags;
+        values_[v].width = d.width;
+        values_[v].computed = (d.flags & ER_VALUE_INPUT) != 0;
+    }
+    for (int32_t i = 0; i < graph.n_nodes; ++i) check_node(graph.nodes[i], i);
+    for (int32_t v = 0; v < graph.n_values; ++v)
+        if ((values_[v].flags & ER_VALUE_OUTPUT) && !values_[v].computed)
+            throw Failure(ER_E_INVALID_ARGUMENT, "output value " + std::to_string(v) + " is never computed");
+    assign_buffers(graph);
+    build_ops(graph);
+}
+
+void Plan::check_node(const er_node& node, int32_t index) {
+    const std::string label = node_label(node, index);
+    auto fail = [&](const std::string& what) { return Failure(ER_E_INVALID_ARGUMENT, label + ": " + what); };
+    int32_t want_in = 0, min_out = 1, max_out = 1;
+    switch (node.op) {
+        case ER_OP_EMBED: case ER_OP_MATMUL: case ER_OP_RMS_NORM: case ER_OP_ROPE: case ER_OP_LOGITS: want_in = 1; break;
+        case ER_OP_MATMUL_MULTI: want_in = 1, max_out = ER_NODE_MAX_IO; break;
+        case ER_OP_SWIGLU: case ER_OP_ADD: want_in = 2; break;
+        case ER_OP_ATTENTION: want_in = 3; break;
+        default: throw Failure(ER_E_UNSUPPORTED, label + ": unknown op " + std::to_string(node.op));
+    }
+    if (node.n_inputs != want_in) throw fail("takes " + std::to_string(want_in) + " inputs, has " + std::to_string(node.n_inputs));
+    if (node.n_outputs < min_out || node.n_outputs > max_out) throw fail("has " + std::to_string(node.n_outputs) + " outputs");
+    for (int32_t k = 0; k < node.n_inputs; ++k) {
+        const int32_t v = node.inputs[k];
+        if (v < 0 || v >= static_cast<int32_t>(values_.size())) throw fail("input value " + std::to_string(v) + " does not exist");
+        if (!values_[v].computed) throw fail("input value " + std::to_string(v) + " is used before it is computed");
+        const int32_t want_type = node.op == ER_OP_EMBED ? ER_VALUE_I32 : ER_VALUE_F32;
+        if (values_[v].type != want_type)
+            throw fail("input value " + std::to_string(v) + (want_type == ER_VALUE_I32 ? " must be I32 token ids" : " must be F32"));
+    }
+    for (int32_t k = 0; k < node.n_outputs; ++k) {
+        const int32_t v = node.outputs[k];
+        if (v < 0 || v >= static_cast<int32_t>(values_.size())) throw fail("output value " + std::to_string(v) + " does not exist");
+        if (values_[v].computed) throw fail("output value " + std::to_string(v) + " is assigned twice (or is a host input)");
+        if (values_[v].type != ER_VALUE_F32) throw fail("output value " + std::to_string(v) + " must be F32");
+        values_[v].computed = true;
+    }
+    auto width = [&](int32_t v) { return values_[v].width; };
+    auto expect_width = [&](int32_t v, int64_t want, const char* what) {
+        if (width(v) != want)
+            throw fail(std::string(what) + " value " + std::to_string(v) + " is " + std::to_string(width(v)) +
+                       " wide, expected " + std::to_string(want));
+    };
+    auto check_matmul = [&](int32_t slot, bool allow_bias) {
+        const WeightRef& w = weight_at(node, slot, index);
+        if (w.cols != width(node.inputs[0]))
+            throw fail("weight '" + w.name + "' has rows of " + std::to_string(w.cols) + " values, the input is " +
+                       std::to_string(width(node.inputs[0])) + " wide");
+        expect_width(node.outputs[slot], w.rows, "output");
+        const int32_t b = node.biases[slot];
+        if (b >= 0) {
+            if (!allow_bias) throw fail("takes no bias");
+            if (b >= static_cast<int32_t>(model_.weights.size())) throw fail("bias index " + std::to_string(b) + " does not exist");
+            const WeightRef& bias = model_.weights[b];
+            if (bias.rows != 1 || bias.cols != w.rows || bias.decoded.empty())
+                throw fail("bias '" + bias.name + "' must be one row of " + std::to_string(w.rows) + " values");
+        }
+    };
+    switch (node.op) {
+        case ER_OP_EMBED: {
+            const WeightRef& w = weight_at(node, 0, index);
+            expect_width(node.inputs[0], 1, "token");
+            expect_width(node.outputs[0], w.cols, "output");
+            break;
+        }
+        case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI:
+            for (int32_t k = 0; k < node.n_outputs; ++k) check_matmul(k, true);
+            break;
+        case ER_OP_LOGITS: check_matmul(0, false); break;
+        case ER_OP_RMS_NORM: {
+            const er_rms_norm_params& p = node.params.rms_norm;
+            if (p.group < 1 || width(node.inputs[0]) % p.group != 0)
+                throw fail("group " + std::to_string(p.group) + " does not divide the input width " +
+                           std::to_string(width(node.inputs[0])));
+            if (!(p.eps >= 0.0f) || !std::isfinite(p.eps)) throw fail("eps must be finite and >= 0");
+            const WeightRef& w = weight_at(node, 0, index);
+            if (w.rows != 1 || w.cols != p.group) throw fail("weight '" + w.name + "' must be one row of " + std::to_string(p.group) + " values");
+            expect_width(node.outputs[0], width(node.inputs[0]), "output");
+            break;
+        }
+        case ER_OP_ROPE: {
+            const er_rope_params& p = node.params.rope;
+            if (p.mode != ER_ROPE_NORMAL && p.mode != ER_ROPE_NEOX) throw fail("unknown rope mode " + std::to_string(p.mode));
+            if (p.head_dim < 1 || width(node.inputs[0]) % p.head_dim != 0)
+                throw fail("head_dim " + std::to_string(p.head_dim) + " does not divide the input width");
+            if (p.n_rot < 2 || p.n_rot > p.head_dim || p.n_rot % 2 != 0)
+                throw fail("n_rot " + std::to_string(p.n_rot) + " must be even and in [2, head_dim]");
+            if (!(p.freq_base > 0.0f) || !(p.freq_scale > 0.0f) || !std::isfinite(p.freq_base) || !std::isfinite(p.freq_scale))
+                throw fail("freq_base and freq_scale must be positive");
+            if (node.weights[0] >= 0) {
+                const WeightRef& w = weight_at(node, 0, index);
+                if (w.rows != 1 || w.cols != p.n_rot / 2)
+                    throw fail("frequency factors '" + w.name + "' must be one row of " + std::to_string(p.n_rot / 2) + " values");
+            }
+            expect_width(node.outputs[0], width(node.inputs[0]), "output");
+            break;
+        }
+        case ER_OP_ATTENTION: {
+            const er_attention_params& p = node.params.attention;
+            const er_context_params& c = ctx_.params;
+            if (p.n_head < 1 || p.n_head_kv < 1 || p.n_head % p.n_head_kv != 0)
+                throw fail(std::to_string(p.n_head) + " query heads do not share " + std::to_string(p.n_head_kv) + " KV heads evenly");
+            if (p.n_head_kv != c.n_head_kv || p.head_dim_k != c.head_dim_k || p.head_dim_v != c.head_dim_v)
+                throw fail("KV geometry (" + std::to_string(p.n_head_kv) + " heads, dims " + std::to_string(p.head_dim_k) +
+                           "/" + std::to_string(p.head_dim_v) + ") differs from the context's (" +
+                           std::to_string(c.n_head_kv) + ", " + std::to_string(c.head_dim_k) + "/" +
+                           std::to_string(c.head_dim_v) + ")");
+            if (node.layer < 0 || node.layer >= c.n_layer)
+                throw fail("KV layer " + std::to_string(node.layer) + " is not in the context's " + std::to_string(c.n_layer));
+            if (!std::isfinite(p.scale)) throw fail("scale is not finite");
+            expect_width(node.inputs[0], int64_t{p.n_head} * p.head_dim_k, "q");
+            expect_width(node.inputs[1], int64_t{p.n_head_kv} * p.head_dim_k, "k");
+            expect_width(node.inputs[2], int64_t{p.n_head_kv} * p.head_dim_v, "v");
+            expect_width(node.outputs[0], int64_t{p.n_head} * p.head_dim_v, "output");
+            has_attention_ = true;
+            break;
+        }
+        case ER_OP_SWIGLU: case ER_OP_ADD:
+            expect_width(node.inputs[1], width(node.inputs[0]), "second input");
+            expect_width(node.outputs[0], width(node.inputs[0]), "output");
+            break;
+    }
+}
+
+void Plan::assign_buffers(const er_graph& graph) {
+    const int32_t n_values = graph.n_values;
+    std::vector<int32_t> last_use(n_values, -1);
+    for (int32_t i = 0; i < graph.n_nodes; ++i)
+        for (int32_t k = 0; k < graph.nodes[i].n_inputs; ++k) last_use[graph.nodes[i].inputs[k]] = i;
+    auto pinned = [&](int32_t v) { return (values_[v].flags & (ER_VALUE_INPUT | ER_VALUE_OUTPUT)) != 0; };
+    auto floats_of = [&](int32_t v) { return round_up(values_[v].width * max_tokens_, kAlignFloats); };
+
+    // Greedy slot reuse: a value takes the smallest free slot that fits, else grows the
+    // largest free one, else opens a new slot. Outputs of a node get slots before its
+    // dying inputs are released, so no node writes over its own inputs.
+    struct Slot {
+        int64_t floats = 0;
+        bool busy = false;
+    };
+    std::vector<Slot> slots;
+    std::vector<int32_t> slot_of(n_values, -1);
+    auto take = [&](int32_t v) {
+        const int64_t need = floats_of(v);
+        int32_t best = -1;
+        for (int32_t s = 0; s < static_cast<int32_t>(slots.size()); ++s) {
+            if (slots[s].busy) continue;
+            if (best < 0) { best = s; continue; }
+            const bool fits = slots[s].floats >= need, best_fits = slots[best].floats >= need;
+            if ((fits && (!best_fits || slots[s].floats < slots[best].floats)) ||
+                (!fits && !best_fits && slots[s].floats > slots[best].floats))
+                best = s;
+        }
+        if (best < 0) {
+            slots.push_back({});
+            best = static_cast<int32_t>(slots.size() - 1);
+        }
+        slots[best].floats = std::max(slots[best].floats, need);
+        slots[best].busy = true;
+        slot_of[v] = best;
+    };
+    for (int32_t v = 0; v < n_values; ++v)
+        if (values_[v].type == ER_VALUE_F32 && (values_[v].flags & ER_VALUE_INPUT)) take(v);
+    for (int32_t i = 0; i < graph.n_nodes; ++i) {
+        const er_node& node = graph.nodes[i];
+        for (int32_t k = 0; k < node.n_outputs; ++k) take(node.outputs[k]);
+        for (int32_t k = 0; k < node.n_inputs; ++k) {
+            const int32_t v = node.inputs[k];
+            if (last_use[v] == i && !pinned(v) && slot_of[v] >= 0) slots[slot_of[v]].busy = false;
+        }
+        for (int32_t k = 0; k < node.n_outputs; ++k) {  // results nobody reads
+            const int32_t v = node.outputs[k];
+            if (last_use[v] < 0 && !pinned(v)) slots[slot_of[v]].busy = false;
+        }
+    }
+    std::vector<int64_t> offset(slots.size());
+    int64_t total = 0;
+    for (size_t s = 0; s < slots.size(); ++s) offset[s] = total, total += slots[s].floats;
+    arena_.assign(static_cast<size_t>(total + kAlignFloats), 0.0f);
+    float* base = arena_.data();
+    while (reinterpret_cast<uintptr_t>(base) % (kAlignFloats * sizeof(float)) != 0) ++base;
+    int_inputs_.resize(static_cast<size_t>(n_values));
+    for (int32_t v = 0; v < n_values; ++v) {
+        if (slot_of[v] >= 0) values_[v].f32 = base + offset[slot_of[v]];
+        if (values_[v].type == ER_VALUE_I32) {
+            int_inputs_[v].assign(static_cast<size_t>(values_[v].width * max_tokens_), 0);
+            values_[v].i32 = int_inputs_[v].data();
+            scratch_bytes_ += int_inputs_[v].size() * sizeof(int32_t);
+        }
+    }
+    scratch_bytes_ += arena_.size() * sizeof(float);
+}
+
+void Plan::build_ops(const er_graph& graph) {
+    const int32_t n_threads = pool_.size();
+    int64_t max_tile_width = 0;
+    for (int32_t i = 0; i < graph.n_nodes; ++i) {
+        const er_node& node = graph.nodes[i];
+        Op op;
+        op.kind = node.op;
+        op.node = i;
+        for (int32_t k = 0; k < node.n_inputs; ++k) op.in[k] = node.inputs[k];
+        op.out = node.outputs[0];
+        switch (node.op) {
+            case ER_OP_EMBED: op.weight = &model_.weights[node.weights[0]]; break;
+            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: case ER_OP_LOGITS:
+                op.matmul.x = values_[node.inputs[0]].f32;
+                op.matmul.width = values_[node.inputs[0]].width;
+                op.matmul.n_targets = node.n_outputs;
+                for (int32_t k = 0; k < node.n_outputs; ++k) {
+                    MatmulTarget& t = op.matmul.targets[k];
+                    t.weight = &model_.weights[node.weights[k]];
+                    t.bias = node.op != ER_OP_LOGITS && node.biases[k] >= 0 ? model_.weights[node.biases[k]].decoded.data() : nullptr;
+                    t.out = values_[node.outputs[k]].f32;
+                    if (t.weight->dtype != 0) max_tile_width = std::max(max_tile_width, t.weight->cols);
+                }
+                break;
+            case ER_OP_RMS_NORM:
+                op.weight = &model_.weights[node.weights[0]];
+                op.norm = node.params.rms_norm;
+                break;
+            case ER_OP_ROPE: {
+                const float* factors = node.weights[0] >= 0 ? model_.weights[node.weights[0]].decoded.data() : nullptr;
+                const er_rope_params& p = node.params.rope;
+                // Nodes with the same rope settings share one table of cosines and sines.
+                for (int32_t r = 0; r < static_cast<int32_t>(ropes_.size()) && op.rope < 0; ++r) {
+                    const er_rope_params& q = ropes_[r].params();
+                    if (q.mode == p.mode && q.head_dim == p.head_dim && q.n_rot == p.n_rot && q.freq_base == p.freq_base &&
+                        q.freq_scale == p.freq_scale && ropes_[r].freq_factors() == factors)
+                        op.rope = r;
+                }
+                if (op.rope < 0) {
+                    ropes_.emplace_back();
+                    ropes_.back().init(p, factors, max_tokens_);
+                    scratch_bytes_ += ropes_.back().bytes();
+                    op.rope = static_cast<int32_t>(ropes_.size() - 1);
+                }
+                break;
+            }
+            case ER_OP_ATTENTION:
+                op.attention.q = values_[node.inputs[0]].f32;
+                op.attention.k = values_[node.inputs[1]].f32;
+                op.attention.v = values_[node.inputs[2]].f32;
+                op.attention.out = values_[node.outputs[0]].f32;
+                op.attention.layer = node.layer;
+                op.attention.params = node.params.attention;
+                break;
+            default: break;
+        }
+        ops_.push_back(op);
+    }
+    if (max_tokens_ >= kGemmMinRows && max_tile_width > 0) {
+        tile_scratch_.floats_per_thread = round_up(kGemmTileRows * max_tile_width, kAlignFloats);
+        tiles_.assign(static_cast<size_t>(tile_scratch_.floats_per_thread * n_threads), 0.0f);
+        tile_scratch_.data = tiles_.data();
+        scratch_bytes_ += tiles_.size() * sizeof(float);
+    }
+    if (has_attention_) {
+        scores_per_thread_ = round_up(ctx_.params.n_ctx, kAlignFloats);
+        scores_.assign(static_cast<size_t>(scores_per_thread_ * n_threads), 0.0f);
+        scratch_bytes_ += scores_.size() * sizeof(float);
+    }
+}
+
+er_status Plan::set_input(int32_t value, const void* data, int64_t n_rows, er_error* err) {
+    if (value < 0 || value >= static_cast<int32_t>(values_.size()) || !(values_[value].flags & ER_VALUE_INPUT))
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "value %d is not an input of this graph", value);
+    if (!data) return set_errorf(err, ER_E_INVALID_ARGUMENT, "input %d: no data", value);
+    if (n_rows < 1 || n_rows > max_tokens_)
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "input %d: %lld rows, this graph takes 1 to %d", value,
+                          static_cast<long long>(n_rows), max_tokens_);
+    Value& v = values_[value];
+    const size_t bytes = static_cast<size_t>(n_rows * v.width) * 4;
+    if (v.type == ER_VALUE_I32)
+        std::memcpy(v.i32, data, bytes);
+    else
+        std::memcpy(v.f32, data, bytes);
+    v.rows = static_cast<int32_t>(n_rows);
+    return ER_OK;
+}
+
+er_status Plan::execute(const er_step& step, er_error* err) {
+    std::lock_guard<std::mutex> lock(ctx_.step_mutex);
+    const int32_t n = step.n_tokens;
+    if (n < 1 || n > max_tokens_)
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "step of %d tokens, this graph takes 1 to %d", n, max_tokens_);
+    if (step.pos0 < 0 || int64_t{step.pos0} + n > ctx_.params.n_ctx)
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "positions %d..%lld do not fit the context of %d", step.pos0,
+                          static_cast<long long>(step.pos0) + n - 1, ctx_.params.n_ctx);
+    if (has_attention_ && step.pos0 > ctx_.n_filled)
+        return set_errorf(err, ER_E_INVALID_ARGUMENT,
+                          "step starts at position %d but the cache holds only positions before %d", step.pos0,
+                          ctx_.n_filled);
+    for (int32_t v = 0; v < static_cast<int32_t>(values_.size()); ++v)
+        if ((values_[v].flags & ER_VALUE_INPUT) && values_[v].rows < n)
+            return set_errorf(err, ER_E_INVALID_ARGUMENT, "input %d has %d rows set, the step needs %d", v,
+                              values_[v].rows, n);
+    for (const Op& op : ops_) {
+        if (op.kind != ER_OP_EMBED) continue;
+        const int32_t* ids = values_[op.in[0]].i32;
+        for (int32_t r = 0; r < n; ++r)
+            if (ids[r] < 0 || ids[r] >= op.weight->rows)
+                return set_errorf(err, ER_E_INVALID_ARGUMENT, "token id %d is outside the vocabulary [0, %lld)", ids[r],
+                                  static_cast<long long>(op.weight->rows));
+    }
+    for (RopeTable& table : ropes_) table.compute(step.pos0, n);
+
+    for (const Op& op : ops_) {
+        const Value& out = values_[op.out];
+        switch (op.kind) {
+            case ER_OP_EMBED: run_embed(values_[op.in[0]].i32, n, *op.weight, out.f32, pool_); break;
+            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: run_matmul(op.matmul, n, pool_, tile_scratch_); break;
+            case ER_OP_LOGITS:
+                if (step.logits_all) {
+                    run_matmul(op.matmul, n, pool_, tile_scratch_);
+                } else {
+                    MatmulOp last = op.matmul;
+                    last.x += static_cast<int64_t>(n - 1) * last.width;
+                    run_matmul(last, 1, pool_, tile_scratch_);
+                }
+                break;
+            case ER_OP_RMS_NORM:
+                run_rms_norm(values_[op.in[0]].f32, out.f32, n, out.width, op.norm.group, op.weight->decoded.data(),
+                             op.norm.eps, pool_);
+                break;
+            case ER_OP_ROPE: run_rope(values_[op.in[0]].f32, out.f32, n, out.width, ropes_[op.rope], pool_); break;
+            case ER_OP_ATTENTION:
+                run_attention(op.attention, *ctx_.kv, step.pos0, n, pool_, scores_.data(), scores_per_thread_);
+                break;
+            case ER_OP_SWIGLU: run_swiglu(values_[op.in[0]].f32, values_[op.in[1]].f32, out.f32, n, out.width, pool_); break;
+            case ER_OP_ADD: run_add(values_[op.in[0]].f32, values_[op.in[1]].f32, out.f32, n, out.width, pool_); break;
+        }
+    }
+    for (Value& v : values_)
+        if (!(v.flags & ER_VALUE_INPUT)) v.rows = n;
+    for (const Op& op : ops_)
+        if (op.kind == ER_OP_LOGITS && !step.logits_all) values_[op.out].rows = 1;
+    if (has_attention_) ctx_.n_filled = step.pos0 + n;
+    return ER_OK;
+}
+
+er_status Plan::get_output(int32_t value, float* dst, int64_t n_rows, er_error* err) {
+    if (value < 0 || value >= static_cast<int32_t>(values_.size()) || !(values_[value].flags & ER_VALUE_OUTPUT))
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "value %d is not an output of this graph", value);
+    const Value& v = values_[value];
+    if (v.type != ER_VALUE_F32) return set_errorf(err, ER_E_INVALID_ARGUMENT, "output %d is not F32", value);
+    if (!dst) return set_errorf(err, ER_E_INVALID_ARGUMENT, "output %d: no destination", value);
+    if (v.rows == 0) return set_errorf(err, ER_E_STATE, "output %d: no step has run yet", value);
+    if (n_rows < 1 || n_rows > v.rows)
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "output %d: asked for %lld rows, the last step left %d", value,
+                          static_cast<long long>(n_rows), v.rows);
+    std::memcpy(dst, v.f32, static_cast<size_t>(n_rows * v.width) * sizeof(float));
+    return ER_OK;
+}
+
+er_status Plan::argmax(int32_t value, int32_t* token, er_error* err) {
+    if (!token) return set_errorf(err, ER_E_INVALID_ARGUMENT, "argmax: no destination");
+    if (value < 0 || value >= static_cast<int32_t>(values_.size()) || !(values_[value].flags & ER_VALUE_OUTPUT) ||
+        values_[value].type != ER_VALUE_F32)
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "value %d is not an F32 output of this graph", value);
+    const Value& v = values_[value];
+    if (v.rows == 0) return set_errorf(err, ER_E_STATE, "argmax of output %d: no step has run yet", value);
+    const float* row = v.f32 + static_cast<int64_t>(v.rows - 1) * v.width;
+    // Ties go to the lowest id; NaNs never win (an all-NaN row gives 0).
+    int64_t best = 0;
+    float best_value = -std::numeric_limits<float>::infinity();
+    bool found = false;
+    for (int64_t i = 0; i < v.width; ++i)
+        if (row[i] > best_value || (!found && row[i] == best_value)) best = i, best_value = row[i], found = true;
+    *token = static_cast<int32_t>(best);
+    return ER_OK;
+}
+
+}  // namespace edgerun::cpu_ref

@@ -1,0 +1,77 @@
+// A compiled graph: every node checked against the model and context, every value given
+// a buffer (values whose lifetimes do not overlap share one), all scratch allocated.
+// Steps then run the ops in order and allocate nothing.
+#pragma once
+
+#include "backend.hpp"
+#include "ops.hpp"
+
+#include <edgerun/abi.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace edgerun::cpu_ref {
+
+class Plan {
+public:
+    // Throws sdk::Failure naming the node or value at fault.
+    Plan(Context& ctx, const er_graph& graph);
+    ~Plan();
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+
+    er_status set_input(int32_t value, const void* data, int64_t n_rows, er_error* err);
+    er_status execute(const er_step& step, er_error* err);
+    er_status get_output(int32_t value, float* dst, int64_t n_rows, er_error* err);
+    er_status argmax(int32_t value, int32_t* token, er_error* err);
+
+    uint64_t scratch_bytes() const { return scratch_bytes_; }
+
+private:
+    struct Value {
+        int32_t type = ER_VALUE_F32;
+        uint32_t flags = 0;
+        int64_t width = 0;
+        float* f32 = nullptr;    // F32 values: max_tokens rows in the arena
+        int32_t* i32 = nullptr;  // I32 values (host inputs only)
+        int32_t rows = 0;        // rows the last step left (set_input: rows given)
+        bool computed = false;   // produced by a node (or given by the host)
+    };
+
+    struct Op {
+        int32_t kind = 0;  // ER_OP_*
+        int32_t node = 0;
+        int32_t in[3] = {-1, -1, -1};
+        int32_t out = -1;
+        MatmulOp matmul;   // MATMUL, MATMUL_MULTI, LOGITS
+        const WeightRef* weight = nullptr;  // EMBED table, RMS_NORM weight
+        er_rms_norm_params norm{};
+        int32_t rope = -1;  // index into ropes_
+        AttentionOp attention;
+    };
+
+    void compile(const er_graph& graph);
+    void check_node(const er_node& node, int32_t index);
+    void assign_buffers(const er_graph& graph);
+    void build_ops(const er_graph& graph);
+    const WeightRef& weight_at(const er_node& node, int32_t slot, int32_t index) const;
+
+    Context& ctx_;
+    Model& model_;
+    ThreadPool& pool_;
+    int32_t max_tokens_ = 1;
+    bool has_attention_ = false;
+    std::vector<Value> values_;
+    std::vector<Op> ops_;
+    std::vector<RopeTable> ropes_;
+    std::vector<float> arena_;
+    std::vector<std::vector<int32_t>> int_inputs_;
+    std::vector<float> tiles_;   // per-thread dequantized weight tiles (prefill)
+    std::vector<float> scores_;  // per-thread attention scores
+    TileScratch tile_scratch_;
+    int64_t scores_per_thread_ = 0;
+    uint64_t scratch_bytes_ = 0;
+};
+
+}  // namespace edgerun::cpu_ref

@@ -1,0 +1,139 @@
+// cpu_ref's row kernels and KV cache, tested directly (below the ABI).
+#include "helpers.hpp"
+
+#include "kernels.hpp"
+#include "kv_cache.hpp"
+
+#include <edgerun/quant/blocks.hpp>
+
+using namespace edgerun::cpu_ref;
+using cpu_ref_test::Weights;
+
+namespace {
+
+const int32_t kAllTypes[] = {0, 1, 30, 2, 3, 6, 7, 8, 10, 11, 12, 13, 14};
+
+std::vector<int64_t> widths_for(int32_t dtype) {
+    const int block = edgerun::dtype_info(dtype)->block_elems;
+    if (block == 1) return {1, 7, 31, 32, 33, 64, 100, 576};  // tails of every length
+    if (block == 32) return {32, 96, 576};
+    return {256, 768};
+}
+
+}  // namespace
+
+TEST_CASE("lane_sum adds the 32 lanes in the documented tree order") {
+    // Values whose sum depends on the order: 1e8 + 1 - 1e8 loses the 1 unless paired first.
+    float lanes[32] = {};
+    lanes[0] = 1e8f;
+    lanes[8] = 1.0f;
+    lanes[16] = -1e8f;
+    lanes[24] = 1.0f;
+    // Documented: (a[0] + a[8]) + (a[16] + a[24]) = 1e8 + (-1e8 + 1) = 1e8 - 1e8 (in F32) = 0.
+    CHECK(lane_sum(lanes) == (1e8f + 1.0f) + (-1e8f + 1.0f));
+    float seq[32];
+    for (int i = 0; i < 32; ++i) seq[i] = float(i + 1) * 0.1f;
+    float r8[8], r4[4];
+    for (int j = 0; j < 8; ++j) r8[j] = (seq[j] + seq[j + 8]) + (seq[j + 16] + seq[j + 24]);
+    for (int j = 0; j < 4; ++j) r4[j] = r8[j] + r8[j + 4];
+    CHECK(lane_sum(seq) == (r4[0] + r4[2]) + (r4[1] + r4[3]));
+}
+
+TEST_CASE("dot, dequant and axpy: SIMD and portable kernels give the same bits, close to double math") {
+    std::mt19937 rng(7);
+    for (int32_t dtype : kAllTypes) {
+        for (int64_t width : widths_for(dtype)) {
+            CAPTURE(dtype);
+            CAPTURE(width);
+            Weights w;
+            const int32_t id = w.add_random("w", dtype, width, 3, rng);
+            const auto values = w.decoded(id);
+            const auto& desc = w.descs()[id];
+            const uint64_t row_size = *edgerun::row_bytes(dtype, width);
+            const auto x = cpu_ref_test::random_vector(width, rng);
+            for (int64_t r = 0; r < 3; ++r) {
+                const void* row = static_cast<const uint8_t*>(desc.data) + r * row_size;
+                double want = 0, magnitude = 0;
+                for (int64_t i = 0; i < width; ++i) {
+                    want += double(values[r * width + i]) * x[i];
+                    magnitude += std::fabs(double(values[r * width + i]) * x[i]);
+                }
+                const RowKernels* generic = row_kernels(dtype, Isa::Generic);
+                const float got = generic->dot(row, x.data(), width);
+                // F32 accumulation over 32 lanes: error well under width * 2^-24 * sum|w x|.
+                CHECK(std::fabs(got - want) <= 1e-6 * magnitude * std::sqrt(double(width)) + 1e-30);
+
+                std::vector<float> deq(width), axpy_out(width, 0.25f), want_axpy(width);
+                generic->dequant(row, deq.data(), width);
+                CHECK(std::memcmp(deq.data(), &values[r * width], width * sizeof(float)) == 0);
+                generic->axpy(-0.75f, row, axpy_out.data(), width);
+                for (int64_t i = 0; i < width; ++i) want_axpy[i] = std::fma(-0.75f, values[r * width + i], 0.25f);
+                CHECK(cpu_ref_test::bit_equal(axpy_out, want_axpy));
+
+                if (!isa_available(Isa::Avx2)) continue;
+                const RowKernels* simd = row_kernels(dtype, Isa::Avx2);
+                REQUIRE(simd != generic);
+                const float simd_dot = simd->dot(row, x.data(), width);
+                CHECK(std::memcmp(&simd_dot, &got, sizeof got) == 0);
+                std::vector<float> simd_deq(width), simd_axpy(width, 0.25f);
+                simd->dequant(row, simd_deq.data(), width);
+                CHECK(cpu_ref_test::bit_equal(simd_deq, deq));
+                simd->axpy(-0.75f, row, simd_axpy.data(), width);
+                CHECK(cpu_ref_test::bit_equal(simd_axpy, axpy_out));
+            }
+        }
+    }
+}
+
+TEST_CASE("types without kernels are refused") {
+    CHECK(row_kernels(16) == nullptr);  // IQ2_XXS
+    CHECK_FALSE(dtype_supported(16));
+    CHECK_FALSE(dtype_supported(9));    // Q8_1 is an activation format, not a weight format
+    CHECK(dtype_supported(14));
+}
+
+TEST_CASE("KV cache layout: [layer][position][head] rows, K and V apart, Q8 rows are Q8_0 blocks") {
+    auto p = cpu_ref_test::context_params(8, 4, ER_KV_Q8, 3, 2, 64, 32);
+    KvCache kv(p);
+    CHECK(kv.row_dtype() == 8);
+    CHECK(kv.k_row_bytes() == 2 * 34);
+    CHECK(kv.v_row_bytes() == 34);
+    CHECK(kv.bytes() == 3u * 8 * 2 * (68 + 34));
+    // Row addresses step by head, then position, then layer.
+    CHECK(kv.k_row(0, 0, 1) - kv.k_row(0, 0, 0) == 68);
+    CHECK(kv.k_row(0, 1, 0) - kv.k_row(0, 0, 0) == 2 * 68);
+    CHECK(kv.k_row(1, 0, 0) - kv.k_row(0, 0, 0) == 8 * 2 * 68);
+    CHECK(kv.v_row(2, 7, 1) - kv.v_row(0, 0, 0) == ((2 * 8 + 7) * 2 + 1) * 34);
+    // Never-written rows read as zeros.
+    float zeros[64];
+    kv.kernels().dequant(kv.k_row(2, 7, 1), zeros, 64);
+    for (float z : zeros) CHECK(z == 0.0f);
+
+    // Encoding a row writes llama.cpp's Q8_0 blocks: d = amax / 127, q = round(x / d).
+    float row[64];
+    for (int i = 0; i < 64; ++i) row[i] = i < 32 ? float(i - 16) * 0.5f : (i == 40 ? -63.5f : 1.0f);
+    kv.encode_row(row, 64, kv.k_row(1, 3, 1));
+    edgerun::quant::BlockQ8_0 b[2];
+    std::memcpy(b, kv.k_row(1, 3, 1), sizeof b);
+    // Block 0: amax = 8 (x = -8 at i = 0), d = 8/127; q_i = round((i - 16) * 0.5 * 127 / 8).
+    CHECK(b[0].d == edgerun::quant::fp32_to_fp16(8.0f / 127.0f));
+    CHECK(b[0].qs[0] == -127);
+    CHECK(b[0].qs[16] == 0);
+    CHECK(b[0].qs[17] == 8);   // 0.5 * 127 / 8 = 7.94 -> 8
+    CHECK(b[0].qs[31] == 119); // 7.5 * 15.875 = 119.06 -> 119
+    // Block 1: amax = 63.5 -> d = 0.5 exactly; ones become 2, -63.5 becomes -127.
+    CHECK(b[1].d == 0x3800);
+    CHECK(b[1].qs[0] == 2);
+    CHECK(b[1].qs[8] == -127);
+    // The neighbour rows are untouched.
+    kv.kernels().dequant(kv.k_row(1, 3, 0), zeros, 64);
+    for (float z : zeros) CHECK(z == 0.0f);
+}
+
+TEST_CASE("the Q8 cache refuses head dims that are not whole blocks") {
+    auto p = cpu_ref_test::context_params(8, 4, ER_KV_Q8, 1, 1, 80, 80);
+    CHECK_THROWS(KvCache(p));
+    p.kv_type = ER_KV_F16;
+    KvCache f16(p);
+    CHECK(f16.k_row_bytes() == 160);
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Renders the published chat templates with jinja2, as transformers does, for the chat
+template test: edgerun must produce the same text without running Jinja.
+
+    chat_reference.py --out FILE [--model GGUF]
+
+Templates: tests/text/chat_templates/*.jinja, plus the one in the model file (SmolLM2's).
+Each case: a template, BOS/EOS texts, options, messages, and the rendered text (or
+"error" when the template raises). Strings are hex-encoded.
+"""
+import argparse
+import datetime
+import os
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# template file -> (family edgerun must detect, BOS text, EOS text)
+TEMPLATES = {
+    "qwen2-instruct": ("chatml", "", "<|im_end|>"),
+    "qwen2.5-instruct": ("chatml", "", "<|im_end|>"),
+    "qwen3": ("qwen3", "", "<|im_end|>"),
+    "llama-3-instruct": ("llama3", "<|begin_of_text|>", "<|eot_id|>"),
+    "llama-3.2-instruct": ("llama3", "<|begin_of_text|>", "<|eot_id|>"),
+    "llama-2-chat": ("llama2", "<s>", "</s>"),
+    "phi-3.5-mini-instruct": ("phi3", "<s>", "<|endoftext|>"),
+    "gemma-2-it": ("gemma", "<bos>", "<eos>"),
+    "gemma-3-it": ("gemma", "<bos>", "<eos>"),
+}
+
+S, U, A = "system", "user", "assistant"
+CONVERSATIONS = [
+    [(U, "Hello!")],
+    [(S, "You are terse."), (U, "What is 2+2?")],
+    [(U, "Hi"), (A, "Hello! How can I help?"), (U, "Tell me a joke.")],
+    [(S, "Be kind."), (U, "Hi"), (A, "Hi there."), (U, "Bye")],
+    [(U, "  padded message \n\n"), (A, "\n answer with spaces  "), (U, "\tnext\t")],
+    [(S, "  spaced system  "), (U, "x")],
+    [(S, ""), (U, "empty system")],
+    [(U, "multi\nline\n\ntext"), (A, "ok")],
+    [(U, "Unicode: 你好, ñandú, 🦙, ∑"), (A, "Ünïcödé ☃")],
+    [(U, "Why?"), (A, "<think>\nThe user asks why.\n</think>\n\nBecause."), (U, "And then?")],
+    [(U, "Why?"), (A, "<think>\nReasoning here.\n</think>\n\nBecause.")],
+    [(U, "q1"), (A, "a1"), (U, "q2"), (A, "\n\na2 with leading newlines")],
+    [(U, "user"), (U, "user again")],
+    [(A, "assistant first"), (U, "then user")],
+    [(U, "first"), (S, "system in the middle"), (U, "last")],
+    [(S, "sys only")],
+]
+
+
+def render(env, source, bos, eos, messages, add_generation_prompt, thinking, date):
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def strftime_now(fmt):
+        return datetime.datetime.now().strftime(fmt)
+
+    variables = dict(messages=[{"role": r, "content": c} for r, c in messages], bos_token=bos, eos_token=eos,
+                     add_generation_prompt=add_generation_prompt, raise_exception=raise_exception,
+                     strftime_now=strftime_now)
+    if thinking is not None:
+        variables["enable_thinking"] = thinking
+    if date is not None:
+        variables["date_string"] = date
+    try:
+        return env.from_string(source).render(**variables)
+    except jinja2.exceptions.TemplateError:
+        return None
+
+
+def hexs(s):
+    b = s.encode("utf-8")
+    return b.hex() if b else "-"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--model", help="a GGUF whose tokenizer.chat_template is tested too")
+    args = ap.parse_args()
+
+    templates = []
+    for name, (family, bos, eos) in TEMPLATES.items():
+        with open(os.path.join(HERE, "chat_templates", name + ".jinja"), encoding="utf-8") as f:
+            templates.append((name, f.read(), family, bos, eos))
+    if args.model:
+        import gguf
+        r = gguf.GGUFReader(args.model)
+        field = r.fields["tokenizer.chat_template"]
+        source = bytes(field.parts[field.data[0]]).decode("utf-8")
+        templates.append((os.path.basename(args.model), source, "chatml", "<|im_start|>", "<|im_end|>"))
+
+    # transformers' environment: trim_blocks and lstrip_blocks change the output whitespace.
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    n = 0
+    with open(args.out, "w") as f:
+        f.write("edgerun-chat-cases 1\n")
+        for name, source, family, bos, eos in templates:
+            for messages in CONVERSATIONS:
+                for add_generation_prompt in (True, False):
+                    for thinking in ((None, False, True) if family == "qwen3" else (None,)):
+                        for date in ((None, "02 Jan 2025") if name.startswith("llama-3.2") else (None,)):
+                            out = render(env, source, bos, eos, messages, add_generation_prompt, thinking, date)
+                            f.write("case %s %s %s %s %d %d %s\n" % (
+                                name, family, hexs(source), " ".join([hexs(bos), hexs(eos)]),
+                                int(add_generation_prompt), -1 if thinking is None else int(thinking),
+                                "-" if date is None else hexs(date)))
+                            for role, content in messages:
+                                f.write("msg %s %s\n" % (hexs(role), hexs(content)))
+                            f.write("want %s\n" % ("error" if out is None else hexs(out)))
+                            n += 1
+        f.write("end\n")
+    print(f"chat_reference: {n} cases from {len(templates)} templates -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
