@@ -90,6 +90,7 @@ def main():
 
     plugin_args = [a for d in args.plugin_dir for a in ("--plugin-dir", d)]
     work = args.workdir or tempfile.mkdtemp(prefix="edgerun-qcmp-")
+    os.makedirs(work, exist_ok=True)
     source_path = args.source
     if not source_path:
         source_path = os.path.join(work, f"{args.preset}-L{args.layers}-F16.gguf")

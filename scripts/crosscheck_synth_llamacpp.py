@@ -15,6 +15,7 @@ top token agrees, and the smallest top-1 margin (in logit std) llama.cpp saw. Ex
 a preset's worst position exceeds --tolerance or top tokens disagree.
 """
 import argparse
+import ctypes
 import os
 import subprocess
 import sys
@@ -24,12 +25,16 @@ import numpy as np
 
 import llama_cpp
 
+_QUIET = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+llama_cpp.llama_log_set(_QUIET, ctypes.c_void_p(0))
+
 PRESETS = "qwen3-0.6b,qwen3-1.7b,qwen3-4b,llama3.2-1b,llama3.2-3b,smollm2-135m"
 
 
-def llama_logits(path, tokens, threads):
+def llama_logits(path, tokens, threads, kv_f32):
+    kv = {"type_k": 0, "type_v": 0} if kv_f32 else {}  # GGML_TYPE_F32
     model = llama_cpp.Llama(model_path=path, n_ctx=max(512, len(tokens)), n_batch=len(tokens), n_threads=threads,
-                            logits_all=True, verbose=False)
+                            logits_all=True, verbose=False, **kv)
     model.eval(tokens)
     return np.array(model.scores[: len(tokens)], dtype=np.float64)
 
@@ -45,12 +50,14 @@ def main():
     ap.add_argument("--tokens", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tolerance", type=float, default=0.02, help="largest |logit difference| / logit std allowed")
+    ap.add_argument("--kv-type", default="f32", choices=["f32", "f16"], help="KV cache type in both runtimes")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--workdir")
     args = ap.parse_args()
 
     plugin_args = [a for d in args.plugin_dir for a in ("--plugin-dir", d)]
     work = args.workdir or tempfile.mkdtemp(prefix="edgerun-xcheck-")
+    os.makedirs(work, exist_ok=True)
     failed = False
     print(f"| preset | layers | type | max abs diff / std | top-1 agree | min margin (std) |")
     print(f"|---|---|---|---|---|---|")
@@ -68,10 +75,10 @@ def main():
         tokens = vocab.tokenize(text.encode(), add_bos=False)[: args.tokens]
         del vocab
 
-        theirs = llama_logits(path, tokens, args.threads)
+        theirs = llama_logits(path, tokens, args.threads, args.kv_type == "f32")
         npy = os.path.join(work, f"{preset}.npy")
         subprocess.run([args.edgerun, "eval", *plugin_args, "-m", path, "--backend", args.backend, "--threads",
-                        str(args.threads), "--ctx-size", str(max(512, len(tokens))), "--tokens",
+                        str(args.threads), "--ctx-size", str(max(512, len(tokens))), "--kv-type", args.kv_type, "--tokens",
                         " ".join(map(str, tokens)), "--logits-out", npy], check=True, stderr=subprocess.DEVNULL)
         ours = np.load(npy).astype(np.float64)
         std = theirs.std(axis=1, keepdims=True)
