@@ -53,6 +53,8 @@ def main():
     ap.add_argument("--kv-type", default="f32", choices=["f32", "f16"], help="KV cache type in both runtimes")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--workdir")
+    ap.add_argument("--models", help="compare these files (comma separated) instead of synthesizing presets")
+    ap.add_argument("--text", help="take the tokens from this text file instead of random words")
     args = ap.parse_args()
 
     plugin_args = [a for d in args.plugin_dir for a in ("--plugin-dir", d)]
@@ -61,17 +63,24 @@ def main():
     failed = False
     print(f"| preset | layers | type | max abs diff / std | top-1 agree | min margin (std) |")
     print(f"|---|---|---|---|---|---|")
-    for preset in args.presets.split(","):
-        path = os.path.join(work, f"{preset}-{args.type}.gguf")
-        cmd = [args.edgerun, "synth", *plugin_args, "--preset", preset, "--type", args.type, "--seed", str(args.seed),
-               "-o", path]
-        if args.layers:
-            cmd += ["--layers", str(args.layers)]
-        subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
-        # Ordinary tokens from across the vocabulary, the same for both runtimes.
+    items = [(os.path.basename(m), m) for m in args.models.split(",")] if args.models else \
+        [(p, None) for p in args.presets.split(",")]
+    for preset, given in items:
+        path = given or os.path.join(work, f"{preset}-{args.type}.gguf")
+        if not given:
+            cmd = [args.edgerun, "synth", *plugin_args, "--preset", preset, "--type", args.type, "--seed",
+                   str(args.seed), "-o", path]
+            if args.layers:
+                cmd += ["--layers", str(args.layers)]
+            subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
+        # Ordinary tokens from across the vocabulary (or a text), the same for both runtimes.
         vocab = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
         rng = np.random.default_rng(args.seed)
-        text = " ".join("".join(rng.choice(list("etaoinshrdlcumwfgypbvk"), size=rng.integers(2, 7))) for _ in range(400))
+        if args.text:
+            text = open(args.text, encoding="utf-8").read()
+        else:
+            text = " ".join("".join(rng.choice(list("etaoinshrdlcumwfgypbvk"), size=rng.integers(2, 7)))
+                            for _ in range(400))
         tokens = vocab.tokenize(text.encode(), add_bos=False)[: args.tokens]
         del vocab
 
@@ -86,11 +95,14 @@ def main():
         agree = float((ours.argmax(1) == theirs.argmax(1)).mean())
         top2 = np.sort(theirs, axis=1)[:, -2:]
         margin = float(((top2[:, 1] - top2[:, 0]) / std[:, 0]).min())
+        disagree = ours.argmax(1) != theirs.argmax(1)
+        tie = float(((top2[:, 1] - top2[:, 0]) / std[:, 0])[disagree].max()) if disagree.any() else 0.0
         ok = rel <= args.tolerance and agree == 1.0 and np.isfinite(ours).all()
         failed |= not ok
-        print(f"| {preset} | {args.layers or 'all'} | {args.type} | {rel:.2e} | {100 * agree:.1f}% | {margin:.2f} |"
-              + ("" if ok else " FAIL"))
-        os.remove(path)
+        print(f"| {preset} | {'file' if given else args.layers or 'all'} | {args.type if not given else '-'} | {rel:.2e} "
+              f"| {100 * agree:.1f}% | {margin:.2f} |" + ("" if ok else f" FAIL (largest margin where top-1 differs: {tie:.3f} std)"))
+        if not given:
+            os.remove(path)
         os.remove(npy)
     return 1 if failed else 0
 

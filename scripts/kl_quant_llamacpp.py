@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
 """KL divergence of a quantized model's next-token distribution against its source.
 
-Runs the source and each quantized file through llama.cpp (llama-cpp-python) on the same
-text, in windows of --ctx tokens, and reports per file the mean KL(P_source || P_quant)
-over all positions, the share of positions whose top token agrees, and the perplexity.
+Runs the source and each quantized file on the same text, in windows of --ctx tokens, and
+reports per file the mean KL(P_source || P_quant) over all positions, the share of
+positions whose top token agrees, and the perplexity. The logits come from `edgerun eval`
+on cpu_ref with an F32 KV cache when --edgerun is given (exact F32 arithmetic, so the KL
+measures the weights alone), else from llama.cpp (llama-cpp-python), whose 8-bit
+activation quantization in K-quant and Q8 dot products adds its own noise on top.
 The default text is the GPL-3 from Debian's base-files package
 (/usr/share/common-licenses/GPL-3), so every Debian machine has it.
 
     scripts/kl_quant_llamacpp.py SOURCE.gguf QUANT.gguf [QUANT.gguf ...] [--tokens 4096]
+        [--edgerun build/bin/edgerun]
 """
 import argparse
+import ctypes
+import os
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -18,10 +26,23 @@ import llama_cpp
 
 DEFAULT_TEXT = "/usr/share/common-licenses/GPL-3"
 
+_QUIET = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+llama_cpp.llama_log_set(_QUIET, ctypes.c_void_p(0))
+
 
 def log_softmax(x):
     x = x - x.max(axis=-1, keepdims=True)
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def edgerun_logprobs(edgerun, path, windows, ctx, threads):
+    with tempfile.TemporaryDirectory() as work:
+        npy = os.path.join(work, "logits.npy")
+        for window in windows:
+            subprocess.run([edgerun, "eval", "-m", path, "--backend", "cpu_ref", "--kv-type", "f32", "--threads",
+                            str(threads), "--ctx-size", str(ctx), "--tokens", " ".join(map(str, window)),
+                            "--logits-out", npy], check=True, stderr=subprocess.DEVNULL)
+            yield log_softmax(np.load(npy).astype(np.float64))
 
 
 def window_logprobs(path, windows, ctx, threads):
@@ -40,7 +61,10 @@ def main():
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--edgerun", help="compute the logits with this edgerun binary (cpu_ref, F32 KV)")
     args = ap.parse_args()
+    logprobs = (lambda path, w: edgerun_logprobs(args.edgerun, path, w, args.ctx, args.threads)) if args.edgerun \
+        else (lambda path, w: window_logprobs(path, w, args.ctx, args.threads))
 
     vocab_only = llama_cpp.Llama(model_path=args.source, vocab_only=True, verbose=False)
     text = open(args.text, encoding="utf-8").read().encode()
@@ -48,15 +72,16 @@ def main():
     windows = [tokens[i : i + args.ctx] for i in range(0, len(tokens) - 1, args.ctx)]
     windows = [w for w in windows if len(w) > 1]
     n_positions = sum(len(w) - 1 for w in windows)
-    print(f"text: {args.text}, {len(tokens)} tokens in {len(windows)} windows of {args.ctx}")
+    engine = "edgerun eval (cpu_ref, F32 KV)" if args.edgerun else "llama.cpp"
+    print(f"text: {args.text}, {len(tokens)} tokens in {len(windows)} windows of {args.ctx}; logits from {engine}")
 
-    source = list(window_logprobs(args.source, windows, args.ctx, args.threads))
+    source = list(logprobs(args.source, windows))
     nll_source = -sum(lp[np.arange(len(w) - 1), w[1:]].sum() for lp, w in zip(source, windows)) / n_positions
     print(f"{'file':60s} {'mean KL':>10s} {'top-1 agree':>12s} {'PPL':>8s}")
     print(f"{args.source:60s} {0.0:10.5f} {100.0:11.2f}% {np.exp(nll_source):8.3f}")
     for path in args.quantized:
         kl_sum = agree = nll = 0.0
-        for lp_src, lp_q, w in zip(source, window_logprobs(path, windows, args.ctx, args.threads), windows):
+        for lp_src, lp_q, w in zip(source, logprobs(path, windows), windows):
             p = np.exp(lp_src[:-1])
             kl_sum += float((p * (lp_src[:-1] - lp_q[:-1])).sum())
             agree += float((lp_src[:-1].argmax(-1) == lp_q[:-1].argmax(-1)).sum())
