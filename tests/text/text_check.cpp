@@ -4,9 +4,10 @@
 //   edgerun_text_check cases VOCAB CASES     ids, detokenization, attributes and pieces
 //                                            against llama.cpp (tests/text/llama_reference.py)
 //   edgerun_text_check inp VOCAB INP OUT     llama.cpp's test-tokenizer-0 vectors
+//   edgerun_text_check chat CASES            chat templates against jinja2 (chat_reference.py)
+//   edgerun_text_check probe VOCAB LEAD      for scripts/check_unicode_classes.py
 //
-// VOCAB is a model file, opened through the format plugins, or a vocabulary dump from
-// llama_reference.py (file name ending in .vocab).
+// VOCAB is a model file, opened through the format plugin that claims it.
 #include "text_check_util.hpp"
 
 #include <edgerun/text/chat_template.hpp>
