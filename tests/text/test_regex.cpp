@@ -86,3 +86,20 @@ TEST_CASE("an unknown pre-tokenizer is an error that names it and the supported 
     // Every registered pattern compiles.
     for (const auto& name : supported_pre_tokenizers()) CHECK_NOTHROW(PreTokenizer(find_pre_tokenizer(name)));
 }
+
+TEST_CASE("long inputs do not exhaust the stack") {
+    // llama.cpp's std::regex crashes on these; a lookahead group repeated per letter is
+    // matched like a character class here.
+    const std::string letters(100000, 'a');
+    for (const char* name : {"tekken", "gpt-4o", "qwen2", "deepseek-llm", "llama3"})
+        CHECK(PreTokenizer(find_pre_tokenizer(name)).split_words(letters).size() == 1);
+    CHECK(PreTokenizer(find_pre_tokenizer("gpt-4o")).split_words(std::string(50000, ' ') + "x").size() == 2);
+    // A group that cannot be matched like a class reports the limit instead of crashing.
+    const Regex nested("(?:ab)+", RegexMode::Table);
+    std::string abs;
+    for (int i = 0; i < 5000; ++i) abs += "ab";
+    const auto units = regex_units(decode_utf8(abs), RegexMode::Table);
+    size_t b = 0, e = 0;
+    CHECK_THROWS_WITH_AS(nested.search(units.data(), 0, units.size(), 0, b, e), doctest::Contains("repeats more than"),
+                         std::runtime_error);
+}
