@@ -6,7 +6,8 @@
         pre-tokenizer family, llama-spm's dressed up as Phi-3.
     llama_reference.py cases --vocab GGUF --out FILE [--corpus small|full]
         Every corpus string tokenized with each add_special/parse_special combination,
-        with llama_detokenize of the result; plus every token's attributes and pieces.
+        with llama_detokenize of the result and the pieces decoded as a stream would
+        show them; plus every token's attributes, EOG flag and pieces.
 
 All strings are written hex-encoded, so any bytes survive. The corpus is deterministic.
 """
@@ -138,6 +139,10 @@ def write_cases(vocab_path, out_path, which):
                     f.write("ids %s\n" % " ".join(map(str, got)))
                     f.write("detok %s %s\n" % (hexs(detokenize(lc, vocab, got, False, False)),
                                                hexs(detokenize(lc, vocab, got, True, True))))
+                    # What a streaming decoder must show: the pieces as Python decodes them,
+                    # each maximal ill-formed subsequence as one U+FFFD.
+                    stream = b"".join(piece(lc, vocab, t, False) for t in got).decode("utf-8", "replace")
+                    f.write("stream %s\n" % hexs(stream.encode("utf-8")))
         f.write("end\n")
     lc.llama_model_free(model)
 
