@@ -114,7 +114,7 @@ def piece(lc, vocab, token, special):
     raise RuntimeError("llama_token_to_piece failed")
 
 
-def write_cases(vocab_path, out_path, which):
+def write_cases(vocab_path, out_path, which, with_tokens=True):
     lc, model, vocab = load_vocab(vocab_path)
     texts = corpus.strings(which)
     n_tokens = lc.llama_vocab_n_tokens(vocab)
@@ -128,7 +128,7 @@ def write_cases(vocab_path, out_path, which):
         for k, v in ids.items():
             f.write(f"{k} {v}\n")
         f.write(f"tokens {n_tokens}\n")
-        for t in range(n_tokens):
+        for t in range(n_tokens if with_tokens else 0):
             f.write("token %d %d %d %s %s\n" % (t, lc.llama_vocab_get_attr(vocab, t), int(lc.llama_vocab_is_eog(vocab, t)),
                                                hexs(piece(lc, vocab, t, False)), hexs(piece(lc, vocab, t, True))))
         for text in texts:

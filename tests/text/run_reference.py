@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import chat_reference  # noqa: E402
 import llama_reference  # noqa: E402
 
 
@@ -58,12 +57,15 @@ def main():
                 continue
             vocab = os.path.join(work, name)
             cases = vocab + ".cases"
-            llama_reference.write_cases(vocab, cases, "small")
+            # Token attributes and pieces do not depend on the pre-tokenizer: the gpt-2
+            # test covers them; the Phi-3 vocabulary has its own.
+            llama_reference.write_cases(vocab, cases, "small", with_tokens=name.startswith("spm-"))
             if not check(tool, "cases", vocab, cases):
                 failed.append(name)
         print(f"pre-tokenizer variants: {len(failed)} failed" + (": " + ", ".join(failed) if failed else ""))
         return 1 if failed else 0
     if what == "chat":
+        import chat_reference  # jinja2 is needed only here
         work = rest[0]
         os.makedirs(work, exist_ok=True)
         cases = os.path.join(work, "chat.cases")
