@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "engine_options.hpp"
 #include "generation_options.hpp"
+#include "output_file.hpp"
 #include "trace.hpp"
 
 #include <edgerun/text/tokenizer.hpp>
@@ -18,12 +19,13 @@ int cmd_generate(const std::vector<std::string>& args) {
     CommonOptions common;
     ModelOptions model_options;
     GenerationOptions generation;
-    std::string prompt, prompt_file;
+    std::string prompt, prompt_file, tokens_out;
     po::options_description desc("edgerun options");
     add_model_options(desc, model_options);
     desc.add_options()
         ("prompt,p", po::value(&prompt), "text to continue")
-        ("file,f", po::value(&prompt_file), "read the prompt from this file");
+        ("file,f", po::value(&prompt_file), "read the prompt from this file")
+        ("tokens-out", po::value(&tokens_out), "also write the prompt's and the generated token ids here (JSON)");
     add_generation_options(desc, generation);
     if (!parse(args, desc, common, "usage: edgerun [--backend NAME] [-m MODEL] -p PROMPT [options]")) return 0;
     if (!prompt_file.empty()) {
@@ -48,12 +50,22 @@ int cmd_generate(const std::vector<std::string>& args) {
         print_decode_trace(stderr, engine.model().build_graph(1), engine.model().weights(),
                            int64_t(tokens.size()), engine_options.kv_type);
 
-    const std::atomic<bool>* interrupted = install_interrupt_handler();
+    std::atomic<bool>* interrupted = install_interrupt_handler();
     GenerationStats stats = generator.generate(tokens, generation.settings, [](std::string_view text) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);
     }, interrupted);
     print_summary(stats, engine, *runner);
+    if (!tokens_out.empty()) {
+        auto list = [](const std::vector<int32_t>& ids) {
+            std::string out;
+            for (int32_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+            return "[" + out + "]";
+        };
+        OutputFile file(tokens_out);
+        file.stream() << "{\"prompt\": " << list(tokens) << ", \"generated\": " << list(stats.tokens) << "}\n";
+        file.commit();
+    }
     return stats.stop_reason == "cancelled" ? 130 : 0;
 }
 

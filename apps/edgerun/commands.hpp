@@ -6,6 +6,8 @@
 
 namespace edgerun::cli {
 
+int cmd_generate(const std::vector<std::string>& args);
+int cmd_chat(const std::vector<std::string>& args);
 int cmd_plugins(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);

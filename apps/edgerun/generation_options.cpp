@@ -52,7 +52,7 @@ Sampler make_sampler(const PluginRegistry& registry, const GenerationOptions& op
     return Sampler(*plugin, options.sampler, n_vocab);
 }
 
-const std::atomic<bool>* install_interrupt_handler() {
+std::atomic<bool>* install_interrupt_handler() {
     struct sigaction action {};
     action.sa_handler = on_interrupt;
     sigemptyset(&action.sa_mask);

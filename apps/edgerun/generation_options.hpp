@@ -27,7 +27,7 @@ void add_generation_options(po::options_description& desc, GenerationOptions& op
 Sampler make_sampler(const PluginRegistry& registry, const GenerationOptions& options, int32_t n_vocab);
 
 // Set by Ctrl-C (SIGINT) once installed; a second Ctrl-C ends the process at once.
-const std::atomic<bool>* install_interrupt_handler();
+std::atomic<bool>* install_interrupt_handler();
 
 // "prompt: N tokens in T ms (R tok/s)" and the like, to stderr.
 void print_summary(const GenerationStats& stats, const Engine& engine, const Runner& runner);

@@ -16,6 +16,7 @@ using edgerun::cli::Command;
 
 const Command kCommands[] = {
     {"plugins", "list the plugins found, and the ones refused with the reason", &edgerun::cli::cmd_plugins},
+    {"chat", "a conversation through the model's chat template, KV cache kept across turns", &edgerun::cli::cmd_chat},
     {"eval", "teacher-forced logits of a token sequence, written as .npy", &edgerun::cli::cmd_eval},
     {"bench", "prompt and generation throughput, latency and achieved bandwidth", &edgerun::cli::cmd_bench},
     {"inspect", "show a model file: metadata, tensors, bytes per token, roofline tokens/s", &edgerun::cli::cmd_inspect},
@@ -48,8 +49,7 @@ int main(int argc, char** argv) {
             std::cerr << "edgerun: unknown command '" << args[0] << "' (see edgerun --help)\n";
             return 2;
         }
-        std::cerr << "edgerun: text generation is not available yet; see edgerun --help\n";
-        return 2;
+        return edgerun::cli::cmd_generate(args);
     } catch (const edgerun::Error& e) {
         std::cerr << "edgerun: error: " << e.what() << "\n";
         return e.code() == ER_E_INVALID_ARGUMENT ? 2 : 1;

@@ -111,6 +111,7 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
         }
         sampler_.accept(token);
         ++stats.generated_tokens;
+        stats.tokens.push_back(token);
         if (std::string text = matcher.push(decoder.push(token)); !text.empty()) on_text(text);
         if (matcher.stopped()) {
             stats.stop_reason = "stop string";

@@ -28,10 +28,11 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
 
 }  // namespace
 
-bool is_valid_utf8(std::string_view s) {
+bool is_printable_utf8(std::string_view s) {
     for (size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
         const size_t n = utf8_sequence_length(s, i);
-        if (n == 0) return false;
+        if (n == 0 || c < 0x20 || c == 0x7F) return false;
         i += n;
     }
     return true;

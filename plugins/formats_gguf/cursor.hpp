@@ -113,9 +113,9 @@ std::optional<T> load_at(const uint8_t* data, uint64_t size, uint64_t offset) {
     return value;
 }
 
-// Keys and tensor names are identifiers: printable, valid UTF-8. Values (token texts)
-// are not checked: tokenizers carry arbitrary byte sequences.
-bool is_valid_utf8(std::string_view s);
+// Keys and tensor names are identifiers: valid UTF-8 without control characters.
+// Values (token texts) are not checked: tokenizers carry arbitrary byte sequences.
+bool is_printable_utf8(std::string_view s);
 
 // Quotes a name from the file for a one-line message: control and non-UTF-8 bytes are
 // escaped, and very long names are cut.

@@ -5,6 +5,8 @@
 
 #include <edgerun/plugin_sdk.hpp>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 using edgerun::sdk::Failure;
@@ -50,7 +52,9 @@ er_status probe(const char* path, int32_t* score, er_error* err) {
         if (!f) throw Failure(ER_E_IO, std::string(path) + ": " + std::strerror(errno));
         uint8_t head[8];
         const size_t n = std::fread(head, 1, sizeof head, f);
+        const int read_error = std::ferror(f) ? errno : 0;
         std::fclose(f);
+        if (read_error) throw Failure(ER_E_IO, std::string(path) + ": " + std::strerror(read_error));
         *score = probe_score(head, n);
     });
 }

@@ -33,13 +33,6 @@ er_meta_value decode_scalar(int32_t type, const uint8_t* p) {
     return out;
 }
 
-bool key_is_acceptable(std::string_view key) {
-    if (!is_valid_utf8(key)) return false;
-    for (char c : key)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return false;
-    return true;
-}
-
 }  // namespace
 
 void Metadata::parse(Cursor& cursor, uint64_t count) {
@@ -55,7 +48,7 @@ void Metadata::parse(Cursor& cursor, uint64_t count) {
         const auto entry_where = [&] { return "metadata entry " + std::to_string(i) + " (key)"; };
         const std::string_view key = cursor.string(entry_where);
         if (key.empty()) throw format_error("metadata entry " + std::to_string(i) + " has an empty key");
-        if (!key_is_acceptable(key))
+        if (!is_printable_utf8(key))
             throw format_error("metadata entry " + std::to_string(i) + ": key " + quote_text(key) +
                                " is not printable UTF-8");
         const auto where = [&] { return "metadata key " + quote_text(key); };

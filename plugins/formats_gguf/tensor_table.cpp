@@ -21,13 +21,6 @@ std::string shape_text(const TensorInfo& t) {
     return s + "]";
 }
 
-bool name_is_acceptable(std::string_view name) {
-    if (!is_valid_utf8(name)) return false;
-    for (char c : name)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return false;
-    return true;
-}
-
 }  // namespace
 
 void TensorTable::parse(Cursor& cursor, uint64_t count) {
@@ -41,7 +34,7 @@ void TensorTable::parse(Cursor& cursor, uint64_t count) {
         TensorInfo t;
         t.name = cursor.string([&] { return "tensor " + std::to_string(i) + " (name)"; });
         if (t.name.empty()) throw format_error("tensor " + std::to_string(i) + " has an empty name");
-        if (!name_is_acceptable(t.name))
+        if (!is_printable_utf8(t.name))
             throw format_error("tensor " + std::to_string(i) + ": name " + quote_text(t.name) + " is not printable UTF-8");
         if (t.name.size() > kMaxTensorNameBytes)
             throw format_error("tensor " + std::to_string(i) + ": name " + quote_text(t.name) + " is longer than " +

@@ -5,7 +5,8 @@
 // the target directory (Linux O_TMPFILE) that is linked into place at the end, so a
 // killed process leaves nothing behind. Where O_TMPFILE is not available, a hidden
 // temporary name in the same directory is used and renamed over the target at the end
-// (a crash may leave that hidden file; abort and failures remove it).
+// (a crash may leave that hidden file; abort and failures remove it). The environment
+// variable EDGERUN_GGUF_NO_TMPFILE=1 forces that fallback (for tests).
 #pragma once
 
 #include <edgerun/abi.h>

@@ -191,6 +191,7 @@ def check_errors(edgerun, work):
     cases = [
         ([os.path.join(work, "missing.gguf")], "No such file or directory"),
         ([text], "no format plugin recognises this file"),
+        ([work], "Is a directory"),
         ([truncated], "the file ends at byte"),
         ([vocab, "--kv-type", "q4"], "--kv-type: 'q4' is not f16, f32 or q8"),
         ([vocab, "--device", "tpu"], "--device: unknown device 'tpu'"),

@@ -8,6 +8,7 @@
 // to round-trip.
 #include <edgerun/dtype.hpp>
 #include <edgerun/host_api.hpp>
+#include <edgerun/logging.hpp>
 #include <edgerun/plugin_registry.hpp>
 
 #include <cinttypes>
@@ -89,7 +90,7 @@ int dump(const std::string& path) {
     std::cout << "],\n \"model\": ";
     auto model = edgerun::sized<er_model_desc>();
     if (g_iface->model_desc(file, &model, &err) == ER_OK) {
-        std::cout << "{\"arch\": \"" << model.arch << "\", \"n_vocab\": " << model.n_vocab << ", \"n_ctx_train\": "
+        std::cout << "{\"arch\": " << hex(model.arch) << ", \"n_vocab\": " << model.n_vocab << ", \"n_ctx_train\": "
                   << model.n_ctx_train << ", \"n_embd\": " << model.n_embd << ", \"n_layer\": " << model.n_layer
                   << ", \"n_head\": " << model.n_head << ", \"n_head_kv\": " << model.n_head_kv << ", \"head_dim_k\": "
                   << model.head_dim_k << ", \"n_ff\": " << model.n_ff << ", \"n_rot\": " << model.n_rot
@@ -209,6 +210,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     try {
+        edgerun::init_logging("error");  // stderr: stdout carries only the JSON
         edgerun::PluginRegistry registry;
         registry.scan_directory(EDGERUN_BUILD_PLUGIN_DIR);
         const edgerun::Plugin* plugin = registry.find(ER_PLUGIN_FORMAT, "formats_gguf");

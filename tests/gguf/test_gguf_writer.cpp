@@ -354,3 +354,36 @@ TEST_CASE("writer: cannot create in a missing directory") {
     CHECK(w == nullptr);
     CHECK(std::string(err.message).find("No such file or directory") != std::string::npos);
 }
+
+TEST_CASE("writer: without O_TMPFILE a hidden temporary is renamed into place, or removed") {
+    ::setenv("EDGERUN_GGUF_NO_TMPFILE", "1", 1);
+    const fs::path dir = fresh_dir("no_tmpfile");
+    {
+        Writer w((dir / "kept.gguf").string());
+        CHECK(w.add("a", 0, {4}) == ER_OK);
+        CHECK(w.write(pattern(16, 1)) == ER_OK);
+        const std::vector<std::string> during = listing(dir);  // the hidden temporary, only
+        REQUIRE(during.size() == 1);
+        CHECK(during[0].rfind(".kept.gguf.", 0) == 0);
+        CHECK(w.finish() == ER_OK);
+    }
+    {
+        Writer w((dir / "aborted.gguf").string());
+        CHECK(w.add("a", 0, {4}) == ER_OK);
+        CHECK(w.write(pattern(16, 1)) == ER_OK);
+    }
+    {
+        Writer w((dir / "failed.gguf").string());
+        CHECK(w.add("a", 0, {4}) == ER_OK);
+        CHECK(w.finish() == ER_E_STATE);
+    }
+    ::unsetenv("EDGERUN_GGUF_NO_TMPFILE");
+    CHECK(listing(dir) == std::vector<std::string>{"kept.gguf"});
+    Opened f;
+    open_path((dir / "kept.gguf").string(), f);
+    REQUIRE(f.status == ER_OK);
+    er_tensor_desc t{};
+    er_error err{};
+    REQUIRE(iface().tensor_at(f.file, 0, &t, &err) == ER_OK);
+    CHECK(std::string(static_cast<const char*>(t.data), t.nbytes) == pattern(16, 1));
+}

@@ -29,6 +29,7 @@ struct GenerationStats {
     int32_t generated_tokens = 0;
     double generate_seconds = 0;
     std::string stop_reason;         // "eog", "stop string", "length", "context full", "cancelled"
+    std::vector<int32_t> tokens;     // the generated tokens (an end-of-generation token excluded)
 };
 
 class Generator {

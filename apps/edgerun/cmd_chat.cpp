@@ -1,0 +1,121 @@
+// edgerun chat: a conversation through the model's chat template. Interactive on a
+// terminal (replies on stdout, everything else on stderr); with stdin piped, each line
+// is a user turn. The KV cache is kept across turns: each turn feeds only the tokens
+// the cache does not already hold, and the per-turn timing shows it.
+#include "cli.hpp"
+#include "commands.hpp"
+#include "engine_options.hpp"
+#include "generation_options.hpp"
+
+#include <edgerun/text/chat_template.hpp>
+#include <edgerun/text/tokenizer.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+namespace edgerun::cli {
+
+namespace {
+
+text::ChatTemplate chat_template_for(const text::Tokenizer& tokenizer, const std::string& name) {
+    auto text_of = [&](text::TokenId id) { return tokenizer.valid(id) ? tokenizer.token_text(id) : std::string(); };
+    const std::string bos = text_of(tokenizer.bos()), eos = text_of(tokenizer.eos());
+    if (!name.empty()) return text::ChatTemplate::named(name, bos, eos);
+    if (tokenizer.chat_template().empty())
+        throw Error("the model has no chat template (tokenizer.chat_template); choose one with --chat-template NAME",
+                    ER_E_UNSUPPORTED);
+    return text::ChatTemplate::detect(tokenizer.chat_template(), bos, eos);
+}
+
+}  // namespace
+
+int cmd_chat(const std::vector<std::string>& args) {
+    CommonOptions common;
+    ModelOptions model_options;
+    GenerationOptions generation;
+    std::string system_prompt, think, template_name;
+    po::options_description desc("edgerun chat options");
+    add_model_options(desc, model_options);
+    desc.add_options()
+        ("system", po::value(&system_prompt), "system prompt")
+        ("think", po::value(&think), "on or off: Qwen3's thinking switch (enable_thinking)")
+        ("chat-template", po::value(&template_name), "use this template family instead of the model's own");
+    add_generation_options(desc, generation);
+    if (!parse(args, desc, common, "usage: edgerun chat [-m MODEL] [--system TEXT] [--think on|off] [options]\n"
+                                   "Interactive on a terminal (/reset starts over, /exit or Ctrl-D ends); with stdin\n"
+                                   "piped, each line is a user turn."))
+        return 0;
+    if (!think.empty() && think != "on" && think != "off")
+        throw Error("--think: '" + think + "' is not on or off", ER_E_INVALID_ARGUMENT);
+
+    EngineOptions engine_options = resolve(model_options);
+    PluginRegistry registry = load_plugins(common);
+    Engine engine(registry, model_options.model, engine_options);
+    text::Tokenizer tokenizer(text::Vocab::from_file(engine.model().file()));
+    const text::ChatTemplate chat_template = chat_template_for(tokenizer, template_name);
+    Sampler sampler = make_sampler(registry, generation, int32_t(engine.model().hparams().n_vocab));
+    auto runner = engine.new_runner();
+    Generator generator(*runner, sampler, tokenizer);
+
+    text::ChatOptions chat_options;
+    if (!think.empty()) chat_options.enable_thinking = think == "on";
+    const std::string bos_text = tokenizer.valid(tokenizer.bos()) ? tokenizer.token_text(tokenizer.bos()) : "";
+
+    std::vector<text::ChatMessage> messages;
+    if (!system_prompt.empty()) messages.push_back({"system", system_prompt});
+    const bool interactive = ::isatty(STDIN_FILENO) == 1;
+    std::atomic<bool>* interrupted = install_interrupt_handler();
+    std::fprintf(stderr, "chat: %s on %s, template %s%s\n", engine.model().hparams().name.c_str(),
+                 std::string(engine.backend().plugin().name()).c_str(), chat_template.name().c_str(),
+                 interactive ? " (/reset starts over, /exit or Ctrl-D ends)" : "");
+
+    int turn = 0;
+    std::string line;
+    while (true) {
+        if (interactive) std::fputs("\n> ", stderr);
+        if (!std::getline(std::cin, line)) break;
+        if (line == "/exit") break;
+        if (line == "/reset") {
+            messages.resize(system_prompt.empty() ? 0 : 1);
+            continue;
+        }
+        if (line.empty()) continue;
+        messages.push_back({"user", line});
+        const std::string prompt = chat_template.format(messages, chat_options);
+        // Templates that write the BOS text themselves must not get a second BOS.
+        const bool add_special = bos_text.empty() || prompt.compare(0, bos_text.size(), bos_text) != 0;
+        const std::vector<int32_t> tokens = tokenizer.encode(prompt, add_special, true);
+
+        std::string reply;
+        GenerationStats stats;
+        try {
+            stats = generator.generate(tokens, generation.settings, [&](std::string_view text) {
+                reply += text;
+                std::fwrite(text.data(), 1, text.size(), stdout);
+                std::fflush(stdout);
+            }, interrupted);
+        } catch (const Error& e) {
+            std::fprintf(stderr, "\nchat: %s\n", e.what());
+            return 1;
+        }
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+        messages.push_back({"assistant", reply});
+        ++turn;
+        std::fprintf(stderr, "[turn %d: %d new prompt tokens (%d reused from the cache) in %.1f ms; %d tokens at %.2f tok/s; %s]\n",
+                     turn, stats.prompt_tokens, stats.reused_tokens, stats.prompt_seconds * 1e3,
+                     stats.generated_tokens,
+                     stats.generate_seconds > 0 ? stats.generated_tokens / stats.generate_seconds : 0.0,
+                     stats.stop_reason.c_str());
+        if (stats.stop_reason == "cancelled") {
+            print_summary(stats, engine, *runner);
+            if (!interactive) return 130;
+            interrupted->store(false);  // Ctrl-C ends a reply, not the chat
+        }
+    }
+    return 0;
+}
+
+}  // namespace edgerun::cli

@@ -1,0 +1,84 @@
+// Flash-decode attention benchmark: Qwen3-4B's attention (32 query heads, 8 KV heads,
+// head dim 128) and Llama-3.2-1B's (32/8, head dim 64) at several context lengths, F16
+// against INT8 caches. Bytes counted are
+// the bytes the kernel must read: K and V (values and scales) of every cached token of
+// every KV head, the query, and the split partials written and read back.
+#include "bench_common.hpp"
+
+namespace edgerun::cuda_orin::bench {
+
+namespace {
+
+void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, int dim) {
+    double f16_us[8] = {};
+    int row = 0;
+    for (int kv_len : {4096, 16384, 32768}) {
+        if (b.quick && kv_len != 32768) continue;
+        for (int32_t type : {kKvF16, kKvQ8}) {
+            KvCacheLayer shape;
+            shape.type = type;
+            shape.n_ctx = kv_len;
+            shape.n_head_kv = n_kv;
+            shape.head_dim = dim;
+            const double cache_bytes = 2.0 * (kv_values_bytes(shape) + kv_scales_bytes(shape));
+            const int n_layers = b.copies_for(cache_bytes);
+            std::vector<KvCacheLayer> layers(n_layers, shape);
+            for (KvCacheLayer& c : layers) {
+                // Constant finite values: 0x3C3C is about 1.06 as a half, 0x2C2C about 0.06.
+                c.k = device_alloc(kv_values_bytes(c));
+                c.v = device_alloc(kv_values_bytes(c));
+                check(cudaMemset(c.k, type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
+                check(cudaMemset(c.v, type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
+                if (type == kKvQ8) {
+                    c.k_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
+                    c.v_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
+                    check(cudaMemset(c.k_scales, 0x2C, kv_scales_bytes(c)), "fill");
+                    check(cudaMemset(c.v_scales, 0x2C, kv_scales_bytes(c)), "fill");
+                }
+            }
+            const int splits = choose_kv_splits(kv_len, n_kv, b.n_sms);
+            AttentionParams p;
+            p.q = static_cast<float*>(device_alloc(size_t(n_head) * dim * 4));
+            int32_t* len = static_cast<int32_t*>(device_alloc(4));
+            check(cudaMemcpy(len, &kv_len, 4, cudaMemcpyHostToDevice), "kv_len");
+            p.kv_len = len;
+            p.n_head = n_head;
+            p.scale = 1.0f / std::sqrt(float(dim));
+            p.n_splits = splits;
+            p.workspace = static_cast<float*>(device_alloc(attention_workspace_floats(n_head, dim, splits) * 4));
+            p.out = device_alloc(size_t(n_head) * dim * 4);
+            const double us = b.time_us(n_layers, b.reps(), [&](int i) {
+                p.cache = layers[i];
+                check(launch_attention(p, b.stream), "attention");
+            });
+            const double bytes = cache_bytes + n_head * dim * 4.0 * 2 + 2.0 * attention_workspace_floats(n_head, dim, splits) * 4;
+            char note[96] = "";
+            if (type == kKvF16) f16_us[row] = us;
+            else std::snprintf(note, sizeof note, "%.2fx faster than f16, %d splits", f16_us[row] / us, splits);
+            b.add("attention",
+                  std::string(model) + " " + std::to_string(n_head) + "/" + std::to_string(n_kv) + "x" + std::to_string(dim) +
+                      " kv " + std::to_string(kv_len),
+                  type == kKvF16 ? "f16 cache" : "int8 cache", us, bytes, note);
+            for (KvCacheLayer& c : layers) {
+                cudaFree(c.k);
+                cudaFree(c.v);
+                cudaFree(c.k_scales);
+                cudaFree(c.v_scales);
+            }
+            cudaFree(const_cast<float*>(p.q));
+            cudaFree(len);
+            cudaFree(p.workspace);
+            cudaFree(p.out);
+        }
+        ++row;
+    }
+}
+
+}  // namespace
+
+void bench_attention(Bench& b) {
+    bench_attention_model(b, "Qwen3-4B", 32, 8, 128);
+    bench_attention_model(b, "Llama-3.2-1B", 32, 8, 64);
+}
+
+}  // namespace edgerun::cuda_orin::bench

@@ -1,0 +1,171 @@
+// Shared parts of the cuda_orin benchmark (see cuda_orin_bench.cu).
+#pragma once
+
+#include "kernels.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace edgerun::cuda_orin::bench {
+
+inline void check(cudaError_t err, const char* what) {
+    if (err == cudaSuccess) return;
+    std::fprintf(stderr, "cuda_orin_bench: %s: %s\n", what, cudaGetErrorString(err));
+    std::exit(1);
+}
+
+struct Result {
+    std::string kernel, shape, type;
+    double time_us, bytes, gbps, fraction;
+    std::string note;
+};
+
+struct Bench {
+    cudaStream_t stream{};
+    int n_sms = 0;
+    size_t l2_bytes = 0;
+    double peak_gbps = 0;
+    bool quick = false;
+    std::vector<Result> results;
+    std::mt19937 rng{1};
+
+    int reps() const { return quick ? 3 : 10; }
+
+    // Average time of one call of launch(i) over reps rounds of n distinct inputs, after
+    // one untimed round (JIT, first touch).
+    template <class F>
+    double time_us(int n, int rounds, F launch) {
+        for (int i = 0; i < n; ++i) launch(i);
+        cudaEvent_t a, b;
+        check(cudaEventCreate(&a), "event");
+        check(cudaEventCreate(&b), "event");
+        check(cudaEventRecord(a, stream), "event");
+        for (int r = 0; r < rounds; ++r)
+            for (int i = 0; i < n; ++i) launch(i);
+        check(cudaEventRecord(b, stream), "event");
+        check(cudaEventSynchronize(b), "kernels");
+        float ms = 0;
+        cudaEventElapsedTime(&ms, a, b);
+        cudaEventDestroy(a);
+        cudaEventDestroy(b);
+        return 1000.0 * ms / (double(n) * rounds);
+    }
+
+    // Distinct copies of `bytes` that together fill at least 4x the L2 (at least 2).
+    int copies_for(double bytes) const { return int(std::max(2.0, std::ceil(4.0 * double(l2_bytes) / bytes))); }
+
+    void add(const std::string& kernel, const std::string& shape, const std::string& type, double us, double bytes,
+             const std::string& note = "") {
+        const double gbps = bytes / (us * 1e-6) / 1e9;
+        results.push_back({kernel, shape, type, us, bytes, gbps, gbps / peak_gbps, note});
+        std::printf("%-16s %-34s %-16s %10.2f us %12.0f B %9.1f GB/s %6.1f%%  %s\n", kernel.c_str(), shape.c_str(),
+                    type.c_str(), us, bytes, gbps, 100.0 * gbps / peak_gbps, note.c_str());
+    }
+};
+
+inline void* device_alloc(size_t bytes) {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    check(cudaMemset(p, 0, bytes), "cudaMemset");
+    return p;
+}
+
+inline const char* type_name(int32_t t) {
+    switch (t) {
+        case kF16: return "F16";
+        case kQ4_0: return "Q4_0";
+        case kQ4_1: return "Q4_1";
+        case kQ5_0: return "Q5_0";
+        case kQ8_0: return "Q8_0";
+        case kQ4_K: return "Q4_K";
+        case kQ5_K: return "Q5_K";
+        case kQ6_K: return "Q6_K";
+    }
+    return "?";
+}
+
+// `copies` packed matrices of random bytes (bandwidth does not care what the numbers are)
+// in one allocation, at distinct addresses; half-precision fields hold a small positive
+// value so the arithmetic stays finite. Free with free_matrix(result[0]).
+inline std::vector<PackedMatrix> random_matrices(int32_t type, int rows, int cols, int copies, std::mt19937& rng) {
+    const PackedLayout layout = packed_layout(type, rows, cols);
+    std::vector<uint8_t> host(layout.total_bytes);
+    uint64_t state = rng() | 1;  // xorshift: hundreds of MB of random bytes in a blink
+    for (size_t i = 0; i + 8 <= host.size(); i += 8) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        std::memcpy(&host[i], &state, 8);
+    }
+    const uint16_t small = 0x2C00;  // 1/16
+    auto fill_halves = [&](int plane, int bytes_per_block, int halves_per_block) {
+        const uint64_t blocks = uint64_t(rows) * layout.blocks_per_row;
+        for (uint64_t blk = 0; blk < blocks; ++blk)
+            for (int i = 0; i < halves_per_block; ++i)
+                std::memcpy(&host[layout.plane_offset[plane] + blk * bytes_per_block + 2 * i], &small, 2);
+    };
+    switch (type) {
+        case kF16: fill_halves(0, 64, 32); break;
+        case kQ4_0: fill_halves(1, 2, 1); break;
+        case kQ4_1: fill_halves(1, 4, 2); break;
+        case kQ5_0: fill_halves(2, 2, 1); break;
+        case kQ8_0: fill_halves(1, 2, 1); break;
+        case kQ4_K: fill_halves(1, 16, 2); break;
+        case kQ5_K: fill_halves(2, 16, 2); break;
+        case kQ6_K: fill_halves(3, 2, 1); break;
+    }
+    auto* d = static_cast<uint8_t*>(device_alloc(host.size() * copies));
+    std::vector<PackedMatrix> out;
+    for (int i = 0; i < copies; ++i) {
+        check(cudaMemcpy(d + host.size() * i, host.data(), host.size(), cudaMemcpyHostToDevice), "upload");
+        out.push_back(packed_view(layout, type, rows, cols, d + host.size() * i));
+    }
+    return out;
+}
+
+inline PackedMatrix random_matrix(int32_t type, int rows, int cols, std::mt19937& rng) {
+    return random_matrices(type, rows, cols, 1, rng)[0];
+}
+
+inline void free_matrix(PackedMatrix& m) { cudaFree(const_cast<uint8_t*>(m.plane[0])); }
+
+// Bytes a GEMV must read of a matrix: its weights, exactly the file's bytes per weight.
+inline double matrix_bytes(const PackedMatrix& m) {
+    const PlaneGeometry g = plane_geometry(m.type);
+    double per_block = 0;
+    for (int p = 0; p < g.n_planes; ++p) per_block += g.plane_bytes[p];
+    return per_block * double(m.n_rows) * m.blocks_per_row;
+}
+
+// Activations of length n prepared once and reused by every launch.
+inline Activation make_activation(Bench& b, int n) {
+    const int n_pad = padded_length(n);
+    std::vector<float> x(n);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : x) v = normal(b.rng);
+    float* xd = static_cast<float*>(device_alloc(size_t(n) * 4));
+    check(cudaMemcpy(xd, x.data(), size_t(n) * 4, cudaMemcpyHostToDevice), "upload");
+    PrepareParams p;
+    p.x = xd;
+    p.n = n;
+    p.out_f = static_cast<float*>(device_alloc(size_t(n_pad) * 4));
+    p.out_q = static_cast<int8_t*>(device_alloc(n_pad));
+    p.out_d = static_cast<float*>(device_alloc(size_t(n_pad) / 8));
+    check(launch_prepare(p, b.stream), "prepare");
+    return {{reinterpret_cast<const uint8_t*>(p.out_q), p.out_d}, p.out_f, n, n_pad};
+}
+
+// Activation bytes a GEMV reads besides the weights (int8 values + float scales).
+inline double activation_bytes(const Activation& x) { return x.n_pad * (1.0 + 4.0 / 32); }
+
+void bench_attention(Bench& b);  // bench_attention.cu
+
+}  // namespace edgerun::cuda_orin::bench

@@ -1,0 +1,60 @@
+// Activations as the GEMV kernels read them, and the 8-bit rounding rule shared by the
+// activation quantizer and the INT8 KV cache.
+//
+// The q8 rule (one scale per 32 values) is exactly ggml's quantize_row_q8_0_ref and
+// gguf's Q8_0.quantize_blocks: d = max|x| / 127, q = round-half-away(x * (1/d)), 0 when
+// d is 0. The KV cache stores d as fp16 (like a Q8_0 block); activations keep d in float.
+#pragma once
+
+#include <edgerun/quant/blocks.hpp>
+
+#include <cstdint>
+#include <cmath>
+
+namespace edgerun::cuda_orin {
+
+inline constexpr int kQ8Group = 32;
+
+// Quantized activations: `q` holds n_pad signed bytes (n_pad a multiple of 32, the tail
+// zero), `d` one float scale per 32 values.
+struct ActivationQ8 {
+    const uint8_t* q;
+    const float* d;
+};
+
+// Everything a GEMV may read of its input: q8 for quantized weights, float for F16.
+struct Activation {
+    ActivationQ8 q8;
+    const float* f;  // n_pad floats, the tail zero
+    int32_t n;       // logical length
+    int32_t n_pad;   // rounded up to 32
+};
+
+ER_HD float q8_scale(float amax) { return amax / 127.0f; }
+ER_HD float q8_inverse(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
+ER_HD int8_t q8_round(float x, float inverse_d) { return int8_t(roundf(x * inverse_d)); }
+
+// One group of 32 values of the INT8 KV cache: the bytes and the fp16 scale a Q8_0 block
+// of the same values would hold.
+ER_HD uint16_t kv_q8_quantize_group(const float* x, int8_t* q) {
+    float amax = 0.0f;
+    for (int i = 0; i < kQ8Group; ++i) amax = fmaxf(amax, fabsf(x[i]));
+    const float d = q8_scale(amax);
+    const float inverse = q8_inverse(d);
+    for (int i = 0; i < kQ8Group; ++i) q[i] = q8_round(x[i], inverse);
+    return quant::fp32_to_fp16(d);
+}
+
+ER_HD float kv_q8_value(int8_t q, uint16_t d_half) { return quant::fp16_to_fp32(d_half) * float(q); }
+
+// Activations: the same rule with d kept in float (no reason to round it here).
+ER_HD float activation_q8_quantize_group(const float* x, int8_t* q) {
+    float amax = 0.0f;
+    for (int i = 0; i < kQ8Group; ++i) amax = fmaxf(amax, fabsf(x[i]));
+    const float d = q8_scale(amax);
+    const float inverse = q8_inverse(d);
+    for (int i = 0; i < kQ8Group; ++i) q[i] = q8_round(x[i], inverse);
+    return d;
+}
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,144 @@
+// Small portable primitives the kernels are built from. Every function here compiles as
+// plain C++ on the host (so the CPU tests run the same code the GPU runs) and as
+// __host__ __device__ code under nvcc, where the device pass uses the hardware
+// instruction (dp4a, 16-byte loads through the read-only cache, fp16 conversion).
+#pragma once
+
+#include <edgerun/quant/blocks.hpp>
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
+
+namespace edgerun::cuda_orin {
+
+// Four 32-bit words read in one 16-byte load; a plain struct so host code can hold it.
+struct Words4 {
+    uint32_t w[4];
+};
+
+// `p` must be 16-byte aligned (every plane of a packed matrix and every activation
+// buffer is).
+ER_HD Words4 load_16B(const void* p) {
+#if defined(__CUDA_ARCH__)
+    const uint4 v = __ldg(static_cast<const uint4*>(p));
+    return {{v.x, v.y, v.z, v.w}};
+#else
+    Words4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
+// 16 bytes of shared memory (16-byte aligned) in one load.
+ER_HD Words4 load_shared_16B(const void* p) {
+#if defined(__CUDA_ARCH__)
+    const uint4 v = *static_cast<const uint4*>(p);
+    return {{v.x, v.y, v.z, v.w}};
+#else
+    Words4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
+struct Words2 {
+    uint32_t w[2];
+};
+
+// `p` must be 8-byte aligned.
+ER_HD Words2 load_8B(const void* p) {
+#if defined(__CUDA_ARCH__)
+    const uint2 v = __ldg(static_cast<const uint2*>(p));
+    return {{v.x, v.y}};
+#else
+    Words2 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
+ER_HD uint32_t load_4B(const void* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(static_cast<const unsigned int*>(p));
+#else
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
+ER_HD uint16_t load_2B(const void* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(static_cast<const unsigned short*>(p));
+#else
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
+ER_HD float load_f32(const float* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
+
+// Sum of the four signed-byte products of a and b, plus c.
+ER_HD int32_t dp4a(uint32_t a, uint32_t b, int32_t c) {
+#if defined(__CUDA_ARCH__)
+    return __dp4a(int(a), int(b), c);
+#else
+    for (int k = 0; k < 4; ++k) c += int32_t(int8_t(a >> (8 * k))) * int32_t(int8_t(b >> (8 * k)));
+    return c;
+#endif
+}
+
+// IEEE half bits to float; the hardware conversion on the device, the exact software
+// one (blocks.hpp) on the host. Both are exact for every input.
+ER_HD float half_to_float(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+    return __half2float(__ushort_as_half(h));
+#else
+    return quant::fp16_to_fp32(h);
+#endif
+}
+
+// Round to nearest even, like the hardware conversion.
+ER_HD uint16_t float_to_half(float f) {
+#if defined(__CUDA_ARCH__)
+    return __half_as_ushort(__float2half_rn(f));
+#else
+    return quant::fp32_to_fp16(f);
+#endif
+}
+
+// Signed byte k (0..3) of a word as a float without an int-to-float conversion
+// instruction (those run at a quarter of the FMA rate): x + 128 goes into the low
+// mantissa bits of 2^23, and the float subtraction takes 2^23 + 128 off again. Exact.
+ER_HD float signed_byte_to_float(uint32_t word, int k) {
+    const uint32_t biased = ((word >> (8 * k)) & 0xFFu) ^ 0x80u;  // x + 128, in 0..255
+    return quant::bits_to_float(0x4B000000u | biased) - 8388736.0f;
+}
+
+// Subtract a constant from each byte of four unsigned bytes known to be below 128
+// (quant values 0..63), giving signed bytes. Adding (128 - c) cannot carry across bytes
+// and flipping bit 7 turns the biased value into two's complement: (q + 128 - c) ^ 128.
+ER_HD uint32_t bytes_minus(uint32_t unsigned_bytes, uint32_t c) {
+    const uint32_t bias = (128u - c) * 0x01010101u;
+    return (unsigned_bytes + bias) ^ 0x80808080u;
+}
+
+// Bits 0..3 of `bits` spread to bit 4 of bytes 0..3 (the fifth bit of four Q5 weights).
+ER_HD uint32_t spread_bits_to_bit4(uint32_t bits) {
+    return ((bits & 1u) << 4) | ((bits & 2u) << 11) | ((bits & 4u) << 18) | ((bits & 8u) << 25);
+}
+
+ER_HD int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,115 @@
+// Quantized GEMV, single or fused: y_o = W_o x for up to four matrices sharing x, of any
+// mix of weight types, in one launch; optionally gate/up with the SwiGLU epilogue.
+//
+// Shape: 256-thread blocks of 8 warps. A row is handled by `warps_per_row` warps (1 when
+// there are plenty of rows); each lane walks the row's tasks (32 weights = one 16-byte
+// load of the quant plane, quant_tasks.hpp) with stride 32 * warps_per_row, dotting them
+// with q8 activations through dp4a (F16 rows: float activations). Lane sums are reduced
+// with shuffles, slices of a row through shared memory.
+//
+// STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+#include "kernel_params.hpp"
+#if ER_KERNEL_LAUNCHERS
+#include "kernels.hpp"
+#endif
+#include "quant_tasks.hpp"
+#include "warp.cuh"
+
+namespace edgerun::cuda_orin {
+namespace {
+
+template <int32_t Type>
+__device__ float row_slice_dot(const PackedMatrix& w, int row, const Activation& x, int first_task, int stride) {
+    const int n_tasks = tasks_per_row(w);
+    float acc = 0.0f;
+#pragma unroll 2
+    for (int t = first_task; t < n_tasks; t += stride) {
+        if constexpr (Type == kF16)
+            acc += task_dot_f16(w, row, t, x.f);
+        else
+            acc += task_dot<Type>(w, row, t, x.q8);
+    }
+    return acc;
+}
+
+// The switch is uniform across a block (one matrix per block), so it costs no divergence.
+__device__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, int first_task, int stride) {
+    switch (w.type) {
+        case kQ4_0: return row_slice_dot<kQ4_0>(w, row, x, first_task, stride);
+        case kQ4_1: return row_slice_dot<kQ4_1>(w, row, x, first_task, stride);
+        case kQ5_0: return row_slice_dot<kQ5_0>(w, row, x, first_task, stride);
+        case kQ8_0: return row_slice_dot<kQ8_0>(w, row, x, first_task, stride);
+        case kQ4_K: return row_slice_dot<kQ4_K>(w, row, x, first_task, stride);
+        case kQ5_K: return row_slice_dot<kQ5_K>(w, row, x, first_task, stride);
+        case kQ6_K: return row_slice_dot<kQ6_K>(w, row, x, first_task, stride);
+        case kF16: return row_slice_dot<kF16>(w, row, x, first_task, stride);
+        default: return 0.0f;  // launch_gemv refuses other types
+    }
+}
+
+__device__ void store_output(const GemvOutput& o, int row, float v) {
+    if (o.y_is_f16)
+        static_cast<uint16_t*>(o.y)[row] = float_to_half(v);
+    else
+        static_cast<float*>(o.y)[row] = v;
+}
+
+__device__ float silu(float g) { return g / (1.0f + expf(-g)); }
+
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvLaunch p) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int rows_per_block = kGemvWarps / p.warps_per_row;
+
+    const bool swiglu = p.epilogue == kEpilogueSwiGLU;
+    const int n_ranges = swiglu ? 1 : p.n_outputs;
+    int o = 0;  // which output's rows this block computes
+    while (o + 1 < n_ranges && int(blockIdx.x) >= p.block_begin[o + 1]) ++o;
+    const GemvOutput& out = p.out[o];
+    const int row = (int(blockIdx.x) - p.block_begin[o]) * rows_per_block + warp / p.warps_per_row;
+    const int slice = warp % p.warps_per_row;
+    const int first_task = slice * 32 + lane, stride = 32 * p.warps_per_row;
+
+    float acc = 0.0f, acc_up = 0.0f;
+    if (row < out.w.n_rows) {
+        acc = row_slice_dot_any(out.w, row, p.x, first_task, stride);
+        if (swiglu) acc_up = row_slice_dot_any(p.out[1].w, row, p.x, first_task, stride);
+    }
+    acc = warp_sum(acc);
+    if (swiglu) acc_up = warp_sum(acc_up);
+
+    if (p.warps_per_row > 1) {
+        __shared__ float slice_sums[kGemvWarps][2];
+        if (lane == 0) {
+            slice_sums[warp][0] = acc;
+            slice_sums[warp][1] = acc_up;
+        }
+        __syncthreads();
+        if (slice == 0 && lane == 0)
+            for (int s = 1; s < p.warps_per_row; ++s) {
+                acc += slice_sums[warp + s][0];
+                acc_up += slice_sums[warp + s][1];
+            }
+    }
+    if (slice != 0 || lane != 0 || row >= out.w.n_rows) return;
+
+    float v = acc + (out.bias ? out.bias[row] : 0.0f);
+    if (swiglu) {
+        const GemvOutput& up = p.out[1];
+        v = silu(v) * (acc_up + (up.bias ? up.bias[row] : 0.0f));
+    }
+    if (out.residual) v += out.residual[row];
+    store_output(out, row, v);
+}
+
+}  // namespace
+
+#if ER_KERNEL_LAUNCHERS
+cudaError_t launch_gemv(GemvLaunch launch, int n_sms, cudaStream_t stream) {
+    const int n_blocks = plan_gemv(launch, n_sms);
+    if (n_blocks == 0) return cudaErrorInvalidValue;
+    gemv_kernel<<<n_blocks, kGemvWarps * 32, 0, stream>>>(launch);
+    return cudaGetLastError();
+}
+#endif
+
+}  // namespace edgerun::cuda_orin

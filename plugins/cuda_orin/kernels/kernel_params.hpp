@@ -1,0 +1,205 @@
+// Parameters of the cuda_orin kernels: plain structs shared by the kernels, their
+// launchers (kernels.hpp) and the tests; no CUDA header, so the kernel sources can also
+// be compiled as C++ for the CPU emulation test (tests/cuda/emu/).
+#pragma once
+
+
+#include "activation.hpp"
+#include "launch_math.hpp"
+#include "rope.hpp"
+#include "weight_layout.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+// The host-side launch code of a kernel source is compiled only by nvcc (NVRTC and the
+// CPU emulation take the kernels alone).
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#define ER_KERNEL_LAUNCHERS 1
+#else
+#define ER_KERNEL_LAUNCHERS 0
+#endif
+
+namespace edgerun::cuda_orin {
+
+// -------------------------------------------------------------- activations --
+
+// x (+ residual) -> optional RMSNorm -> float and q8 copies for the GEMVs. When
+// residual is given, h = x + residual is written to residual_out (the new hidden state;
+// it may alias x or residual) and normalised. One block; n up to a few ten thousands.
+struct PrepareParams {
+    const void* x = nullptr;
+    int32_t x_is_f16 = 0;
+    const float* residual = nullptr;
+    float* residual_out = nullptr;
+    const float* norm_weight = nullptr;  // nullptr: no normalisation
+    float norm_eps = 1e-6f;
+    int32_t n = 0;
+    // Outputs, each padded to n_pad = round_up(n, 32) (the tail written as zeros).
+    float* out_f = nullptr;
+    int8_t* out_q = nullptr;
+    float* out_d = nullptr;  // n_pad / 32
+};
+
+ER_HD int32_t padded_length(int32_t n) { return (n + kQ8Group - 1) / kQ8Group * kQ8Group; }
+
+// --------------------------------------------------------------------- GEMV --
+
+inline constexpr int kMaxGemvOutputs = 4;
+
+enum GemvEpilogue : int32_t {
+    kEpilogueStore = 0,   // y = W x (+ bias) (+ residual)
+    kEpilogueSwiGLU = 1,  // y = silu(W0 x + b0) * (W1 x + b1): gate = output 0, up = output 1
+};
+
+struct GemvOutput {
+    PackedMatrix w;
+    const float* bias = nullptr;
+    const float* residual = nullptr;  // added after the bias; may alias y
+    void* y = nullptr;
+    int32_t y_is_f16 = 0;
+};
+
+// Several outputs sharing one input in one launch; their weight types may differ
+// (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
+struct GemvLaunch {
+    Activation x{};
+    GemvOutput out[kMaxGemvOutputs];
+    int32_t n_outputs = 0;
+    int32_t epilogue = kEpilogueStore;
+    // Filled by launch_gemv: split-K width and the first block of each output.
+    int32_t warps_per_row = 1;
+    int32_t block_begin[kMaxGemvOutputs + 1] = {0, 0, 0, 0, 0};
+};
+
+
+// Validates a GEMV launch and fills warps_per_row and block_begin for a device with
+// n_sms multiprocessors; returns the number of blocks, 0 when the launch is invalid.
+inline int plan_gemv(GemvLaunch& launch, int n_sms) {
+    const bool swiglu = launch.epilogue == kEpilogueSwiGLU;
+    if (launch.n_outputs < 1 || launch.n_outputs > kMaxGemvOutputs || (swiglu && launch.n_outputs != 2) ||
+        (launch.epilogue != kEpilogueStore && !swiglu) || launch.x.n <= 0)
+        return 0;
+    int64_t total_rows = 0;
+    int min_tasks = 1 << 30;
+    for (int i = 0; i < launch.n_outputs; ++i) {
+        const PackedMatrix& w = launch.out[i].w;
+        const PlaneGeometry g = plane_geometry(w.type);
+        if (g.n_planes == 0 || w.n_cols != launch.x.n || w.n_rows <= 0 || !launch.out[i].y || !w.plane[0])
+            return 0;
+        if (swiglu && w.n_rows != launch.out[0].w.n_rows) return 0;
+        min_tasks = std::min(min_tasks, w.blocks_per_row * (g.block_elems / 32));
+        total_rows += w.n_rows;
+    }
+    // SwiGLU: one range of blocks over the gate rows; each also computes the up row.
+    const int n_ranges = swiglu ? 1 : launch.n_outputs;
+    launch.warps_per_row = choose_warps_per_row(swiglu ? total_rows / 2 : total_rows, min_tasks, n_sms);
+    const int rows_per_block = kGemvWarps / launch.warps_per_row;
+    launch.block_begin[0] = 0;
+    for (int i = 0; i < kMaxGemvOutputs; ++i) {
+        const int blocks = i < n_ranges ? (launch.out[i].w.n_rows + rows_per_block - 1) / rows_per_block : 0;
+        launch.block_begin[i + 1] = launch.block_begin[i] + blocks;
+    }
+    return launch.block_begin[n_ranges];
+}
+
+// ------------------------------------------------------------ KV cache, RoPE --
+
+enum KvType : int32_t { kKvF16 = 1, kKvQ8 = 2 };  // the ABI's ER_KV_F16 / ER_KV_Q8
+
+// One layer's cache. K and V are [n_head_kv][n_ctx][head_dim], halves or int8; for Q8
+// the scales are [n_head_kv][n_ctx][head_dim / 32] fp16 (one per 32 values of a token
+// and head, so appending a token never touches older ones).
+struct KvCacheLayer {
+    int32_t type = kKvF16;
+    void* k = nullptr;
+    void* v = nullptr;
+    uint16_t* k_scales = nullptr;
+    uint16_t* v_scales = nullptr;
+    int32_t n_ctx = 0;
+    int32_t n_head_kv = 0;
+    int32_t head_dim = 0;
+};
+
+// Bytes of one layer's K (or V) values and scales.
+inline uint64_t kv_values_bytes(const KvCacheLayer& c) {
+    return uint64_t(c.n_head_kv) * c.n_ctx * c.head_dim * (c.type == kKvF16 ? 2 : 1);
+}
+inline uint64_t kv_scales_bytes(const KvCacheLayer& c) {
+    return c.type == kKvQ8 ? uint64_t(c.n_head_kv) * c.n_ctx * (c.head_dim / 32) * 2 : 0;
+}
+
+// For the token at *pos: optional per-head RMSNorm of q and k (Qwen3), RoPE of q (in
+// place) and k, then k and v (already projected, [n_head_kv][head_dim] floats) stored
+// into the cache at *pos (quantized for Q8 with the rule in activation.hpp).
+// A *pos outside [0, n_ctx) writes nothing to the cache.
+struct RopeAppendParams {
+    float* q = nullptr;
+    int32_t n_head = 0;
+    const float* k = nullptr;
+    const float* v = nullptr;
+    const float* q_norm = nullptr;
+    const float* k_norm = nullptr;
+    float norm_eps = 1e-6f;
+    RopeConfig rope{};
+    const int32_t* pos = nullptr;
+    KvCacheLayer cache{};
+};
+
+// --------------------------------------------------------------- attention --
+
+// One query token against the cache of one layer: out[h] = softmax(q[h] k^T * scale) v
+// over positions [0, *kv_len), with query head h reading KV head h / (n_head/n_head_kv).
+// Split over n_splits blocks of the KV sequence (choose_kv_splits) and merged.
+struct AttentionParams {
+    const float* q = nullptr;  // [n_head][head_dim]
+    KvCacheLayer cache{};
+    const int32_t* kv_len = nullptr;
+    int32_t n_head = 0;
+    float scale = 0.0f;
+    int32_t n_splits = 1;
+    float* workspace = nullptr;  // attention_workspace_floats(n_head, head_dim, n_splits)
+    void* out = nullptr;         // [n_head][head_dim]
+    int32_t out_is_f16 = 0;
+};
+// Grid of the split kernel for valid params: (n_splits, n_head_kv, query-head chunks);
+// {0,0,0} when the params are invalid. head_dim 64 or 128; n_head a multiple of n_head_kv.
+struct AttentionGrid {
+    int splits, kv_heads, chunks;
+};
+inline AttentionGrid plan_attention(const AttentionParams& p) {
+    const KvCacheLayer& c = p.cache;
+    if (!p.q || !p.kv_len || !p.workspace || !p.out || !c.k || !c.v || c.n_head_kv <= 0 || p.n_head <= 0 ||
+        p.n_head % c.n_head_kv != 0 || p.n_splits < 1 || (c.head_dim != 64 && c.head_dim != 128) ||
+        c.n_ctx <= 0 || (c.type == kKvQ8 && (!c.k_scales || !c.v_scales)) || (c.type != kKvF16 && c.type != kKvQ8))
+        return {0, 0, 0};
+    const int group = p.n_head / c.n_head_kv;
+    return {p.n_splits, c.n_head_kv, (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup};
+}
+
+// ----------------------------------------------------------- small kernels --
+
+// out = row *token of a GGUF-layout table (any type blocks.hpp decodes), as floats.
+// A token outside [0, n_rows) gives zeros.
+struct EmbedParams {
+    int32_t type = 0;
+    const void* table = nullptr;
+    int64_t row_bytes = 0;
+    int32_t n_rows = 0;
+    int32_t n_cols = 0;
+    const int32_t* token = nullptr;
+    float* out = nullptr;
+};
+
+// The per-step counters a captured decode step reads, advanced on the device.
+struct StepCounters {
+    int32_t pos;     // position of the token being decoded
+    int32_t kv_len;  // pos + 1 once its K/V are appended
+    int32_t token;   // its id
+};
+// pos += 1, kv_len = pos + 1 (the token is left to the sampler).
+
+// ------------------------------------------------------------------ device --
+
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,37 @@
+// cuda_orin kernel library: the decode hot path of a Llama/Qwen layer on one CUDA stream.
+//
+// STATUS: compiled for sm_87/sm_90 and for compute_87 PTX, never run on a GPU yet (the
+// sessions that wrote it had none). The math the kernels are made of is tested on the
+// CPU (tests/cuda/test_kernel_math.cpp); the kernels themselves are tested by
+// tests/cuda/gpu/, which has not run yet. Do not wire these into the backend until it has.
+//
+// Rules every launch here follows, so a whole decode step can be captured in a CUDA
+// graph once and replayed: values that change per step (position, KV length, token id)
+// are read from device memory; grid shapes depend only on model and context sizes; no
+// launch allocates, copies from the host or synchronizes.
+#pragma once
+
+#include "kernel_params.hpp"
+
+#include <cuda_runtime_api.h>
+
+namespace edgerun::cuda_orin {
+
+// What each launch computes is documented at its parameter struct (kernel_params.hpp).
+// Each returns cudaErrorInvalidValue for parameters it cannot run, else the launch error.
+cudaError_t launch_prepare(const PrepareParams& p, cudaStream_t stream);
+
+// n_sms: the device's multiprocessor count (device_sm_count()).
+cudaError_t launch_gemv(GemvLaunch launch, int n_sms, cudaStream_t stream);
+
+cudaError_t launch_rope_append(const RopeAppendParams& p, cudaStream_t stream);
+
+cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream);
+
+cudaError_t launch_embed(const EmbedParams& p, cudaStream_t stream);
+
+cudaError_t launch_advance_step(StepCounters* counters, cudaStream_t stream);
+
+int device_sm_count(int device);
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,68 @@
+// Activation preparation: residual add, RMSNorm and 8-bit quantization of a GEMV input in
+// one pass over x, so the norm is folded into the load of x that the GEMV needs anyway.
+//
+// One block of 1024 threads: pass 1 forms h = x (+ residual), writes it back if asked and
+// sums h^2; pass 2 has each warp take groups of 32 values, scale them by the norm, write
+// the float copy and quantize the group (max via shuffles, then the q8 rule).
+//
+// STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+#include "kernel_params.hpp"
+#if ER_KERNEL_LAUNCHERS
+#include "kernels.hpp"
+#endif
+#include "device_math.hpp"
+#include "warp.cuh"
+
+namespace edgerun::cuda_orin {
+namespace {
+
+constexpr int kPrepareThreads = 1024;
+
+__device__ float load_input(const PrepareParams& p, int i) {
+    return p.x_is_f16 ? half_to_float(static_cast<const uint16_t*>(p.x)[i]) : static_cast<const float*>(p.x)[i];
+}
+
+__global__ void __launch_bounds__(kPrepareThreads) prepare_kernel(const PrepareParams p) {
+    __shared__ float scratch[32];
+    float sum_sq = 0.0f;
+    for (int i = threadIdx.x; i < p.n; i += blockDim.x) {
+        float h = load_input(p, i);
+        if (p.residual) {
+            h += p.residual[i];
+            p.residual_out[i] = h;
+        }
+        sum_sq += h * h;
+    }
+    float inv_rms = 1.0f;
+    if (p.norm_weight) inv_rms = rsqrtf(block_sum(sum_sq, scratch) / float(p.n) + p.norm_eps);
+    else __syncthreads();  // residual_out must be visible to every warp before pass 2
+
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+    const int n_groups = padded_length(p.n) / kQ8Group;
+    for (int g = warp; g < n_groups; g += n_warps) {
+        const int i = g * kQ8Group + lane;
+        float v = 0.0f;
+        if (i < p.n) {
+            // After a residual add, h lives in residual_out (it may alias x or residual).
+            const float h = p.residual ? p.residual_out[i] : load_input(p, i);
+            v = p.norm_weight ? h * inv_rms * p.norm_weight[i] : h;
+        }
+        p.out_f[i] = v;
+        const float d = q8_scale(warp_max(fabsf(v)));
+        p.out_q[i] = q8_round(v, q8_inverse(d));
+        if (lane == 0) p.out_d[g] = d;
+    }
+}
+
+}  // namespace
+
+#if ER_KERNEL_LAUNCHERS
+cudaError_t launch_prepare(const PrepareParams& p, cudaStream_t stream) {
+    if (!p.x || p.n <= 0 || !p.out_f || !p.out_q || !p.out_d || (p.residual && !p.residual_out))
+        return cudaErrorInvalidValue;
+    prepare_kernel<<<1, kPrepareThreads, 0, stream>>>(p);
+    return cudaGetLastError();
+}
+#endif
+
+}  // namespace edgerun::cuda_orin

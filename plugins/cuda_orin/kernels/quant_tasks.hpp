@@ -1,0 +1,251 @@
+// What one GPU thread does per step of a quantized GEMV: decode one "task" of 32
+// weights of a packed row into signed bytes and scales, and dot it with the q8
+// activations. Compiled for the device by the kernels and for the host by the CPU tests,
+// which check decode_task against gguf's dequantizers and task_dot against a double-
+// precision dot product: the exact code path the GPU runs.
+//
+// A task is two "segments" of 16 consecutive weights each. A segment decodes to sixteen
+// signed bytes q and two floats with weight_i = d * q_i - m. The segments of a task are
+// the 16 low and 16 high nibbles of one 16-byte load of the quant plane, so one task is
+// one vector load of weights:
+//   Q4_0/Q4_1/Q5_0/Q8_0  task t = block t; segments at 32t and 32t + 16
+//   Q4_K/Q5_K            task t: super-block t/8, j = t%8, chunk c = j/2, h = j%2;
+//                        segments at 64c + 16h (sub-block 2c) and 64c + 32 + 16h (2c+1)
+//   Q6_K                 task t: super-block t/8, o = t%8, half = o/4, k = o%4;
+//                        k<2: segments at 128half + 16k and +64; k>=2: +32+16(k-2), +96
+#pragma once
+
+#include "activation.hpp"
+#include "device_math.hpp"
+#include "weight_layout.hpp"
+
+namespace edgerun::cuda_orin {
+
+struct Segment {
+    uint32_t q[4];  // sixteen signed bytes
+    float d;
+    float m;        // 0 for types without a minimum
+    int pos;        // index of the segment's first weight in the row
+};
+
+struct Task {
+    Segment seg[2];
+};
+
+// Types whose weights are d*q - m with m != 0, so the dot needs the sum of x as well.
+ER_HD constexpr bool has_min(int32_t type) { return type == kQ4_1 || type == kQ4_K || type == kQ5_K; }
+
+template <int32_t Type>
+ER_HD Task decode_task(const PackedMatrix& w, int row, int task);
+
+template <>
+ER_HD Task decode_task<kQ4_0>(const PackedMatrix& w, int row, int task) {
+    const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
+    const float d = half_to_float(load_2B(plane_row(w, 1, row, 2) + 2 * task));
+    Task t;
+    for (int i = 0; i < 4; ++i) {
+        t.seg[0].q[i] = bytes_minus(qs.w[i] & 0x0F0F0F0Fu, 8);
+        t.seg[1].q[i] = bytes_minus((qs.w[i] >> 4) & 0x0F0F0F0Fu, 8);
+    }
+    t.seg[0].d = t.seg[1].d = d;
+    t.seg[0].m = t.seg[1].m = 0.0f;
+    t.seg[0].pos = 32 * task;
+    t.seg[1].pos = 32 * task + 16;
+    return t;
+}
+
+template <>
+ER_HD Task decode_task<kQ4_1>(const PackedMatrix& w, int row, int task) {
+    const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
+    const uint32_t dm = load_4B(plane_row(w, 1, row, 4) + 4 * task);
+    const float d = half_to_float(uint16_t(dm & 0xFFFFu));
+    const float m = -half_to_float(uint16_t(dm >> 16));  // weight = d*q + min
+    Task t;
+    for (int i = 0; i < 4; ++i) {
+        t.seg[0].q[i] = qs.w[i] & 0x0F0F0F0Fu;
+        t.seg[1].q[i] = (qs.w[i] >> 4) & 0x0F0F0F0Fu;
+    }
+    t.seg[0].d = t.seg[1].d = d;
+    t.seg[0].m = t.seg[1].m = m;
+    t.seg[0].pos = 32 * task;
+    t.seg[1].pos = 32 * task + 16;
+    return t;
+}
+
+template <>
+ER_HD Task decode_task<kQ5_0>(const PackedMatrix& w, int row, int task) {
+    const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
+    const uint32_t qh = load_4B(plane_row(w, 1, row, 4) + 4 * task);
+    const float d = half_to_float(load_2B(plane_row(w, 2, row, 2) + 2 * task));
+    Task t;
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t lo = (qs.w[i] & 0x0F0F0F0Fu) | spread_bits_to_bit4(qh >> (4 * i));
+        const uint32_t hi = ((qs.w[i] >> 4) & 0x0F0F0F0Fu) | spread_bits_to_bit4(qh >> (16 + 4 * i));
+        t.seg[0].q[i] = bytes_minus(lo, 16);
+        t.seg[1].q[i] = bytes_minus(hi, 16);
+    }
+    t.seg[0].d = t.seg[1].d = d;
+    t.seg[0].m = t.seg[1].m = 0.0f;
+    t.seg[0].pos = 32 * task;
+    t.seg[1].pos = 32 * task + 16;
+    return t;
+}
+
+template <>
+ER_HD Task decode_task<kQ8_0>(const PackedMatrix& w, int row, int task) {
+    const uint8_t* qs = plane_row(w, 0, row, 32) + 32 * task;
+    const Words4 a = load_16B(qs), b = load_16B(qs + 16);
+    const float d = half_to_float(load_2B(plane_row(w, 1, row, 2) + 2 * task));
+    Task t;
+    for (int i = 0; i < 4; ++i) {
+        t.seg[0].q[i] = a.w[i];
+        t.seg[1].q[i] = b.w[i];
+    }
+    t.seg[0].d = t.seg[1].d = d;
+    t.seg[0].m = t.seg[1].m = 0.0f;
+    t.seg[0].pos = 32 * task;
+    t.seg[1].pos = 32 * task + 16;
+    return t;
+}
+
+// Byte k (0..11) of the packed scales of a Q4_K/Q5_K meta field (words 1..3). Selects
+// rather than indexes, so the words stay in registers (a run-time index into a register
+// array would send it to local memory).
+ER_HD uint32_t k_quant_scale_byte(const Words4& meta, int k) {
+    const uint32_t word = k < 4 ? meta.w[1] : k < 8 ? meta.w[2] : meta.w[3];
+    return (word >> (8 * (k % 4))) & 0xFFu;
+}
+
+// Scale and minimum of sub-blocks 2c and 2c+1 of a Q4_K/Q5_K block from its 16-byte
+// meta field (d, dmin, 12 bytes of packed 6-bit scales and mins): blocks.hpp's
+// q4k_scale_min unpacking, on the words.
+ER_HD void k_quant_sub_scales(const Words4& meta, int c, Segment* s0, Segment* s1) {
+    const float d = half_to_float(uint16_t(meta.w[0] & 0xFFFFu));
+    const float dmin = half_to_float(uint16_t(meta.w[0] >> 16));
+    Segment* out[2] = {s0, s1};
+    for (int i = 0; i < 2; ++i) {
+        const int j = 2 * c + i;
+        uint32_t sc, mn;
+        if (j < 4) {
+            sc = k_quant_scale_byte(meta, j) & 63;
+            mn = k_quant_scale_byte(meta, j + 4) & 63;
+        } else {
+            sc = (k_quant_scale_byte(meta, j + 4) & 0xF) | ((k_quant_scale_byte(meta, j - 4) >> 6) << 4);
+            mn = (k_quant_scale_byte(meta, j + 4) >> 4) | ((k_quant_scale_byte(meta, j) >> 6) << 4);
+        }
+        out[i]->d = d * float(sc);
+        out[i]->m = dmin * float(mn);
+    }
+}
+
+template <>
+ER_HD Task decode_task<kQ4_K>(const PackedMatrix& w, int row, int task) {
+    const int block = task / 8, j = task % 8, c = j / 2, h = j % 2;
+    const Words4 qs = load_16B(plane_row(w, 0, row, 128) + 128 * block + 32 * c + 16 * h);
+    const Words4 meta = load_16B(plane_row(w, 1, row, 16) + 16 * block);
+    Task t;
+    for (int i = 0; i < 4; ++i) {
+        t.seg[0].q[i] = qs.w[i] & 0x0F0F0F0Fu;
+        t.seg[1].q[i] = (qs.w[i] >> 4) & 0x0F0F0F0Fu;
+    }
+    k_quant_sub_scales(meta, c, &t.seg[0], &t.seg[1]);
+    t.seg[0].pos = 256 * block + 64 * c + 16 * h;
+    t.seg[1].pos = t.seg[0].pos + 32;
+    return t;
+}
+
+template <>
+ER_HD Task decode_task<kQ5_K>(const PackedMatrix& w, int row, int task) {
+    const int block = task / 8, j = task % 8, c = j / 2, h = j % 2;
+    const Words4 qs = load_16B(plane_row(w, 0, row, 128) + 128 * block + 32 * c + 16 * h);
+    // qh byte l holds the fifth bit of weight l of every sub-block: bit s for sub-block s.
+    const Words4 qh = load_16B(plane_row(w, 1, row, 32) + 32 * block + 16 * h);
+    const Words4 meta = load_16B(plane_row(w, 2, row, 16) + 16 * block);
+    Task t;
+    for (int i = 0; i < 4; ++i) {
+        t.seg[0].q[i] = (qs.w[i] & 0x0F0F0F0Fu) | (((qh.w[i] >> (2 * c)) & 0x01010101u) << 4);
+        t.seg[1].q[i] = ((qs.w[i] >> 4) & 0x0F0F0F0Fu) | (((qh.w[i] >> (2 * c + 1)) & 0x01010101u) << 4);
+    }
+    k_quant_sub_scales(meta, c, &t.seg[0], &t.seg[1]);
+    t.seg[0].pos = 256 * block + 64 * c + 16 * h;
+    t.seg[1].pos = t.seg[0].pos + 32;
+    return t;
+}
+
+template <>
+ER_HD Task decode_task<kQ6_K>(const PackedMatrix& w, int row, int task) {
+    const int block = task / 8, o = task % 8, half = o / 4, k = o % 4;
+    const int pair = k / 2;  // 0: groups 0 and 2, 1: groups 1 and 3 of this half
+    const int l0 = 16 * (k % 2);
+    const Words4 ql = load_16B(plane_row(w, 0, row, 128) + 128 * block + 64 * half + 16 * k);
+    const Words4 qh = load_16B(plane_row(w, 1, row, 64) + 64 * block + 32 * half + l0);
+    const uint8_t* scales = plane_row(w, 2, row, 16) + 16 * block;
+    const float d = half_to_float(load_2B(plane_row(w, 3, row, 2) + 2 * block));
+    const int shift0 = 2 * pair, shift1 = 2 * pair + 4;
+    Task t;
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t q0 = (ql.w[i] & 0x0F0F0F0Fu) | (((qh.w[i] >> shift0) & 0x03030303u) << 4);
+        const uint32_t q1 = ((ql.w[i] >> 4) & 0x0F0F0F0Fu) | (((qh.w[i] >> shift1) & 0x03030303u) << 4);
+        t.seg[0].q[i] = bytes_minus(q0, 32);
+        t.seg[1].q[i] = bytes_minus(q1, 32);
+    }
+    t.seg[0].pos = 256 * block + 128 * half + 32 * pair + l0;
+    t.seg[1].pos = t.seg[0].pos + 64;
+    // One signed 8-bit scale per 16 weights.
+    const int8_t s0 = int8_t(scales[(t.seg[0].pos % 256) / 16]);
+    const int8_t s1 = int8_t(scales[(t.seg[1].pos % 256) / 16]);
+    t.seg[0].d = d * float(s0);
+    t.seg[1].d = d * float(s1);
+    t.seg[0].m = t.seg[1].m = 0.0f;
+    return t;
+}
+
+// weight_i of a segment as a float: the value every dot product of the kernels implies.
+ER_HD float segment_weight(const Segment& s, int i) {
+    return s.d * float(int8_t(s.q[i / 4] >> (8 * (i % 4)))) - s.m;
+}
+
+// Segment · x, with x quantized per 32 values (d_x * qx): d_x * (d * Σ q qx - m * Σ qx).
+template <bool HasMin>
+ER_HD float segment_dot(const Segment& s, const ActivationQ8& x) {
+    const Words4 xq = load_16B(x.q + s.pos);
+    const float xd = load_f32(x.d + s.pos / 32);
+    int32_t qdot = 0, qsum = 0;
+    for (int i = 0; i < 4; ++i) {
+        qdot = dp4a(s.q[i], xq.w[i], qdot);
+        if (HasMin) qsum = dp4a(0x01010101u, xq.w[i], qsum);
+    }
+    float r = s.d * float(qdot);
+    if (HasMin) r -= s.m * float(qsum);
+    return xd * r;
+}
+
+template <int32_t Type>
+ER_HD float task_dot(const PackedMatrix& w, int row, int task, const ActivationQ8& x) {
+    const Task t = decode_task<Type>(w, row, task);
+    return segment_dot<has_min(Type)>(t.seg[0], x) + segment_dot<has_min(Type)>(t.seg[1], x);
+}
+
+// F16 rows: a task is 32 values (64 bytes), dotted with float activations.
+ER_HD float task_dot_f16(const PackedMatrix& w, int row, int task, const float* x) {
+    const uint8_t* p = plane_row(w, 0, row, 64) + 64 * task;
+    const float* xs = x + 32 * task;
+    float acc = 0.0f;
+    for (int part = 0; part < 4; ++part) {
+        const Words4 v = load_16B(p + 16 * part);
+        const Words4 xa = load_16B(xs + 8 * part), xb = load_16B(xs + 8 * part + 4);
+        const uint32_t xw[8] = {xa.w[0], xa.w[1], xa.w[2], xa.w[3], xb.w[0], xb.w[1], xb.w[2], xb.w[3]};
+        for (int i = 0; i < 4; ++i) {
+            acc += half_to_float(uint16_t(v.w[i] & 0xFFFFu)) * quant::bits_to_float(xw[2 * i]);
+            acc += half_to_float(uint16_t(v.w[i] >> 16)) * quant::bits_to_float(xw[2 * i + 1]);
+        }
+    }
+    return acc;
+}
+
+// Tasks per row: one task is 32 weights for every type.
+ER_HD int tasks_per_row(const PackedMatrix& w) {
+    return w.blocks_per_row * (plane_geometry(w.type).block_elems / 32);
+}
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,37 @@
+// Warp- and block-level reductions used by the kernels (device code only).
+#pragma once
+
+namespace edgerun::cuda_orin {
+
+inline constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, offset));
+    return v;
+}
+
+// Sum over the `width` consecutive lanes (a power of two) that v's lane belongs to.
+__device__ __forceinline__ float group_sum(float v, int width) {
+    for (int offset = width / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
+    return v;
+}
+
+// Sum over the whole block (blockDim.x a multiple of 32, at most 1024); every thread
+// gets the result. `scratch` holds 32 floats; the call contains two __syncthreads.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+    v = warp_sum(v);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    float total = lane < n_warps ? scratch[lane] : 0.0f;
+    total = warp_sum(total);
+    __syncthreads();  // scratch may be reused right after
+    return total;
+}
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# JetPack 6 compatibility check: compiles the cuda_orin kernel library with CUDA 12.6
+# (JetPack 6's toolkit) for Orin, sm_87.
+#
+# PyPI's nvidia-cuda-nvcc-cu12 wheels hold ptxas and libnvvm but no nvcc driver and no
+# C++ front end (checked: 12.1, 12.4, 12.6, 12.9), so the check is made of the parts
+# CUDA 12.6 does ship on PyPI:
+#   1. device code: each kernel source compiled by NVRTC 12.6 (nvidia-cuda-nvrtc-cu12:
+#      the CUDA 12.6 C++ front end and NVVM) to compute_87 PTX, then assembled by
+#      ptxas 12.6 (nvidia-cuda-nvcc-cu12) to sm_87 machine code;
+#   2. host code: the library's runtime-API source (host_runtime.cpp and the headers it
+#      includes) compiled by the host compiler against CUDA 12.6's runtime headers
+#      (nvidia-cuda-runtime-cu12). The kernel launch statements (<<<>>>) in the .cu
+#      files are not covered: only nvcc parses them.
+#
+#   scripts/cuda12-check.sh [WORKDIR]      (default: build/cuda12)
+# Exits 77 (a skip for ctest) when the packages cannot be installed (no network).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${1:-build/cuda12}
+python=${PYTHON:-python3}
+pkgs=$work/pkgs
+mkdir -p "$work"
+
+wheels=("nvidia-cuda-nvcc-cu12==12.6.85" "nvidia-cuda-runtime-cu12==12.6.77" "nvidia-cuda-nvrtc-cu12==12.6.85")
+if [ ! -f "$pkgs/.installed-12.6" ]; then
+  echo "cuda12-check: pip install ${wheels[*]}"
+  if ! $python -m pip install --quiet --disable-pip-version-check --no-deps --target "$pkgs" "${wheels[@]}"; then
+    echo "skipped: cannot install the CUDA 12.6 packages from PyPI"
+    exit 77
+  fi
+  touch "$pkgs/.installed-12.6"
+fi
+ptxas=$pkgs/nvidia/cuda_nvcc/bin/ptxas
+nvrtc=$(ls "$pkgs"/nvidia/cuda_nvrtc/lib/libnvrtc.so.12* | head -n 1)
+cuda_include=$pkgs/nvidia/cuda_runtime/include
+chmod +x "$ptxas"
+"$ptxas" --version | tail -n 1
+
+kernels=plugins/cuda_orin/kernels
+failed=0
+passed=0
+for src in "$kernels"/*.cu; do
+  name=$(basename "$src" .cu)
+  # -default-device: NVRTC takes no host functions; the headers' host-only helpers are
+  # compiled as device code instead (they are valid as such), the launchers drop out.
+  if $python scripts/cuda12/nvrtc_compile.py "$nvrtc" "$work/$name.ptx" "$src" \
+       --gpu-architecture=compute_87 -std=c++17 -default-device -diag-suppress=177 \
+       -Icore/include -I"$kernels" -Iscripts/cuda12/shim -I"$cuda_include" &&
+     "$ptxas" -arch=sm_87 -O3 "$work/$name.ptx" -o "$work/$name.sm_87.cubin"; then
+    echo "PASS  $name.cu: NVRTC 12.6 -> compute_87 PTX -> ptxas 12.6 sm_87"
+    passed=$((passed + 1))
+  else
+    echo "FAIL  $name.cu"
+    failed=$((failed + 1))
+  fi
+done
+
+cxx=${CXX:-c++}
+if "$cxx" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Icore/include -I"$kernels" -I"$cuda_include" \
+     "$kernels/host_runtime.cpp"; then
+  echo "PASS  host_runtime.cpp against the CUDA 12.6 runtime headers"
+  passed=$((passed + 1))
+else
+  echo "FAIL  host_runtime.cpp against the CUDA 12.6 runtime headers"
+  failed=$((failed + 1))
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,154 @@
+// Fiber scheduler of the CUDA emulation (see cuda_emulation.hpp).
+#include "cuda_emulation.hpp"
+
+#include <ucontext.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+namespace emu {
+namespace {
+
+enum class State { Ready, WarpWait, BlockWait, Done };
+
+constexpr size_t kStackBytes = 256 * 1024;
+
+struct Fiber {
+    ucontext_t context;
+    char* stack = nullptr;
+    dim3 index;
+    int linear = 0;
+    State state = State::Ready;
+};
+
+struct Block {
+    std::vector<Fiber> fibers;
+    ucontext_t scheduler;
+    Fiber* current = nullptr;
+    dim3 index, dim, grid;
+    const std::function<void()>* body = nullptr;
+    std::vector<uint64_t> exchange;  // one slot per thread
+};
+
+Block* g_block = nullptr;
+
+// Fiber stacks, kept across launches (allocating and zeroing them per launch dominated
+// the run time); never freed.
+char* fiber_stack(int i) {
+    static std::vector<std::unique_ptr<char[]>> stacks;
+    while (int(stacks.size()) <= i) stacks.emplace_back(new char[kStackBytes]);
+    return stacks[i].get();
+}
+
+[[noreturn]] void die(const char* what) {
+    std::fprintf(stderr, "cuda emulation: %s (block %u,%u,%u)\n", what, g_block->index.x, g_block->index.y,
+                 g_block->index.z);
+    std::abort();
+}
+
+void fiber_main() {
+    (*g_block->body)();
+    g_block->current->state = State::Done;
+    swapcontext(&g_block->current->context, &g_block->scheduler);
+}
+
+void wait_at(State barrier) {
+    Fiber* f = g_block->current;
+    f->state = barrier;
+    swapcontext(&f->context, &g_block->scheduler);
+}
+
+// Releases the barriers every fiber concerned has reached; false if none was.
+bool release_barriers(Block& b) {
+    bool released = false;
+    const int n = int(b.fibers.size());
+    for (int w0 = 0; w0 < n; w0 += 32) {
+        const int w1 = std::min(n, w0 + 32);
+        int waiting = 0, done = 0;
+        for (int i = w0; i < w1; ++i) {
+            waiting += b.fibers[i].state == State::WarpWait;
+            done += b.fibers[i].state == State::Done;
+        }
+        if (waiting == 0 || waiting + done != w1 - w0) continue;
+        if (done) die("warp-level sync or shuffle with lanes that have exited");
+        for (int i = w0; i < w1; ++i) b.fibers[i].state = State::Ready;
+        released = true;
+    }
+    int block_waiting = 0, live = 0;
+    for (const Fiber& f : b.fibers) {
+        block_waiting += f.state == State::BlockWait;
+        live += f.state != State::Done;
+    }
+    if (block_waiting > 0 && block_waiting == live) {
+        for (Fiber& f : b.fibers)
+            if (f.state == State::BlockWait) f.state = State::Ready;
+        released = true;
+    }
+    return released;
+}
+
+// getcontext returns twice like setjmp: kept out of the scheduler's frame.
+void init_fiber(Fiber& f, int linear, const dim3& block) {
+    f.linear = linear;
+    f.index = dim3(linear % block.x, (linear / block.x) % block.y, linear / (block.x * block.y));
+    f.state = State::Ready;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack;
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = nullptr;
+    makecontext(&f.context, fiber_main, 0);
+}
+
+}  // namespace
+
+const dim3& thread_idx() { return g_block->current->index; }
+const dim3& block_idx() { return g_block->index; }
+const dim3& block_dim() { return g_block->dim; }
+const dim3& grid_dim() { return g_block->grid; }
+void syncthreads() { wait_at(State::BlockWait); }
+void syncwarp() { wait_at(State::WarpWait); }
+
+uint64_t warp_exchange(uint64_t value, int src_lane) {
+    const int me = g_block->current->linear, warp0 = me / 32 * 32;
+    g_block->exchange[me] = value;
+    syncwarp();
+    const uint64_t out = g_block->exchange[warp0 + src_lane];
+    syncwarp();  // nobody overwrites its slot before everyone has read
+    return out;
+}
+
+void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
+    Block b;
+    b.dim = block;
+    b.grid = grid;
+    b.body = &body;
+    const int n = int(block.x * block.y * block.z);
+    b.fibers.resize(n);
+    b.exchange.assign(n, 0);
+    for (int i = 0; i < n; ++i) b.fibers[i].stack = fiber_stack(i);
+    g_block = &b;
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                b.index = dim3(bx, by, bz);
+                for (int i = 0; i < n; ++i) init_fiber(b.fibers[i], i, block);
+                for (;;) {
+                    bool ran = false;
+                    for (Fiber& f : b.fibers) {
+                        if (f.state != State::Ready) continue;
+                        b.current = &f;
+                        swapcontext(&b.scheduler, &f.context);
+                        ran = true;
+                    }
+                    const bool all_done = std::all_of(b.fibers.begin(), b.fibers.end(),
+                                                      [](const Fiber& f) { return f.state == State::Done; });
+                    if (all_done) break;
+                    if (!release_barriers(b) && !ran) die("deadlock: threads wait at barriers that never complete");
+                }
+            }
+    g_block = nullptr;
+}
+
+}  // namespace emu

@@ -1,0 +1,67 @@
+// A small CPU emulation of the CUDA execution model, enough to run the cuda_orin kernel
+// sources on the host: each thread of a block is a fiber (ucontext), blocks run one
+// after another, and __syncthreads, __syncwarp and warp shuffles are barriers among the
+// fibers. Include it before a kernel source (.cu) compiled as C++.
+//
+// What a run here shows: the kernels' indexing, reductions, barriers and arithmetic give
+// the right numbers. What it cannot show: speed, memory coalescing, behaviour that
+// depends on the hardware's scheduling or memory model, or device-only code paths (the
+// `__CUDA_ARCH__` branches of device_math.hpp: there the portable host twins run).
+// A shuffle or __syncwarp with lanes that have exited, or a deadlocked barrier, aborts
+// with a message: those are bugs on a GPU too.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+namespace emu {
+
+const dim3& thread_idx();
+const dim3& block_idx();
+const dim3& block_dim();
+const dim3& grid_dim();
+void syncthreads();
+void syncwarp();
+// Every lane of the warp deposits `value`; each gets the value lane `src_lane` deposited.
+uint64_t warp_exchange(uint64_t value, int src_lane);
+// Runs body once per thread of every block of the grid.
+void launch(dim3 grid, dim3 block, const std::function<void()>& body);
+
+}  // namespace emu
+
+#define threadIdx (::emu::thread_idx())
+#define blockIdx (::emu::block_idx())
+#define blockDim (::emu::block_dim())
+#define gridDim (::emu::grid_dim())
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+#define __syncthreads() ::emu::syncthreads()
+#define __syncwarp(...) ::emu::syncwarp()
+
+template <class T>
+T __shfl_xor_sync(unsigned /*mask*/, T value, int lane_mask) {
+    static_assert(sizeof(T) <= 8);
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    const int lane = int(threadIdx.x % 32);
+    bits = emu::warp_exchange(bits, lane ^ lane_mask);
+    T out;
+    std::memcpy(&out, &bits, sizeof(T));
+    return out;
+}
+
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }

@@ -1,0 +1,174 @@
+// GPU tests of the cuda_orin kernels: every kernel against double-precision CPU
+// references over a spread of shapes, the real ones of Qwen3-4B, Llama-3.2-1B and
+// SmolLM2 included, plus odd sizes. Prints one line per check and a closing
+// "N passed, M failed" line; exit 0 when all pass.
+//
+//   cuda_kernel_gpu_tests [--quick] [--filter SUBSTRING]
+//     --quick   a few small shapes per kernel (for compute-sanitizer runs)
+//
+// Without a CUDA device it prints "skipped: no CUDA device" and exits 0 (ctest shows
+// the test as skipped).
+#include "cuda_device.hpp"
+#include "device_matrix.hpp"
+#include "kernel_checks_decode.hpp"
+
+#include <cstring>
+#include <string>
+
+using namespace edgerun::cuda_orin;
+using namespace edgerun::cuda_orin::testing;
+
+namespace {
+
+struct Shape {
+    const char* model;
+    int n_embd, n_q, n_kv, n_ff, head_dim;
+};
+
+const Shape kModels[] = {
+    {"Qwen3-4B", 2560, 4096, 1024, 9728, 128},
+    {"Llama-3.2-1B", 2048, 2048, 512, 8192, 64},
+    {"SmolLM2-135M", 576, 576, 192, 1536, 64},
+};
+
+const int32_t kTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ8_0, kQ4_K, kQ5_K, kQ6_K, kF16};
+
+bool k_quant(int32_t t) { return t == kQ4_K || t == kQ5_K || t == kQ6_K; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool quick = false;
+    std::string filter;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--quick")) quick = true;
+        else if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
+        else {
+            std::fprintf(stderr, "usage: %s [--quick] [--filter SUBSTRING]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!cuda_device_present()) {
+        std::printf("skipped: no CUDA device\n");
+        return 0;
+    }
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    std::printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+
+    CudaDevice dev;
+    int passed = 0, failed = 0;
+    const Report report = [&](const CheckResult& r) {
+        if (!filter.empty() && r.name.find(filter) == std::string::npos) return;
+        std::printf("%s  %-80s error %.3g (bound %.3g)\n", r.pass() ? "PASS" : "FAIL", r.name.c_str(), r.error, r.bound);
+        (r.pass() ? passed : failed) += 1;
+    };
+    uint32_t seed = 1;
+
+    // --- GEMV: every type at the models' projection shapes and odd sizes ---------
+    for (int32_t type : kTypes) {
+        if (quick) {
+            check_gemv(dev, report, type, 37, k_quant(type) ? 512 : 96, false, false, true, seed++);
+            continue;
+        }
+        for (const Shape& s : kModels) {
+            if (k_quant(type) && (s.n_embd % 256 || s.n_ff % 256)) continue;  // as in real files
+            check_gemv(dev, report, type, s.n_q, s.n_embd, false, false, false, seed++);   // attention q / o
+            check_gemv(dev, report, type, s.n_kv, s.n_embd, true, true, false, seed++);    // k / v, f16 in+out
+            check_gemv(dev, report, type, s.n_ff, s.n_embd, false, false, false, seed++);  // gate / up
+            check_gemv(dev, report, type, s.n_embd, s.n_ff, false, false, true, seed++);   // down + residual
+        }
+        const int block = k_quant(type) ? 256 : 32;
+        check_gemv(dev, report, type, 1, block, false, false, false, seed++);
+        check_gemv(dev, report, type, 97, 3 * block, false, true, true, seed++);
+        check_gemv(dev, report, type, 5, 61 * block, true, false, false, seed++);
+    }
+    check_gemv(dev, report, kF16, 33, 1000, false, false, false, seed++);  // row length not a multiple of 32
+
+    // --- fused multi-output, SwiGLU, prepare ----------------------------------------
+    for (const Shape& s : kModels) {
+        if (quick && s.n_embd > 600) continue;
+        if (s.n_embd % 256 == 0) {
+            check_gemv_fused(dev, report, {kQ4_K, kQ4_K, kQ6_K}, {s.n_q, s.n_kv, s.n_kv}, s.n_embd, seed++);
+            check_swiglu(dev, report, kQ4_K, kQ4_K, s.n_ff, s.n_embd, seed++);
+        } else {  // SmolLM2's Q4_K_M falls back to Q5_0 / Q8_0 at width 576
+            check_gemv_fused(dev, report, {kQ5_0, kQ5_0, kQ8_0}, {s.n_q, s.n_kv, s.n_kv}, s.n_embd, seed++);
+            check_swiglu(dev, report, kQ5_0, kQ5_0, s.n_ff, s.n_embd, seed++);
+        }
+        check_prepare(dev, report, s.n_embd, false, seed++);
+        check_prepare(dev, report, s.n_ff, true, seed++);
+    }
+    check_gemv_fused(dev, report, {kQ8_0, kF16, kQ4_1, kQ5_K}, {100, 7, 64, 300}, 512, seed++);
+
+    // --- RoPE + append --------------------------------------------------------------
+    for (int32_t kv : {kKvF16, kKvQ8})
+        for (int mode : {kRopeNormal, kRopeNeox}) {
+            check_rope_append(dev, report, {32, 8, 128, 128, mode, false, true, kv, 4000, 4096}, seed++);  // Qwen3-4B
+            check_rope_append(dev, report, {32, 8, 64, 64, mode, true, false, kv, 31, 128}, seed++);      // Llama-3.2-1B
+            check_rope_append(dev, report, {9, 3, 64, 32, mode, false, false, kv, 0, 16}, seed++);        // partial rotation
+            if (!quick) check_rope_append(dev, report, {16, 8, 128, 128, mode, false, true, kv, 32767, 32768}, seed++);
+        }
+
+    // --- attention ------------------------------------------------------------------
+    struct AttentionCase {
+        int n_head, n_head_kv, dim, kv_len, n_ctx;
+    };
+    const AttentionCase cases[] = {
+        {32, 8, 128, 1, 4096},      {32, 8, 128, 1000, 4096},  {32, 8, 128, 32768, 32768},  // Qwen3-4B
+        {32, 8, 64, 4097, 8192},    {9, 3, 64, 777, 2048},     {16, 8, 128, 33, 64},
+        {28, 4, 128, 300, 512},  // group of 7: two query-head chunks
+    };
+    for (const AttentionCase& c : cases) {
+        if (quick && c.n_ctx > 4096) continue;
+        for (int32_t kv : {kKvF16, kKvQ8}) {
+            const int splits = choose_kv_splits(c.n_ctx, c.n_head_kv, dev.n_sms());
+            check_attention(dev, report, c.n_head, c.n_head_kv, c.dim, c.kv_len, c.n_ctx, kv, splits, seed++);
+        }
+    }
+    check_attention(dev, report, 8, 2, 64, 500, 512, kKvF16, 1, seed++);  // a single split
+    check_attention_q8_vs_f16(dev, report, 32, 8, 128, quick ? 1000 : 8192, 16, seed++);
+    check_attention_q8_vs_f16(dev, report, 9, 3, 64, 2000, 4, seed++);
+
+    // --- embedding ------------------------------------------------------------------
+    check_embed(dev, report, kQ6_K, 100, 2560, 42, seed++);
+    check_embed(dev, report, kQ8_0, 50, 576, 49, seed++);
+    check_embed(dev, report, kF16, 10, 100, 3, seed++);
+    check_embed(dev, report, kQ4_K, 10, 256, -1, seed++);
+
+    // --- the kernels composed into decode steps -------------------------------------
+    for (int32_t kv : {kKvF16, kKvQ8}) {
+        if (quick) check_decode_chain(dev, report, {256, 4, 2, 64, 512, 64, 4}, kv, seed++);
+        else check_decode_chain(dev, report, {2048, 32, 8, 64, 8192, 256, 20}, kv, seed++);  // Llama-3.2-1B layer
+    }
+
+    // --- loading: the packed copy on the device, then the file's pages released ---------
+    {
+        std::mt19937 rng(seed++);
+        const std::vector<uint8_t> gguf = make_weights(kQ6_K, 64, 2560, rng);
+        struct Released {
+            const void* data = nullptr;
+            uint64_t bytes = 0;
+            int calls = 0;
+        } released;
+        DeviceMatrix m;
+        cuda_check(upload_matrix(kQ6_K, gguf.data(), 64, 2560, &m,
+                                 [](void* user, const void* data, uint64_t bytes) {
+                                     auto* r = static_cast<Released*>(user);
+                                     r->data = data;
+                                     r->bytes = bytes;
+                                     ++r->calls;
+                                 },
+                                 &released),
+                   "upload_matrix");
+        std::vector<uint8_t> packed(m.bytes), expect(m.bytes);
+        dev.download(packed.data(), m.storage, m.bytes);
+        repack_matrix(kQ6_K, gguf.data(), 64, 2560, expect.data());
+        const bool ok = released.calls == 1 && released.data == gguf.data() && released.bytes == gguf.size() &&
+                        packed == expect;
+        report({"upload_matrix: device bytes equal the repack, release called once on the file bytes", ok ? 0.0 : 1.0, 0.0});
+        free_matrix(&m);
+    }
+
+    std::printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}

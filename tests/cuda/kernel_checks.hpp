@@ -1,0 +1,266 @@
+// The cuda_orin kernel checks, written once against a small device interface so the
+// same checks run on the CPU emulation (test_kernels_emulated.cpp, small shapes, in CI)
+// and on a real GPU (gpu/gpu_kernel_tests.cu, every shape).
+//
+// Errors are measured over whole output vectors as NMSE = |y - ref|^2 / |ref|^2 against
+// double-precision references; each check states its bound and the reason for it.
+#pragma once
+
+#include "reference.hpp"
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace edgerun::cuda_orin::testing {
+
+class DeviceApi {
+public:
+    virtual ~DeviceApi() = default;
+    virtual void* alloc(size_t bytes) = 0;  // zero-filled, 256-byte aligned, freed by reset()
+    virtual void upload(void* dst, const void* src, size_t bytes) = 0;
+    virtual void download(void* dst, const void* src, size_t bytes) = 0;
+    virtual void prepare(const PrepareParams& p) = 0;
+    virtual void gemv(const GemvLaunch& launch) = 0;  // unplanned: the device plans it
+    virtual void rope_append(const RopeAppendParams& p) = 0;
+    virtual void attention(const AttentionParams& p) = 0;
+    virtual void embed(const EmbedParams& p) = 0;
+    virtual void advance(StepCounters* counters) = 0;
+    virtual void reset() = 0;  // frees every allocation
+
+    template <class T>
+    T* upload_vector(const std::vector<T>& v) {
+        T* d = static_cast<T*>(alloc(v.size() * sizeof(T) + 16));
+        upload(d, v.data(), v.size() * sizeof(T));
+        return d;
+    }
+    template <class T>
+    std::vector<T> download_vector(const T* d, size_t n) {
+        std::vector<T> v(n);
+        download(v.data(), d, n * sizeof(T));
+        return v;
+    }
+};
+
+struct CheckResult {
+    std::string name;
+    double error;
+    double bound;
+    bool pass() const { return error <= bound; }
+};
+
+using Report = std::function<void(const CheckResult&)>;
+
+// --- bounds, with their reasons --------------------------------------------------
+// F16 weights meet float activations and accumulate in float: rounding only (~1e-12);
+// an F16 output adds half-precision rounding of y (~1e-7).
+inline constexpr double kBoundF16Gemv = 1e-6;
+// Quantized weights meet activations quantized to 8 bits per 32 values: noise of
+// (max/127)^2/12 per value, NMSE ~3e-5 for Gaussian x; 6x margin.
+inline constexpr double kBoundQ8Gemv = 2e-4;
+// Attention over an F16 cache: float arithmetic on the exact cache values.
+inline constexpr double kBoundF16Attention = 1e-8;
+// INT8 cache: the kernel also quantizes q to 8 bits per 32 for dp4a scores; score errors
+// of ~|q||k|/254 per term move the softmax weights slightly.
+inline constexpr double kBoundQ8Attention = 1e-3;
+// INT8 cache against an F16 cache of the same K/V: 8-bit K, V and q together.
+inline constexpr double kBoundQ8VsF16Attention = 2e-3;
+
+// Activations of x on the device, prepared by the kernel (no norm).
+struct DeviceActivation {
+    Activation view{};
+};
+
+inline DeviceActivation prepare_on_device(DeviceApi& api, const std::vector<float>& x, bool x_f16,
+                                          const float* norm_weight = nullptr) {
+    const int n = int(x.size()), n_pad = padded_length(n);
+    PrepareParams p;
+    if (x_f16) {
+        std::vector<uint16_t> h(n);
+        for (int i = 0; i < n; ++i) h[i] = quant::fp32_to_fp16(x[i]);
+        p.x = api.upload_vector(h);
+    } else {
+        p.x = api.upload_vector(x);
+    }
+    p.x_is_f16 = x_f16;
+    p.n = n;
+    p.norm_weight = norm_weight;
+    p.out_f = static_cast<float*>(api.alloc(n_pad * 4));
+    p.out_q = static_cast<int8_t*>(api.alloc(n_pad));
+    p.out_d = static_cast<float*>(api.alloc(n_pad / 8));
+    api.prepare(p);
+    DeviceActivation a;
+    a.view.q8 = {reinterpret_cast<const uint8_t*>(p.out_q), p.out_d};
+    a.view.f = p.out_f;
+    a.view.n = n;
+    a.view.n_pad = n_pad;
+    return a;
+}
+
+// A packed matrix on the device plus its decoded values for the reference.
+struct TestMatrix {
+    PackedMatrix view;
+    std::vector<float> values;
+};
+
+inline TestMatrix make_device_matrix(DeviceApi& api, int32_t type, int n_rows, int n_cols, std::mt19937& rng) {
+    const std::vector<uint8_t> gguf = make_weights(type, n_rows, n_cols, rng);
+    const PackedLayout layout = packed_layout(type, n_rows, n_cols);
+    std::vector<uint8_t> packed(layout.total_bytes);
+    repack_matrix(type, gguf.data(), n_rows, n_cols, packed.data());
+    void* d = api.alloc(packed.size());
+    api.upload(d, packed.data(), packed.size());
+    return {packed_view(layout, type, n_rows, n_cols, d), decode_weights(type, gguf, n_rows, n_cols)};
+}
+
+inline std::vector<float> read_output(DeviceApi& api, const void* y, int n, bool f16) {
+    if (!f16) return api.download_vector(static_cast<const float*>(y), n);
+    const std::vector<uint16_t> h = api.download_vector(static_cast<const uint16_t*>(y), n);
+    std::vector<float> out(n);
+    for (int i = 0; i < n; ++i) out[i] = quant::fp16_to_fp32(h[i]);
+    return out;
+}
+
+inline double gemv_bound(int32_t type) { return type == kF16 ? kBoundF16Gemv : kBoundQ8Gemv; }
+
+// y = W x (+ bias + residual) for one matrix; x and y in F32 or F16.
+inline void check_gemv(DeviceApi& api, const Report& report, int32_t type, int n_rows, int n_cols, bool x_f16,
+                       bool y_f16, bool bias_and_residual, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const TestMatrix m = make_device_matrix(api, type, n_rows, n_cols, rng);
+    std::vector<float> x = random_vector(n_cols, rng);
+    if (x_f16)
+        for (float& e : x) e = quant::fp16_to_fp32(quant::fp32_to_fp16(e));
+    const std::vector<float> bias = random_vector(n_rows, rng), residual = random_vector(n_rows, rng);
+    const DeviceActivation a = prepare_on_device(api, x, x_f16);
+    GemvLaunch launch;
+    launch.x = a.view;
+    launch.n_outputs = 1;
+    launch.out[0].w = m.view;
+    launch.out[0].y = api.alloc(size_t(n_rows) * 4);
+    launch.out[0].y_is_f16 = y_f16;
+    if (bias_and_residual) {
+        launch.out[0].bias = api.upload_vector(bias);
+        launch.out[0].residual = api.upload_vector(residual);
+    }
+    api.gemv(launch);
+    std::vector<double> ref = ref_gemv(m.values, n_rows, n_cols, std::vector<double>(x.begin(), x.end()));
+    if (bias_and_residual)
+        for (int r = 0; r < n_rows; ++r) ref[r] += double(bias[r]) + residual[r];
+    const std::vector<float> y = read_output(api, launch.out[0].y, n_rows, y_f16);
+    char name[160];
+    std::snprintf(name, sizeof name, "gemv %s %dx%d x:%s y:%s%s", weight_type_name(type), n_rows, n_cols,
+                  x_f16 ? "f16" : "f32", y_f16 ? "f16" : "f32", bias_and_residual ? " +bias+residual" : "");
+    report({name, nmse(y, ref), gemv_bound(type)});
+    api.reset();
+}
+
+// Several matrices of different types sharing x in one launch (Q/K/V), with the RMSNorm
+// of x folded into the activation pass.
+inline void check_gemv_fused(DeviceApi& api, const Report& report, const std::vector<int32_t>& types,
+                             const std::vector<int>& rows, int n_cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const std::vector<float> x = random_vector(n_cols, rng, 3.0f);
+    std::vector<float> norm_w = random_vector(n_cols, rng, 0.3f);
+    for (float& w : norm_w) w += 1.0f;
+    const DeviceActivation a = prepare_on_device(api, x, false, api.upload_vector(norm_w));
+    const std::vector<double> xn = ref_rms_norm(std::vector<double>(x.begin(), x.end()), norm_w, 1e-6);
+    GemvLaunch launch;
+    launch.x = a.view;
+    launch.n_outputs = int(types.size());
+    std::vector<TestMatrix> ms;
+    for (size_t i = 0; i < types.size(); ++i) {
+        ms.push_back(make_device_matrix(api, types[i], rows[i], n_cols, rng));
+        launch.out[i].w = ms[i].view;
+        launch.out[i].y = api.alloc(size_t(rows[i]) * 4);
+    }
+    api.gemv(launch);
+    for (size_t i = 0; i < types.size(); ++i) {
+        const std::vector<float> y = read_output(api, launch.out[i].y, rows[i], false);
+        char name[160];
+        std::snprintf(name, sizeof name, "fused gemv+rmsnorm output %zu/%zu %s %dx%d", i + 1, types.size(),
+                      weight_type_name(types[i]), rows[i], n_cols);
+        report({name, nmse(y, ref_gemv(ms[i].values, rows[i], n_cols, xn)), gemv_bound(types[i])});
+    }
+    api.reset();
+}
+
+// y = silu(W_gate x) * (W_up x) in one launch.
+inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type, int32_t up_type, int n_ff,
+                         int n_embd, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const std::vector<float> x = random_vector(n_embd, rng);
+    const DeviceActivation a = prepare_on_device(api, x, false);
+    const TestMatrix gate = make_device_matrix(api, gate_type, n_ff, n_embd, rng);
+    const TestMatrix up = make_device_matrix(api, up_type, n_ff, n_embd, rng);
+    GemvLaunch launch;
+    launch.x = a.view;
+    launch.n_outputs = 2;
+    launch.epilogue = kEpilogueSwiGLU;
+    launch.out[0].w = gate.view;
+    launch.out[1].w = up.view;
+    launch.out[0].y = api.alloc(size_t(n_ff) * 4);
+    launch.out[1].y = launch.out[0].y;
+    api.gemv(launch);
+    const std::vector<double> xd(x.begin(), x.end());
+    const std::vector<double> g = ref_gemv(gate.values, n_ff, n_embd, xd), u = ref_gemv(up.values, n_ff, n_embd, xd);
+    std::vector<double> ref(n_ff);
+    for (int i = 0; i < n_ff; ++i) ref[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    char name[160];
+    std::snprintf(name, sizeof name, "swiglu gate %s up %s %dx%d", weight_type_name(gate_type),
+                  weight_type_name(up_type), n_ff, n_embd);
+    // Both factors carry the activation quantization noise: twice the single bound.
+    report({name, nmse(read_output(api, launch.out[0].y, n_ff, false), ref), 2 * kBoundQ8Gemv});
+    api.reset();
+}
+
+// Residual add + RMSNorm + quantization: float output against the formula, q8 output
+// exactly the q8 rule applied to the float output.
+inline void check_prepare(DeviceApi& api, const Report& report, int n, bool x_f16, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<float> x = random_vector(n, rng, 2.0f), residual = random_vector(n, rng), w = random_vector(n, rng);
+    if (x_f16)
+        for (float& e : x) e = quant::fp16_to_fp32(quant::fp32_to_fp16(e));
+    const int n_pad = padded_length(n);
+    PrepareParams p;
+    std::vector<uint16_t> xh(n);
+    for (int i = 0; i < n; ++i) xh[i] = quant::fp32_to_fp16(x[i]);
+    p.x = x_f16 ? static_cast<const void*>(api.upload_vector(xh)) : api.upload_vector(x);
+    p.x_is_f16 = x_f16;
+    p.residual = api.upload_vector(residual);
+    p.residual_out = const_cast<float*>(p.residual);  // in place, as a decoder updates its hidden state
+    p.norm_weight = api.upload_vector(w);
+    p.norm_eps = 1e-5f;
+    p.n = n;
+    p.out_f = static_cast<float*>(api.alloc(n_pad * 4));
+    p.out_q = static_cast<int8_t*>(api.alloc(n_pad));
+    p.out_d = static_cast<float*>(api.alloc(n_pad / 8));
+    api.prepare(p);
+    std::vector<double> h(n);
+    std::vector<float> h_float(n);  // the new hidden state is a float sum, exactly
+    for (int i = 0; i < n; ++i) {
+        h[i] = double(x[i]) + residual[i];
+        h_float[i] = x[i] + residual[i];
+    }
+    const std::vector<double> ref = ref_rms_norm(h, w, 1e-5);
+    const std::vector<float> f = api.download_vector(p.out_f, n_pad), d = api.download_vector(p.out_d, n_pad / 32);
+    const std::vector<int8_t> q = api.download_vector(p.out_q, n_pad);
+    const std::vector<float> hidden = api.download_vector(p.residual_out, n);
+    char name[160];
+    std::snprintf(name, sizeof name, "prepare residual+rmsnorm n=%d x:%s", n, x_f16 ? "f16" : "f32");
+    // rsqrtf is within 2 ulp; the rest is float rounding.
+    report({std::string(name) + " float", nmse(std::vector<float>(f.begin(), f.begin() + n), ref), 1e-10});
+    report({std::string(name) + " hidden", nmse(hidden, h_float), 0.0});
+    int wrong = 0;
+    for (int g = 0; g < n_pad / 32; ++g) {
+        int8_t expect[32];
+        const float dg = activation_q8_quantize_group(&f[32 * g], expect);
+        wrong += dg != d[g] || std::memcmp(expect, &q[32 * g], 32) != 0;
+        for (int i = n; i < n_pad && g == n_pad / 32 - 1; ++i) wrong += f[i] != 0.0f;
+    }
+    report({std::string(name) + " q8 groups differing from the q8 rule", double(wrong), 0.0});
+    api.reset();
+}
+
+}  // namespace edgerun::cuda_orin::testing

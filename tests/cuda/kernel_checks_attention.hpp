@@ -1,0 +1,290 @@
+// Checks of the RoPE/KV-append, attention and embedding kernels (see kernel_checks.hpp).
+#pragma once
+
+#include "kernel_checks.hpp"
+
+namespace edgerun::cuda_orin::testing {
+
+// A KV cache layer on the device filled from float K/V [n_head_kv][n_ctx][dim], plus the
+// values the kernel will actually read (halves, or int8 times fp16 scales).
+struct TestCache {
+    KvCacheLayer layer;
+    std::vector<float> k_read, v_read;
+};
+
+inline void store_cache_plane(DeviceApi& api, const KvCacheLayer& c, const std::vector<float>& src, void* values,
+                              uint16_t* scales, std::vector<float>& read) {
+    const size_t n = src.size();
+    read.resize(n);
+    if (c.type == kKvF16) {
+        std::vector<uint16_t> h(n);
+        for (size_t i = 0; i < n; ++i) {
+            h[i] = quant::fp32_to_fp16(src[i]);
+            read[i] = quant::fp16_to_fp32(h[i]);
+        }
+        api.upload(values, h.data(), n * 2);
+        return;
+    }
+    std::vector<int8_t> q(n);
+    std::vector<uint16_t> d(n / 32);
+    for (size_t g = 0; g < n / 32; ++g) {
+        d[g] = kv_q8_quantize_group(&src[32 * g], &q[32 * g]);
+        for (int i = 0; i < 32; ++i) read[32 * g + i] = kv_q8_value(q[32 * g + i], d[g]);
+    }
+    api.upload(values, q.data(), n);
+    api.upload(scales, d.data(), d.size() * 2);
+}
+
+inline KvCacheLayer alloc_cache(DeviceApi& api, int32_t type, int n_head_kv, int n_ctx, int dim) {
+    KvCacheLayer c;
+    c.type = type;
+    c.n_ctx = n_ctx;
+    c.n_head_kv = n_head_kv;
+    c.head_dim = dim;
+    c.k = api.alloc(kv_values_bytes(c));
+    c.v = api.alloc(kv_values_bytes(c));
+    if (type == kKvQ8) {
+        c.k_scales = static_cast<uint16_t*>(api.alloc(kv_scales_bytes(c)));
+        c.v_scales = static_cast<uint16_t*>(api.alloc(kv_scales_bytes(c)));
+    }
+    return c;
+}
+
+inline TestCache make_cache(DeviceApi& api, int32_t type, int n_head_kv, int n_ctx, int dim, std::mt19937& rng) {
+    TestCache t;
+    t.layer = alloc_cache(api, type, n_head_kv, n_ctx, dim);
+    const std::vector<float> k = random_vector(size_t(n_head_kv) * n_ctx * dim, rng);
+    const std::vector<float> v = random_vector(size_t(n_head_kv) * n_ctx * dim, rng);
+    store_cache_plane(api, t.layer, k, t.layer.k, t.layer.k_scales, t.k_read);
+    store_cache_plane(api, t.layer, v, t.layer.v, t.layer.v_scales, t.v_read);
+    return t;
+}
+
+inline const char* kv_name(int32_t t) { return t == kKvF16 ? "f16" : "int8"; }
+
+// Runs the split attention over `cache` and returns the output [n_head][dim].
+inline std::vector<float> run_attention(DeviceApi& api, const KvCacheLayer& cache, const std::vector<float>& q,
+                                        int n_head, int kv_len, int n_splits) {
+    AttentionParams p;
+    p.q = api.upload_vector(q);
+    p.cache = cache;
+    p.kv_len = api.upload_vector(std::vector<int32_t>{kv_len});
+    p.n_head = n_head;
+    p.scale = 1.0f / std::sqrt(float(cache.head_dim));
+    p.n_splits = n_splits;
+    p.workspace = static_cast<float*>(api.alloc(attention_workspace_floats(n_head, cache.head_dim, n_splits) * 4));
+    p.out = api.alloc(size_t(n_head) * cache.head_dim * 4);
+    api.attention(p);
+    return api.download_vector(static_cast<const float*>(p.out), size_t(n_head) * cache.head_dim);
+}
+
+inline std::vector<double> ref_attention(const std::vector<float>& q, const TestCache& t, int n_head, int kv_len) {
+    const KvCacheLayer& c = t.layer;
+    const int dim = c.head_dim, group = n_head / c.n_head_kv;
+    std::vector<double> out;
+    for (int h = 0; h < n_head; ++h) {
+        const int kvh = h / group;
+        const size_t base = size_t(kvh) * c.n_ctx * dim;
+        const std::vector<float> k(t.k_read.begin() + base, t.k_read.begin() + base + size_t(kv_len) * dim);
+        const std::vector<float> v(t.v_read.begin() + base, t.v_read.begin() + base + size_t(kv_len) * dim);
+        const std::vector<double> o = ref_attention_head(&q[size_t(h) * dim], k, v, kv_len, dim, 1.0 / std::sqrt(double(dim)));
+        out.insert(out.end(), o.begin(), o.end());
+    }
+    return out;
+}
+
+inline void check_attention(DeviceApi& api, const Report& report, int n_head, int n_head_kv, int dim, int kv_len,
+                            int n_ctx, int32_t kv_type, int n_splits, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const TestCache t = make_cache(api, kv_type, n_head_kv, n_ctx, dim, rng);
+    const std::vector<float> q = random_vector(size_t(n_head) * dim, rng, 2.0f);
+    const std::vector<float> out = run_attention(api, t.layer, q, n_head, kv_len, n_splits);
+    char name[160];
+    std::snprintf(name, sizeof name, "attention %s heads %d/%d dim %d kv_len %d/%d splits %d", kv_name(kv_type), n_head,
+                  n_head_kv, dim, kv_len, n_ctx, n_splits);
+    report({name, nmse(out, ref_attention(q, t, n_head, kv_len)),
+            kv_type == kKvF16 ? kBoundF16Attention : kBoundQ8Attention});
+    api.reset();
+}
+
+// The same K/V stored as F16 and as INT8: outputs within the stated bound.
+inline void check_attention_q8_vs_f16(DeviceApi& api, const Report& report, int n_head, int n_head_kv, int dim,
+                                      int kv_len, int n_splits, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int n_ctx = kv_len;
+    const std::vector<float> k = random_vector(size_t(n_head_kv) * n_ctx * dim, rng);
+    const std::vector<float> v = random_vector(size_t(n_head_kv) * n_ctx * dim, rng);
+    const std::vector<float> q = random_vector(size_t(n_head) * dim, rng, 2.0f);
+    std::vector<float> outs[2];
+    for (int i = 0; i < 2; ++i) {
+        TestCache t;
+        t.layer = alloc_cache(api, i == 0 ? kKvF16 : kKvQ8, n_head_kv, n_ctx, dim);
+        store_cache_plane(api, t.layer, k, t.layer.k, t.layer.k_scales, t.k_read);
+        store_cache_plane(api, t.layer, v, t.layer.v, t.layer.v_scales, t.v_read);
+        outs[i] = run_attention(api, t.layer, q, n_head, kv_len, n_splits);
+    }
+    char name[160];
+    std::snprintf(name, sizeof name, "attention int8 vs f16 heads %d/%d dim %d kv_len %d", n_head, n_head_kv, dim, kv_len);
+    report({name, nmse(outs[1], outs[0]), kBoundQ8VsF16Attention});
+    api.reset();
+}
+
+struct RopeCase {
+    int n_head, n_head_kv, dim, n_rot, mode;
+    bool freq_factors, qk_norm;
+    int32_t kv_type;
+    int pos, n_ctx;
+};
+
+inline void check_rope_append(DeviceApi& api, const Report& report, const RopeCase& rc, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int dim = rc.dim;
+    const std::vector<float> q = random_vector(size_t(rc.n_head) * dim, rng), k = random_vector(size_t(rc.n_head_kv) * dim, rng);
+    const std::vector<float> v = random_vector(size_t(rc.n_head_kv) * dim, rng);
+    std::vector<float> qn = random_vector(dim, rng, 0.2f), kn = random_vector(dim, rng, 0.2f);
+    for (float& e : qn) e += 1.0f;
+    for (float& e : kn) e += 1.0f;
+    std::vector<float> factors(rc.n_rot / 2);
+    std::uniform_real_distribution<float> uf(1.0f, 4.0f);
+    for (float& f : factors) f = uf(rng);
+    const float base = 10000.0f, freq_scale = 0.75f;
+
+    RopeAppendParams p;
+    p.q = api.upload_vector(q);
+    p.n_head = rc.n_head;
+    p.k = api.upload_vector(k);
+    p.v = api.upload_vector(v);
+    if (rc.qk_norm) {
+        p.q_norm = api.upload_vector(qn);
+        p.k_norm = api.upload_vector(kn);
+    }
+    p.norm_eps = 1e-6f;
+    p.rope = {rc.mode, dim, rc.n_rot, rope_theta_scale(base, rc.n_rot), freq_scale,
+              rc.freq_factors ? api.upload_vector(factors) : nullptr};
+    p.pos = api.upload_vector(std::vector<int32_t>{rc.pos});
+    p.cache = alloc_cache(api, rc.kv_type, rc.n_head_kv, rc.n_ctx, dim);
+    // A sentinel in the whole cache shows that nothing but the row at pos is written.
+    const size_t value_bytes = kv_values_bytes(p.cache), scale_bytes = kv_scales_bytes(p.cache);
+    const std::vector<uint8_t> sentinel(std::max(value_bytes, scale_bytes), 0x5A);
+    api.upload(p.cache.k, sentinel.data(), value_bytes);
+    api.upload(p.cache.v, sentinel.data(), value_bytes);
+    if (scale_bytes) {
+        api.upload(p.cache.k_scales, sentinel.data(), scale_bytes);
+        api.upload(p.cache.v_scales, sentinel.data(), scale_bytes);
+    }
+    api.rope_append(p);
+
+    auto transform = [&](const float* src, const std::vector<float>& norm) {
+        std::vector<double> h(src, src + dim);
+        if (rc.qk_norm) h = ref_rms_norm(h, norm, 1e-6);
+        ref_rope(h.data(), rc.n_rot, rc.mode, base, freq_scale, rc.freq_factors ? factors.data() : nullptr, rc.pos);
+        return h;
+    };
+    std::vector<double> q_ref, k_ref;
+    for (int h = 0; h < rc.n_head; ++h) {
+        const std::vector<double> r = transform(&q[size_t(h) * dim], qn);
+        q_ref.insert(q_ref.end(), r.begin(), r.end());
+    }
+    for (int h = 0; h < rc.n_head_kv; ++h) {
+        const std::vector<double> r = transform(&k[size_t(h) * dim], kn);
+        k_ref.insert(k_ref.end(), r.begin(), r.end());
+    }
+    char name[200];
+    std::snprintf(name, sizeof name, "rope+append %s %s dim %d rot %d%s%s pos %d", kv_name(rc.kv_type),
+                  rc.mode == kRopeNeox ? "neox" : "normal", dim, rc.n_rot, rc.freq_factors ? " factors" : "",
+                  rc.qk_norm ? " qk-norm" : "", rc.pos);
+    // Angles by repeated float multiplication (as ggml) drift ~1e-7 * pos rad from the
+    // exact ones: NMSE below 1e-4 up to 32k positions.
+    report({std::string(name) + " q", nmse(api.download_vector(p.q, q.size()), q_ref), 1e-4});
+
+    // Read the cache back: K and V rows at pos as floats, and count foreign writes.
+    const std::vector<uint8_t> kb = api.download_vector(static_cast<const uint8_t*>(p.cache.k), value_bytes);
+    const std::vector<uint8_t> vb = api.download_vector(static_cast<const uint8_t*>(p.cache.v), value_bytes);
+    std::vector<uint8_t> ks, vs;
+    if (scale_bytes) {
+        ks = api.download_vector(reinterpret_cast<const uint8_t*>(p.cache.k_scales), scale_bytes);
+        vs = api.download_vector(reinterpret_cast<const uint8_t*>(p.cache.v_scales), scale_bytes);
+    }
+    const int elem = rc.kv_type == kKvF16 ? 2 : 1;
+    std::vector<float> k_row, v_row;
+    int foreign = 0, v_mismatch = 0;
+    for (int h = 0; h < rc.n_head_kv; ++h)
+        for (int t = 0; t < rc.n_ctx; ++t) {
+            const size_t token = size_t(h) * rc.n_ctx + t;
+            for (int d = 0; d < dim; ++d) {
+                const size_t at = (token * dim + d) * elem;
+                if (t != rc.pos) {
+                    foreign += kb[at] != 0x5A || vb[at] != 0x5A;
+                    continue;
+                }
+                float kf, vf;
+                if (rc.kv_type == kKvF16) {
+                    uint16_t a, b;
+                    std::memcpy(&a, &kb[at], 2);
+                    std::memcpy(&b, &vb[at], 2);
+                    kf = quant::fp16_to_fp32(a);
+                    vf = quant::fp16_to_fp32(b);
+                } else {
+                    uint16_t a, b;
+                    std::memcpy(&a, &ks[(token * (dim / 32) + d / 32) * 2], 2);
+                    std::memcpy(&b, &vs[(token * (dim / 32) + d / 32) * 2], 2);
+                    kf = kv_q8_value(int8_t(kb[at]), a);
+                    vf = kv_q8_value(int8_t(vb[at]), b);
+                }
+                k_row.push_back(kf);
+                v_row.push_back(vf);
+            }
+        }
+    // V passes through untouched, so its stored form must be exactly the host rule's.
+    for (int h = 0; h < rc.n_head_kv; ++h)
+        for (int g = 0; g < dim / 32; ++g) {
+            const float* src = &v[size_t(h) * dim + 32 * g];
+            for (int i = 0; i < 32; ++i) {
+                float expect;
+                if (rc.kv_type == kKvF16) {
+                    expect = quant::fp16_to_fp32(quant::fp32_to_fp16(src[i]));
+                } else {
+                    int8_t qv[32];
+                    const uint16_t d = kv_q8_quantize_group(src, qv);
+                    expect = kv_q8_value(qv[i], d);
+                }
+                v_mismatch += v_row[size_t(h) * dim + 32 * g + i] != expect;
+            }
+        }
+    // K: half rounding (~1e-7) or 8-bit per 32 values (~2e-5) on top of the RoPE bound.
+    report({std::string(name) + " k row", nmse(k_row, k_ref), rc.kv_type == kKvF16 ? 1e-4 : 2e-4});
+    report({std::string(name) + " v row values differing from the host rule", double(v_mismatch), 0.0});
+    report({std::string(name) + " cache bytes written outside pos", double(foreign), 0.0});
+    api.reset();
+}
+
+// Row *token of a GGUF table, decoded on the device, equals blocks.hpp's decode.
+inline void check_embed(DeviceApi& api, const Report& report, int32_t type, int n_rows, int n_cols, int token,
+                        uint32_t seed) {
+    std::mt19937 rng(seed);
+    const std::vector<uint8_t> table = make_weights(type, n_rows, n_cols, rng);
+    EmbedParams p;
+    p.type = type;
+    p.table = api.upload_vector(table);
+    p.row_bytes = int64_t(gguf_matrix_bytes(type, 1, n_cols));
+    p.n_rows = n_rows;
+    p.n_cols = n_cols;
+    p.token = api.upload_vector(std::vector<int32_t>{token});
+    p.out = static_cast<float*>(api.alloc(size_t(n_cols) * 4));
+    api.embed(p);
+    const std::vector<float> got = api.download_vector(p.out, n_cols);
+    std::vector<float> expect(n_cols, 0.0f);
+    if (token >= 0 && token < n_rows) {
+        const std::vector<float> all = decode_weights(type, table, n_rows, n_cols);
+        std::copy(all.begin() + size_t(token) * n_cols, all.begin() + size_t(token + 1) * n_cols, expect.begin());
+    }
+    double max_diff = 0;
+    for (int i = 0; i < n_cols; ++i) max_diff = std::max(max_diff, double(std::fabs(got[i] - expect[i])));
+    char name[160];
+    std::snprintf(name, sizeof name, "embed %s %dx%d token %d (max abs difference)", weight_type_name(type), n_rows,
+                  n_cols, token);
+    report({name, max_diff, 0.0});
+    api.reset();
+}
+
+}  // namespace edgerun::cuda_orin::testing

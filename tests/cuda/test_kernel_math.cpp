@@ -1,0 +1,367 @@
+// CPU tests of the cuda_orin kernels' math: the headers the kernels are built from,
+// compiled as plain C++ and checked against the PyPI package gguf (vectors written by
+// gen_kernel_vectors.py) and against direct double-precision formulas.
+#include <doctest/doctest.h>
+
+#include "activation.hpp"
+#include "launch_math.hpp"
+#include "quant_tasks.hpp"
+#include "rope.hpp"
+#include "softmax_merge.hpp"
+#include "weight_layout.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace edgerun::cuda_orin;
+
+namespace {
+
+const char* vectors_dir() {
+    const char* env = std::getenv("EDGERUN_CUDA_VECTORS");
+    return env ? env : EDGERUN_CUDA_VECTORS_DIR;
+}
+
+struct WeightVectors {
+    int32_t type = 0, n_rows = 0, n_cols = 0;
+    std::vector<uint8_t> gguf;
+    std::vector<float> values;  // what gguf dequantizes the bytes to
+};
+
+WeightVectors load_weights(const std::string& name) {
+    const std::string path = std::string(vectors_dir()) + "/weights_" + name + ".bin";
+    std::ifstream f(path, std::ios::binary);
+    REQUIRE_MESSAGE(f.good(), "missing " << path << " (run gen_kernel_vectors.py)");
+    WeightVectors v;
+    f.read(reinterpret_cast<char*>(&v.type), 4);
+    f.read(reinterpret_cast<char*>(&v.n_rows), 4);
+    f.read(reinterpret_cast<char*>(&v.n_cols), 4);
+    v.gguf.resize(gguf_matrix_bytes(v.type, v.n_rows, v.n_cols));
+    v.values.resize(size_t(v.n_rows) * v.n_cols);
+    f.read(reinterpret_cast<char*>(v.gguf.data()), std::streamsize(v.gguf.size()));
+    f.read(reinterpret_cast<char*>(v.values.data()), std::streamsize(v.values.size() * 4));
+    REQUIRE(f.good());
+    return v;
+}
+
+// A packed copy kept in a 256-byte aligned buffer, as on the device.
+struct Packed {
+    std::vector<uint8_t> storage;
+    PackedMatrix view;
+};
+
+Packed pack(const WeightVectors& v) {
+    const PackedLayout layout = packed_layout(v.type, v.n_rows, v.n_cols);
+    REQUIRE(layout.total_bytes > 0);
+    Packed p;
+    p.storage.resize(layout.total_bytes + kPlaneAlign);
+    auto addr = reinterpret_cast<uintptr_t>(p.storage.data());
+    uint8_t* base = p.storage.data() + (align_up(addr, kPlaneAlign) - addr);
+    REQUIRE(repack_matrix(v.type, v.gguf.data(), v.n_rows, v.n_cols, base));
+    p.view = packed_view(layout, v.type, v.n_rows, v.n_cols, base);
+    return p;
+}
+
+Task decode_any(const PackedMatrix& w, int row, int task) {
+    switch (w.type) {
+        case kQ4_0: return decode_task<kQ4_0>(w, row, task);
+        case kQ4_1: return decode_task<kQ4_1>(w, row, task);
+        case kQ5_0: return decode_task<kQ5_0>(w, row, task);
+        case kQ8_0: return decode_task<kQ8_0>(w, row, task);
+        case kQ4_K: return decode_task<kQ4_K>(w, row, task);
+        case kQ5_K: return decode_task<kQ5_K>(w, row, task);
+        case kQ6_K: return decode_task<kQ6_K>(w, row, task);
+    }
+    FAIL("no decoder for type " << w.type);
+    return {};
+}
+
+float dot_any(const PackedMatrix& w, int row, int task, const Activation& x) {
+    switch (w.type) {
+        case kQ4_0: return task_dot<kQ4_0>(w, row, task, x.q8);
+        case kQ4_1: return task_dot<kQ4_1>(w, row, task, x.q8);
+        case kQ5_0: return task_dot<kQ5_0>(w, row, task, x.q8);
+        case kQ8_0: return task_dot<kQ8_0>(w, row, task, x.q8);
+        case kQ4_K: return task_dot<kQ4_K>(w, row, task, x.q8);
+        case kQ5_K: return task_dot<kQ5_K>(w, row, task, x.q8);
+        case kQ6_K: return task_dot<kQ6_K>(w, row, task, x.q8);
+        case kF16: return task_dot_f16(w, row, task, x.f);
+    }
+    FAIL("no dot for type " << w.type);
+    return 0;
+}
+
+// Host form of the activation buffers: float and q8 copies, padded to 32 with zeros.
+struct HostActivation {
+    std::vector<float> f;
+    std::vector<int8_t> q;
+    std::vector<float> d;
+    Activation view{};
+};
+
+HostActivation quantize_activation(const std::vector<float>& x) {
+    HostActivation a;
+    const int n_pad = (int(x.size()) + 31) / 32 * 32;
+    a.f.assign(n_pad, 0.0f);
+    std::copy(x.begin(), x.end(), a.f.begin());
+    a.q.assign(n_pad, 0);
+    a.d.assign(n_pad / 32, 0.0f);
+    for (int g = 0; g < n_pad / 32; ++g) a.d[g] = activation_q8_quantize_group(&a.f[32 * g], &a.q[32 * g]);
+    a.view.q8 = {reinterpret_cast<const uint8_t*>(a.q.data()), a.d.data()};
+    a.view.f = a.f.data();
+    a.view.n = int(x.size());
+    a.view.n_pad = n_pad;
+    return a;
+}
+
+const char* kTypes[] = {"Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16"};
+
+}  // namespace
+
+TEST_CASE("repacked planes hold exactly the GGUF bytes, aligned for vector loads") {
+    for (const std::string name : kTypes) {
+        CAPTURE(name);
+        const WeightVectors v = load_weights(name);
+        const PackedLayout layout = packed_layout(v.type, v.n_rows, v.n_cols);
+        for (int p = 0; p < layout.geometry.n_planes; ++p) CHECK(layout.plane_offset[p] % kPlaneAlign == 0);
+        const Packed packed = pack(v);
+        std::vector<uint8_t> back(v.gguf.size(), 0xAB);
+        REQUIRE(unpack_matrix(v.type, packed.view.plane[0], v.n_rows, v.n_cols, back.data()));
+        CHECK(back == v.gguf);
+        // Bytes per weight are the file's (F16 pads rows to 32 values).
+        uint64_t plane_sum = 0;
+        for (int p = 0; p < layout.geometry.n_planes; ++p) plane_sum += layout.geometry.plane_bytes[p];
+        if (v.type != kF16) CHECK(plane_sum == uint64_t(layout.geometry.gguf_block_bytes));
+    }
+}
+
+TEST_CASE("repack refuses what the kernels cannot read") {
+    std::vector<uint8_t> buf(4096);
+    CHECK_FALSE(repack_matrix(kQ4_K, buf.data(), 1, 100, buf.data()));  // not whole blocks
+    CHECK_FALSE(repack_matrix(10 /* Q2_K */, buf.data(), 1, 256, buf.data()));
+    CHECK(packed_layout(kQ4_0, 0, 32).total_bytes == 0);
+}
+
+TEST_CASE("the kernels' per-task decode gives gguf's values bit for bit") {
+    for (const std::string name : kTypes) {
+        if (name == "F16") continue;  // no decode step: read as halves
+        CAPTURE(name);
+        const WeightVectors v = load_weights(name);
+        const Packed packed = pack(v);
+        const int n_tasks = tasks_per_row(packed.view);
+        REQUIRE(n_tasks * 32 == v.n_cols);
+        std::vector<int> seen(v.n_cols);
+        int mismatches = 0;
+        for (int row = 0; row < v.n_rows; ++row) {
+            std::fill(seen.begin(), seen.end(), 0);
+            for (int t = 0; t < n_tasks; ++t) {
+                const Task task = decode_any(packed.view, row, t);
+                for (const Segment& s : task.seg)
+                    for (int i = 0; i < 16; ++i) {
+                        const int col = s.pos + i;
+                        REQUIRE(col >= 0);
+                        REQUIRE(col < v.n_cols);
+                        ++seen[col];
+                        const float expect = v.values[size_t(row) * v.n_cols + col];
+                        if (segment_weight(s, i) != expect && mismatches++ < 5)
+                            FAIL_CHECK("row " << row << " col " << col << ": " << segment_weight(s, i)
+                                              << " != gguf " << expect);
+                    }
+            }
+            // Every weight of the row belongs to exactly one segment.
+            for (int col = 0; col < v.n_cols; ++col) REQUIRE(seen[col] == 1);
+        }
+        CHECK(mismatches == 0);
+    }
+}
+
+TEST_CASE("task dot products equal the double dot of gguf's weights and the q8 activations") {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (const std::string name : kTypes) {
+        CAPTURE(name);
+        const WeightVectors v = load_weights(name);
+        const Packed packed = pack(v);
+        std::vector<float> x(v.n_cols);
+        for (float& e : x) e = normal(rng);
+        const HostActivation a = quantize_activation(x);
+        double err2 = 0, ref2 = 0;
+        for (int row = 0; row < v.n_rows; ++row) {
+            float y = 0;
+            for (int t = 0; t < tasks_per_row(packed.view); ++t) y += dot_any(packed.view, row, t, a.view);
+            // Reference over the same activations the kernel sees: q8 values for quantized
+            // weights, floats for F16; and the unquantized x for the accuracy bound.
+            double exact = 0, magnitude = 0, true_x = 0;
+            for (int c = 0; c < v.n_cols; ++c) {
+                const double w = v.values[size_t(row) * v.n_cols + c];
+                const double xk = v.type == kF16 ? double(x[c]) : double(a.d[c / 32]) * a.q[c];
+                exact += w * xk;
+                magnitude += std::fabs(w * xk);
+                true_x += w * x[c];
+            }
+            // Float accumulation over the row's tasks: a few ulps of the sum of magnitudes.
+            CHECK(std::fabs(y - exact) <= 1e-5 * magnitude + 1e-30);
+            err2 += (y - true_x) * (y - true_x);
+            ref2 += true_x * true_x;
+        }
+        // Quantizing x to 8 bits per 32 costs relative noise of about (amax/127)^2/12 per
+        // element, ~3e-5 relative for Gaussian x and centred weights; these random-byte
+        // blocks have large minimums (cancellation in w.x), so the bound here is looser.
+        const double nmse = err2 / ref2;
+        MESSAGE(name << ": nmse against unquantized x " << nmse);
+        CHECK(nmse < (v.type == kF16 ? 1e-10 : 1e-3));
+    }
+}
+
+TEST_CASE("INT8 KV and activation quantization match gguf's Q8_0 byte for byte") {
+    const std::string path = std::string(vectors_dir()) + "/q8_groups.bin";
+    std::ifstream f(path, std::ios::binary);
+    REQUIRE_MESSAGE(f.good(), "missing " << path);
+    int32_t n_groups = 0;
+    f.read(reinterpret_cast<char*>(&n_groups), 4);
+    std::vector<float> x(size_t(n_groups) * 32);
+    std::vector<uint8_t> blocks(size_t(n_groups) * 34);
+    f.read(reinterpret_cast<char*>(x.data()), std::streamsize(x.size() * 4));
+    f.read(reinterpret_cast<char*>(blocks.data()), std::streamsize(blocks.size()));
+    REQUIRE(f.good());
+    int bad = 0;
+    for (int g = 0; g < n_groups; ++g) {
+        const uint8_t* block = &blocks[size_t(g) * 34];
+        uint16_t expect_d;
+        std::memcpy(&expect_d, block, 2);
+        int8_t q[32];
+        const uint16_t d = kv_q8_quantize_group(&x[size_t(g) * 32], q);
+        if (d != expect_d || std::memcmp(q, block + 2, 32) != 0) ++bad;
+        int8_t qa[32];
+        const float da = activation_q8_quantize_group(&x[size_t(g) * 32], qa);
+        CHECK(std::memcmp(qa, block + 2, 32) == 0);
+        CHECK(edgerun::quant::fp32_to_fp16(da) == expect_d);
+        // Dequantized KV value: fp16 scale times the byte.
+        CHECK(kv_q8_value(q[5], d) == edgerun::quant::fp16_to_fp32(expect_d) * float(int8_t(block[2 + 5])));
+    }
+    CHECK(bad == 0);
+}
+
+TEST_CASE("split ranges cover the KV sequence once, with a fixed number of splits") {
+    for (int n_splits : {1, 3, 8, 64}) {
+        for (int kv_len : {1, 2, 31, 32, 33, 100, 1000, 4096, 32768}) {
+            int covered = 0, prev_end = 0;
+            for (int s = 0; s < n_splits; ++s) {
+                int b, e;
+                split_range(kv_len, n_splits, 32, s, &b, &e);
+                CHECK(b == prev_end);
+                CHECK(e >= b);
+                if (e > b && e < kv_len) CHECK((e - b) % 32 == 0);
+                covered += e - b;
+                prev_end = e;
+            }
+            CHECK(covered == kv_len);
+        }
+    }
+}
+
+TEST_CASE("split softmax merged online equals a plain softmax") {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    const int dim = 8;
+    for (int kv_len : {1, 5, 32, 77, 1000}) {
+        for (int n_splits : {1, 4, 16}) {
+            std::vector<float> s(kv_len), v(size_t(kv_len) * dim);
+            for (float& e : s) e = normal(rng);
+            for (float& e : v) e = normal(rng);
+            // Plain softmax in double (natural log domain; the kernel uses log2: s*log2e).
+            double mx = -1e300, denom = 0;
+            for (float e : s) mx = std::max(mx, double(e));
+            std::vector<double> ref(dim, 0.0);
+            for (int t = 0; t < kv_len; ++t) {
+                const double p = std::exp(double(s[t]) - mx);
+                denom += p;
+                for (int d = 0; d < dim; ++d) ref[d] += p * v[size_t(t) * dim + d];
+            }
+            // The kernel's way: splits of 32-key tiles, online rescaling, then merging.
+            SoftmaxPartial total = empty_partial();
+            std::vector<float> out(dim, 0.0f);
+            for (int sp = 0; sp < n_splits; ++sp) {
+                int b, e;
+                split_range(kv_len, n_splits, 32, sp, &b, &e);
+                SoftmaxPartial part = empty_partial();
+                std::vector<float> o(dim, 0.0f);
+                for (int t0 = b; t0 < e; t0 += 32) {
+                    const int t1 = std::min(t0 + 32, e);
+                    float tile_max = -INFINITY;
+                    for (int t = t0; t < t1; ++t) tile_max = std::max(tile_max, s[t] * kLog2e);
+                    const float factor = online_softmax_rescale(&part.m, tile_max);
+                    part.l *= factor;
+                    for (float& e2 : o) e2 *= factor;
+                    for (int t = t0; t < t1; ++t) {
+                        const float p = exp2f(s[t] * kLog2e - part.m);
+                        part.l += p;
+                        for (int d = 0; d < dim; ++d) o[d] += p * v[size_t(t) * dim + d];
+                    }
+                }
+                float wa, wb;
+                total = merge_partials(total, part, &wa, &wb);
+                for (int d = 0; d < dim; ++d) out[d] = out[d] * wa + o[d] * wb;
+            }
+            for (int d = 0; d < dim; ++d) CHECK(out[d] / total.l == doctest::Approx(ref[d] / denom).epsilon(1e-4));
+        }
+    }
+}
+
+TEST_CASE("merging with empty partials is harmless") {
+    float wa, wb;
+    const SoftmaxPartial a{2.0f, 3.0f};
+    const SoftmaxPartial r = merge_partials(a, empty_partial(), &wa, &wb);
+    CHECK(r.m == 2.0f);
+    CHECK(r.l == 3.0f);
+    CHECK(wa == 1.0f);
+    CHECK(wb == 0.0f);
+    const SoftmaxPartial e = merge_partials(empty_partial(), empty_partial(), &wa, &wb);
+    CHECK(e.l == 0.0f);
+    CHECK(!std::isnan(wa));
+}
+
+TEST_CASE("RoPE angles follow pos * base^(-2i/n_rot) / factor * scale") {
+    const float factors[4] = {1.0f, 2.0f, 4.0f, 8.0f};
+    for (float base : {10000.0f, 500000.0f, 1000000.0f}) {
+        for (int n_rot : {64, 128}) {
+            RopeConfig c{kRopeNeox, n_rot, n_rot, rope_theta_scale(base, n_rot), 0.5f, nullptr};
+            for (int pos : {0, 1, 17, 4095, 32767}) {
+                for (int i : {0, 1, 3, n_rot / 4, n_rot / 2 - 1}) {
+                    const float ff = factors[i % 4];
+                    const double expect = 0.5 * pos * std::pow(double(base), -2.0 * i / n_rot) / ff;
+                    // Repeated float multiplication loses ~1 ulp per step.
+                    CHECK(rope_angle(c, pos, i, ff) == doctest::Approx(expect).epsilon(2e-5));
+                }
+            }
+        }
+    }
+    RopeConfig normal{kRopeNormal, 64, 32, 0.5f, 1.0f, nullptr}, neox = normal;
+    neox.mode = kRopeNeox;
+    int a, b;
+    rope_pair_dims(normal, 3, &a, &b);
+    CHECK((a == 6 && b == 7));
+    rope_pair_dims(neox, 3, &a, &b);
+    CHECK((a == 3 && b == 19));
+}
+
+TEST_CASE("launch shapes depend on sizes only and stay within limits") {
+    // Plenty of rows: one warp per row. Few rows: split, but never below 32 tasks a slice.
+    CHECK(choose_warps_per_row(9728, 80, 132) == 1);
+    CHECK(choose_warps_per_row(1024, 80, 132) == 2);
+    CHECK(choose_warps_per_row(1024, 1024, 132) == 8);
+    CHECK(choose_warps_per_row(1024, 16, 132) == 1);
+    CHECK(choose_warps_per_row(512, 256, 8) == 1);
+    for (int n_ctx : {64, 512, 4096, 32768})
+        for (int sms : {8, 16, 132}) {
+            const int s = choose_kv_splits(n_ctx, 8, sms);
+            CHECK(s >= 1);
+            CHECK(s <= std::max(1, n_ctx / (4 * kAttentionTile)));
+        }
+    CHECK(choose_kv_splits(32768, 8, 132) == 66);
+    CHECK(attention_workspace_floats(32, 128, 66) == int64_t(32) * 66 * 130);
+}

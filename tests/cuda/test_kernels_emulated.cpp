@@ -1,0 +1,166 @@
+// The cuda_orin kernels run on the CPU emulation of the CUDA execution model
+// (emu/cuda_emulation.hpp) at small shapes, through the same checks the GPU driver runs.
+// This executes the kernels' own code (indexing, shuffles, barriers, softmax merging);
+// it is not a substitute for the GPU run (see the emulation header for what it misses).
+#include "emu/cuda_emulation.hpp"
+
+// The kernel sources themselves, compiled as C++ (their launchers need nvcc and drop out).
+#include "attention.cu"
+#include "gemv.cu"
+#include "prepare.cu"
+#include "rope_append.cu"
+#include "small_kernels.cu"
+
+#include "kernel_checks_decode.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <memory>
+
+using namespace edgerun::cuda_orin;
+using namespace edgerun::cuda_orin::testing;
+
+namespace {
+
+class EmulatedDevice final : public DeviceApi {
+public:
+    // A small SM count makes the planner choose split-K for the smaller shapes too.
+    static constexpr int kSms = 4;
+
+    void* alloc(size_t bytes) override {
+        void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+        std::memset(p, 0, (bytes + 255) / 256 * 256);
+        blocks_.emplace_back(p, &std::free);
+        return p;
+    }
+    void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+    void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+    void prepare(const PrepareParams& p) override {
+        emu::launch(dim3(1), dim3(1024), [&] { prepare_kernel(p); });
+    }
+    void gemv(const GemvLaunch& launch) override {
+        GemvLaunch l = launch;
+        const int blocks = plan_gemv(l, kSms);
+        REQUIRE(blocks > 0);
+        last_warps_per_row = l.warps_per_row;
+        emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { gemv_kernel(l); });
+    }
+    void rope_append(const RopeAppendParams& p) override {
+        emu::launch(dim3(p.n_head + p.cache.n_head_kv), dim3(p.rope.head_dim), [&] { rope_append_kernel(p); });
+    }
+    void attention(const AttentionParams& p) override {
+        const AttentionGrid g = plan_attention(p);
+        REQUIRE(g.splits > 0);
+        const dim3 grid(g.splits, g.kv_heads, g.chunks), block(kAttentionWarps * 32);
+        const bool f16 = p.cache.type == kKvF16;
+        if (p.cache.head_dim == 64)
+            emu::launch(grid, block, [&] { f16 ? attention_split_kernel<64, kKvF16>(p) : attention_split_kernel<64, kKvQ8>(p); });
+        else
+            emu::launch(grid, block, [&] { f16 ? attention_split_kernel<128, kKvF16>(p) : attention_split_kernel<128, kKvQ8>(p); });
+        emu::launch(dim3(p.n_head), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); });
+    }
+    void embed(const EmbedParams& p) override {
+        const int units = (p.n_cols + 31) / 32;  // at least as many threads as units
+        emu::launch(dim3((units + 127) / 128), dim3(128), [&] { embed_kernel(p); });
+    }
+    void advance(StepCounters* c) override {
+        emu::launch(dim3(1), dim3(1), [&] { advance_step_kernel(c); });
+    }
+    void reset() override { blocks_.clear(); }
+
+    int last_warps_per_row = 0;
+
+private:
+    std::vector<std::unique_ptr<void, decltype(&std::free)>> blocks_;
+};
+
+Report doctest_report() {
+    return [](const CheckResult& r) {
+        INFO(r.name << ": error " << r.error << " bound " << r.bound);
+        MESSAGE(r.name << ": " << r.error << " (bound " << r.bound << ")");
+        CHECK(r.pass());
+    };
+}
+
+const int32_t kAllTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ8_0, kQ4_K, kQ5_K, kQ6_K, kF16};
+
+}  // namespace
+
+TEST_CASE("emulated: GEMV of every weight type, F32 and F16 in and out") {
+    EmulatedDevice dev;
+    uint32_t seed = 1;
+    for (int32_t type : kAllTypes) {
+        const int n_cols = type >= kQ4_K && type <= kQ6_K ? 512 : 96;
+        check_gemv(dev, doctest_report(), type, 19, n_cols, false, false, false, seed++);
+        check_gemv(dev, doctest_report(), type, 9, n_cols, true, true, true, seed++);
+    }
+    check_gemv(dev, doctest_report(), kF16, 5, 100, false, false, false, seed++);  // padded F16 rows
+}
+
+TEST_CASE("emulated: GEMV split across warps (few rows, long rows)") {
+    EmulatedDevice dev;
+    check_gemv(dev, doctest_report(), kQ4_K, 12, 4096, false, false, true, 40);
+    CHECK(dev.last_warps_per_row == 4);
+    check_gemv(dev, doctest_report(), kQ6_K, 16, 2048, false, false, false, 41);
+    CHECK(dev.last_warps_per_row == 2);
+}
+
+TEST_CASE("emulated: fused Q/K/V of mixed types with RMSNorm folded in, and SwiGLU") {
+    EmulatedDevice dev;
+    check_gemv_fused(dev, doctest_report(), {kQ4_K, kQ4_K, kQ6_K}, {64, 16, 16}, 256, 50);
+    check_gemv_fused(dev, doctest_report(), {kQ5_0, kQ8_0, kQ4_1, kF16}, {24, 8, 8, 3}, 64, 51);
+    check_swiglu(dev, doctest_report(), kQ4_K, kQ4_K, 40, 256, 52);
+    check_swiglu(dev, doctest_report(), kQ8_0, kQ5_0, 17, 96, 53);
+}
+
+TEST_CASE("emulated: activation prepare (residual, RMSNorm, q8)") {
+    EmulatedDevice dev;
+    check_prepare(dev, doctest_report(), 100, false, 60);
+    check_prepare(dev, doctest_report(), 1536, true, 61);
+}
+
+TEST_CASE("emulated: RoPE and KV append, both modes, both caches") {
+    EmulatedDevice dev;
+    uint32_t seed = 70;
+    for (int32_t kv : {kKvF16, kKvQ8})
+        for (int mode : {kRopeNormal, kRopeNeox}) {
+            check_rope_append(dev, doctest_report(), {4, 2, 64, 64, mode, false, false, kv, 5, 9}, seed++);
+            check_rope_append(dev, doctest_report(), {2, 1, 128, 64, mode, true, true, kv, 130, 131}, seed++);
+        }
+}
+
+TEST_CASE("emulated: split flash-decode attention against a double softmax") {
+    EmulatedDevice dev;
+    uint32_t seed = 80;
+    for (int32_t kv : {kKvF16, kKvQ8}) {
+        check_attention(dev, doctest_report(), 4, 2, 64, 1, 64, kv, 3, seed++);     // one key; empty splits
+        check_attention(dev, doctest_report(), 4, 1, 64, 77, 96, kv, 3, seed++);    // ragged tail
+        check_attention(dev, doctest_report(), 6, 2, 128, 200, 256, kv, 2, seed++); // GQA 3
+        check_attention(dev, doctest_report(), 10, 1, 64, 40, 64, kv, 1, seed++);   // 10 heads: 3 chunks
+    }
+    check_attention_q8_vs_f16(dev, doctest_report(), 4, 2, 64, 150, 2, seed++);
+}
+
+TEST_CASE("emulated: embedding row read from a token id in device memory") {
+    EmulatedDevice dev;
+    check_embed(dev, doctest_report(), kQ6_K, 5, 512, 3, 90);
+    check_embed(dev, doctest_report(), kQ4_0, 4, 96, 0, 91);
+    check_embed(dev, doctest_report(), kF16, 3, 40, 2, 92);
+    check_embed(dev, doctest_report(), kQ8_0, 3, 64, 7, 93);  // out of range: zeros
+}
+
+TEST_CASE("emulated: the step counters advance on the device") {
+    StepCounters c{41, 42, 7};
+    emu::launch(dim3(1), dim3(1), [&] { advance_step_kernel(&c); });
+    CHECK(c.pos == 42);
+    CHECK(c.kv_len == 43);
+    CHECK(c.token == 7);
+}
+
+TEST_CASE("emulated: a whole decode step, several steps, against a double-precision decode") {
+    EmulatedDevice dev;
+    for (int32_t kv : {kKvF16, kKvQ8})
+        check_decode_chain(dev, doctest_report(), {256, 4, 2, 64, 512, 64, 6}, kv, 100 + kv);
+    check_decode_chain(dev, doctest_report(), {96, 3, 1, 32 * 2, 160, 20, 4}, kKvQ8, 110);  // Q5_0/Q8_0 widths
+}
