@@ -67,7 +67,8 @@ def ranges_of(points):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--vocab-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "vocab"))
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    ap.add_argument("--vocab-dir", default=os.path.join(repo, "tests", "data", "vocab"))
     ap.add_argument("--work", default="/tmp/edgerun-unicode-probe")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--check-tool", default=os.path.join(here, "..", "build", "bin", "edgerun_text_check"))
