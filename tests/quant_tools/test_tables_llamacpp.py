@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""The tensor tables edgerun writes, against the ones llama.cpp's quantizer writes.
+
+1. SmolLM2 (the real model): `edgerun quantize` to each file type and llama.cpp's
+   llama_model_quantize to the same must choose the same type for every tensor; the
+   Q4_K_M file is written for real, loaded by llama.cpp, and its metadata compared.
+2. Synthesized presets: `edgerun synth --type Q4_K_M` must have exactly the table llama.cpp
+   makes when it quantizes the same preset synthesized in F16.
+
+    test_tables_llamacpp.py --edgerun BIN --plugin-dir DIR --smollm2 MODEL|@fetch:REPO_ROOT [--slow]
+
+Exit 0 pass, 1 fail, 77 skipped (llama-cpp-python or gguf missing). --slow (or
+EDGERUN_SLOW_TESTS=1) covers every preset and more file types.
+"""
+import argparse
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import llama_cpp
+    from gguf import GGUFReader, GGUFValueType
+except ImportError as e:  # pragma: no cover
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+# llama.cpp logs every tensor it quantizes; keep the test output readable.
+_QUIET = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+llama_cpp.llama_log_set(_QUIET, ctypes.c_void_p(0))
+
+FILE_TYPES = {"F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q4_K_S": 14, "Q4_K_M": 15,
+              "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18}
+
+
+def llama_quantize(src, dst, file_type, pure=False):
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = FILE_TYPES[file_type]
+    params.nthread = os.cpu_count() or 2
+    params.allow_requantize = True
+    params.pure = pure
+    if llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params)) != 0:
+        raise RuntimeError(f"llama.cpp failed to quantize {src} to {file_type}")
+
+
+def table(path):
+    return {t.name: (t.tensor_type.name, [int(x) for x in t.shape]) for t in GGUFReader(path).tensors}
+
+
+def meta(path):
+    out = {}
+    for key, field in GGUFReader(path).fields.items():
+        if key.startswith("GGUF."):
+            continue
+        value = len(field.data) if field.types[0] == GGUFValueType.ARRAY else field.contents()
+        out[key] = (tuple(field.types), value)
+    return out
+
+
+def dry_run_table(edgerun, plugin_args, src, how):
+    out = subprocess.run([edgerun, "quantize", *plugin_args, src, "--dry-run", *how], check=True,
+                         capture_output=True, text=True).stdout
+    result = {}
+    for line in out.splitlines():
+        if " -> " in line and not line.startswith(("Q", "F")):
+            fields = line.split()
+            result[fields[0]] = fields[-1]
+    return result
+
+
+class Checker:
+    def __init__(self):
+        self.failures = 0
+
+    def same_tables(self, label, ours, theirs):
+        if ours == theirs:
+            print(f"ok   {label}: {len(ours)} tensors, identical tables")
+            return
+        self.failures += 1
+        diff = sorted(n for n in set(ours) | set(theirs) if ours.get(n) != theirs.get(n))
+        print(f"FAIL {label}: {len(diff)} tensors differ, e.g.")
+        for n in diff[:8]:
+            print(f"       {n}: ours {ours.get(n)} llama.cpp {theirs.get(n)}")
+
+
+def resolve_model(arg):
+    """A model path, or @fetch:REPO_ROOT for the one scripts/fetch-model.sh provides
+    (exit 77, skipped, when it cannot be had)."""
+    if not arg.startswith("@fetch:"):
+        return arg
+    p = subprocess.run([os.path.join(arg[len("@fetch:"):], "scripts", "fetch-model.sh")], capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"skipped: the test model cannot be fetched: {p.stderr.strip()}")
+        sys.exit(77)
+    return p.stdout.strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--edgerun", required=True)
+    ap.add_argument("--plugin-dir", action="append", default=[])
+    ap.add_argument("--smollm2", required=True)
+    ap.add_argument("--slow", action="store_true", default=os.environ.get("EDGERUN_SLOW_TESTS") == "1")
+    args = ap.parse_args()
+    args.smollm2 = resolve_model(args.smollm2)
+    plugin_args = [a for d in args.plugin_dir for a in ("--plugin-dir", d)]
+    check = Checker()
+    work = tempfile.mkdtemp(prefix="edgerun-tables-")
+    theirs_path = os.path.join(work, "llama.gguf")
+
+    # 1. The real model, every file type (plan only) and one real file.
+    file_types = list(FILE_TYPES) if args.slow else ["Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "Q4_0", "F16"]
+    for ft in file_types:
+        llama_quantize(args.smollm2, theirs_path, ft)
+        theirs = {n: t for n, (t, _) in table(theirs_path).items()}
+        check.same_tables(f"SmolLM2 {ft}", dry_run_table(args.edgerun, plugin_args, args.smollm2, ["--type", ft]), theirs)
+    for pure in ["Q4_K", "Q8_0"]:
+        llama_quantize(args.smollm2, theirs_path, {"Q4_K": "Q4_K_M", "Q8_0": "Q8_0"}[pure], pure=True)
+        theirs = {n: t for n, (t, _) in table(theirs_path).items()}
+        check.same_tables(f"SmolLM2 --pure {pure}", dry_run_table(args.edgerun, plugin_args, args.smollm2, ["--pure", pure]), theirs)
+
+    ours_path = os.path.join(work, "ours.gguf")
+    subprocess.run([args.edgerun, "quantize", *plugin_args, args.smollm2, ours_path, "--type", "Q4_K_M"], check=True)
+    llama_quantize(args.smollm2, theirs_path, "Q4_K_M")
+    check.same_tables("SmolLM2 Q4_K_M written file", table(ours_path), table(theirs_path))
+    if meta(ours_path) != meta(theirs_path):
+        check.failures += 1
+        a, b = meta(ours_path), meta(theirs_path)
+        print("FAIL SmolLM2 Q4_K_M metadata differs:", sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))
+    else:
+        print("ok   SmolLM2 Q4_K_M metadata: same keys, types and values as llama.cpp's output")
+    model = llama_cpp.Llama(model_path=ours_path, n_ctx=128, verbose=False)
+    text = model("The capital of France is", max_tokens=8, temperature=0)["choices"][0]["text"]
+    print(f"ok   llama.cpp loads our Q4_K_M file and generates {text!r}")
+    del model
+
+    # 2. Synthesized presets: our file against llama.cpp's quantization of the F16 one.
+    presets = [("smollm2-135m", 0), ("qwen3-0.6b", 4), ("llama3.2-1b", 4)]
+    if args.slow:
+        presets = [(p, 0) for p in ("smollm2-135m", "qwen3-0.6b", "llama3.2-1b")] + [("qwen3-1.7b", 8), ("qwen3-4b", 8), ("llama3.2-3b", 8)]
+    for preset, layers in presets:
+        layer_args = ["--layers", str(layers)] if layers else []
+        f16_path = os.path.join(work, "f16.gguf")
+        subprocess.run([args.edgerun, "synth", *plugin_args, "--preset", preset, "--type", "F16", *layer_args, "-o", f16_path], check=True)
+        for ft in (["Q4_K_M", "Q6_K", "Q8_0", "Q5_K_M"] if args.slow else ["Q4_K_M"]):
+            subprocess.run([args.edgerun, "synth", *plugin_args, "--preset", preset, "--type", ft, *layer_args, "-o", ours_path], check=True)
+            llama_quantize(f16_path, theirs_path, ft)
+            check.same_tables(f"synth {preset} {ft} ({layers or 'all'} layers)", table(ours_path), table(theirs_path))
+        os.remove(f16_path)
+
+    print("FAIL" if check.failures else "PASS")
+    return 1 if check.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
