@@ -31,6 +31,17 @@ inline void lanes_fma(float* acc, const float* w, const float* x, int n) {
     for (int l = 0; l < n; ++l) acc[l] = std::fma(w[l], x[l], acc[l]);
 }
 
+// The batched attention forms, as the loops that define them.
+template <DotFn kDot>
+void dot_rows(const void* rows, uint64_t stride, int64_t n_rows, const float* x, int64_t n, float scale, float* out) {
+    for (int64_t j = 0; j < n_rows; ++j) out[j] = kDot(static_cast<const uint8_t*>(rows) + j * stride, x, n) * scale;
+}
+
+template <AxpyFn kAxpy>
+void weighted_sum(const void* rows, uint64_t stride, const float* weights, int64_t n_rows, float* y, int64_t n) {
+    for (int64_t j = 0; j < n_rows; ++j) kAxpy(weights[j], static_cast<const uint8_t*>(rows) + j * stride, y, n);
+}
+
 // ---------------------------------------------------------- plain types --
 
 // Converts values [i0, i0 + n) of a plain row to F32.
@@ -110,12 +121,13 @@ struct Quant {
         }
     }
 
-    static constexpr RowKernels kernels{&dot, &dequant, &axpy};
+    static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum<&axpy>};
 };
 
 template <int32_t kType>
 struct Plain {
-    static constexpr RowKernels kernels{&dot_plain<kType>, &dequant_plain<kType>, &axpy_plain<kType>};
+    static constexpr RowKernels kernels{&dot_plain<kType>, &dequant_plain<kType>, &axpy_plain<kType>,
+                                        &dot_rows<&dot_plain<kType>>, &weighted_sum<&axpy_plain<kType>>};
 };
 
 }  // namespace
