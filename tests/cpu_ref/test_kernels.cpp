@@ -137,3 +137,43 @@ TEST_CASE("the Q8 cache refuses head dims that are not whole blocks") {
     KvCache f16(p);
     CHECK(f16.k_row_bytes() == 160);
 }
+
+TEST_CASE("dot_rows and weighted_sum are exactly the loops they batch, on every kernel set") {
+    std::mt19937 rng(8);
+    for (int32_t dtype : {0, 1, 30, 8, 12, 3}) {
+        for (int64_t width : widths_for(dtype)) {
+            CAPTURE(dtype);
+            CAPTURE(width);
+            const int64_t n_rows = 13, gap = 2;  // rows of one head are `gap` rows apart, as in the cache
+            Weights w;
+            const int32_t id = w.add_random("rows", dtype, width, n_rows * gap, rng);
+            const auto& desc = w.descs()[id];
+            const uint64_t stride = *edgerun::row_bytes(dtype, width) * gap;
+            const auto x = cpu_ref_test::random_vector(width, rng);
+            const auto weights = cpu_ref_test::random_vector(n_rows, rng);
+            const auto start = cpu_ref_test::random_vector(width, rng);
+            for (Isa isa : {Isa::Generic, Isa::Avx2}) {
+                if (!isa_available(isa)) continue;
+                const RowKernels* k = row_kernels(dtype, isa);
+                std::vector<float> scores(n_rows), want_scores(n_rows);
+                k->dot_rows(desc.data, stride, n_rows, x.data(), width, 0.125f, scores.data());
+                std::vector<float> sum = start, want_sum = start;
+                k->weighted_sum(desc.data, stride, weights.data(), n_rows, sum.data(), width);
+                for (int64_t j = 0; j < n_rows; ++j) {
+                    const auto* row = static_cast<const uint8_t*>(desc.data) + j * stride;
+                    want_scores[j] = k->dot(row, x.data(), width) * 0.125f;
+                    k->axpy(weights[j], row, want_sum.data(), width);
+                }
+                CHECK(cpu_ref_test::bit_equal(scores, want_scores));
+                CHECK(cpu_ref_test::bit_equal(sum, want_sum));
+                // And the SIMD set equals the portable one.
+                const RowKernels* g = row_kernels(dtype, Isa::Generic);
+                std::vector<float> generic_scores(n_rows), generic_sum = start;
+                g->dot_rows(desc.data, stride, n_rows, x.data(), width, 0.125f, generic_scores.data());
+                g->weighted_sum(desc.data, stride, weights.data(), n_rows, generic_sum.data(), width);
+                CHECK(cpu_ref_test::bit_equal(scores, generic_scores));
+                CHECK(cpu_ref_test::bit_equal(sum, generic_sum));
+            }
+        }
+    }
+}
