@@ -1,6 +1,7 @@
 // cpu_ref's row kernels and KV cache, tested directly (below the ABI).
 #include "helpers.hpp"
 
+#include "decode_generic.hpp"
 #include "kernels.hpp"
 #include "kv_cache.hpp"
 
@@ -81,6 +82,16 @@ TEST_CASE("dot, dequant and axpy: SIMD and portable kernels give the same bits, 
                 simd->axpy(-0.75f, row, simd_axpy.data(), width);
                 CHECK(cpu_ref_test::bit_equal(simd_axpy, axpy_out));
             }
+        }
+    }
+}
+
+TEST_CASE("the portable half conversion equals blocks.hpp for all 65536 halves") {
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const float a = generic::half_to_float(uint16_t(h)), b = edgerun::quant::fp16_to_fp32(uint16_t(h));
+        if (std::memcmp(&a, &b, 4) != 0) {
+            CAPTURE(h);
+            CHECK(edgerun::quant::float_to_bits(a) == edgerun::quant::float_to_bits(b));
         }
     }
 }

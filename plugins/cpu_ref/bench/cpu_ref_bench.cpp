@@ -3,7 +3,7 @@
 // Optionally writes the logits of a fixed token sequence for compare_llama_cpp.py.
 //
 //   cpu_ref_bench MODEL.gguf [--threads 2] [--prompt 512] [--gen 128] [--repeat 3]
-//                 [--kv f32|f16|q8] [--dump-logits OUT.bin --tokens 1,2,3]
+//                 [--kv f32|f16|q8] [--options isa=generic] [--dump-logits OUT.bin --tokens 1,2,3]
 //
 // It reads the file with its own minimal GGUF parser (header, metadata, tensor table;
 // little-endian v3 only), a stand-in until the formats_gguf plugin lands; the graph
@@ -197,7 +197,7 @@ int main(int argc, char** argv) try {
     const std::string path = argv[1];
     int threads = 2, n_prompt = 512, n_gen = 128, repeat = 3;
     int32_t kv_type = ER_KV_F16;
-    std::string dump, token_list;
+    std::string dump, token_list, options;
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--threads") threads = std::stoi(value);
@@ -206,6 +206,7 @@ int main(int argc, char** argv) try {
         else if (flag == "--repeat") repeat = std::stoi(value);
         else if (flag == "--kv") kv_type = value == "f32" ? ER_KV_F32 : value == "q8" ? ER_KV_Q8 : ER_KV_F16;
         else if (flag == "--dump-logits") dump = value;
+        else if (flag == "--options") options = value;
         else if (flag == "--tokens") token_list = value;
         else throw std::runtime_error("unknown flag " + flag);
     }
@@ -220,6 +221,7 @@ int main(int argc, char** argv) try {
     if (!plugin) throw std::runtime_error("cpu_ref plugin not found");
     auto bp = sized<er_backend_params>();
     bp.n_threads = threads;
+    bp.options = options.empty() ? nullptr : options.c_str();
     Backend backend(*plugin, bp);
     auto mp = sized<er_model_params>();
     mp.weights = weights.tensors().data();
