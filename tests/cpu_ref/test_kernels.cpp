@@ -87,13 +87,13 @@ TEST_CASE("dot, dequant and axpy: SIMD and portable kernels give the same bits, 
 }
 
 TEST_CASE("the portable half conversion equals blocks.hpp for all 65536 halves") {
+    int mismatches = 0, first = -1;
     for (uint32_t h = 0; h < 65536; ++h) {
         const float a = generic::half_to_float(uint16_t(h)), b = edgerun::quant::fp16_to_fp32(uint16_t(h));
-        if (std::memcmp(&a, &b, 4) != 0) {
-            CAPTURE(h);
-            CHECK(edgerun::quant::float_to_bits(a) == edgerun::quant::float_to_bits(b));
-        }
+        if (std::memcmp(&a, &b, 4) != 0 && mismatches++ == 0) first = int(h);
     }
+    CAPTURE(first);
+    CHECK(mismatches == 0);
 }
 
 TEST_CASE("types without kernels are refused") {
