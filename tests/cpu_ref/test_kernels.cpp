@@ -4,6 +4,11 @@
 #include "decode_generic.hpp"
 #include "kernels.hpp"
 #include "kv_cache.hpp"
+#include "thread_pool.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include <edgerun/quant/blocks.hpp>
 
@@ -187,4 +192,42 @@ TEST_CASE("dot_rows and weighted_sum are exactly the loops they batch, on every 
             }
         }
     }
+}
+
+TEST_CASE("thread pool: every task runs exactly once, for any thread count and job size") {
+    for (int threads : {1, 2, 3, 5}) {
+        ThreadPool pool(threads);
+        CHECK(pool.size() == threads);
+        std::vector<std::atomic<int>> hits(64);
+        std::atomic<int> bad_thread{0};
+        for (int round = 0; round < 3000; ++round) {
+            const int n = 1 + round % 64;
+            for (int i = 0; i < n; ++i) hits[i].store(0);
+            pool.run(n, [&](int64_t i, int thread) {
+                hits[i].fetch_add(1);
+                if (thread < 0 || thread >= threads) bad_thread.fetch_add(1);
+            });
+            int wrong = 0;
+            for (int i = 0; i < n; ++i) wrong += hits[i].load() != 1;
+            REQUIRE(wrong == 0);
+        }
+        CHECK(bad_thread.load() == 0);
+        // Workers really take part: 64 slow tasks (12.8 ms in all) are not all left to the caller.
+        std::atomic<int> on_workers{0};
+        pool.run(64, [&](int64_t, int thread) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            if (thread != 0) on_workers.fetch_add(1);
+        });
+        CHECK((on_workers.load() > 0) == (threads > 1));
+    }
+    // Two callers sharing one pool take turns.
+    ThreadPool pool(3);
+    std::atomic<long> total{0};
+    auto caller = [&] {
+        for (int round = 0; round < 500; ++round) pool.run(17, [&](int64_t, int) { total.fetch_add(1); });
+    };
+    std::thread a(caller), b(caller);
+    a.join();
+    b.join();
+    CHECK(total.load() == 2 * 500 * 17);
 }
