@@ -9,5 +9,6 @@ namespace edgerun::cli {
 int cmd_plugins(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
+int cmd_inspect(const std::vector<std::string>& args);
 
 }  // namespace edgerun::cli

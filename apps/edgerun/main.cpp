@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"plugins", "list the plugins found, and the ones refused with the reason", &edgerun::cli::cmd_plugins},
     {"eval", "teacher-forced logits of a token sequence, written as .npy", &edgerun::cli::cmd_eval},
     {"bench", "prompt and generation throughput, latency and achieved bandwidth", &edgerun::cli::cmd_bench},
+    {"inspect", "show a model file: metadata, tensors, bytes per token, roofline tokens/s", &edgerun::cli::cmd_inspect},
 };
 
 void print_help() {

@@ -1,0 +1,60 @@
+// edgerun [--backend NAME] -m MODEL -p PROMPT: raw completion. Generated text goes to
+// stdout as it is produced, and nothing else does; the summary goes to stderr.
+#include "cli.hpp"
+#include "commands.hpp"
+#include "engine_options.hpp"
+#include "generation_options.hpp"
+#include "trace.hpp"
+
+#include <edgerun/text/tokenizer.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+namespace edgerun::cli {
+
+int cmd_generate(const std::vector<std::string>& args) {
+    CommonOptions common;
+    ModelOptions model_options;
+    GenerationOptions generation;
+    std::string prompt, prompt_file;
+    po::options_description desc("edgerun options");
+    add_model_options(desc, model_options);
+    desc.add_options()
+        ("prompt,p", po::value(&prompt), "text to continue")
+        ("file,f", po::value(&prompt_file), "read the prompt from this file");
+    add_generation_options(desc, generation);
+    if (!parse(args, desc, common, "usage: edgerun [--backend NAME] [-m MODEL] -p PROMPT [options]")) return 0;
+    if (!prompt_file.empty()) {
+        std::ifstream in(prompt_file, std::ios::binary);
+        if (!in) throw Error("--file: cannot read " + prompt_file, ER_E_INVALID_ARGUMENT);
+        prompt.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    if (prompt.empty()) throw Error("no prompt: give -p TEXT or -f FILE", ER_E_INVALID_ARGUMENT);
+
+    EngineOptions engine_options = resolve(model_options);
+    PluginRegistry registry = load_plugins(common);
+    Engine engine(registry, model_options.model, engine_options);
+    text::Tokenizer tokenizer(text::Vocab::from_file(engine.model().file()));
+    // As llama.cpp does for a raw prompt: BOS/EOS as the model's flags say, special
+    // token texts in the prompt become those tokens.
+    const std::vector<int32_t> tokens = tokenizer.encode(prompt, true, true);
+    Sampler sampler = make_sampler(registry, generation, int32_t(engine.model().hparams().n_vocab));
+    auto runner = engine.new_runner();
+    Generator generator(*runner, sampler, tokenizer);
+
+    if (generation.trace)
+        print_decode_trace(stderr, engine.model().build_graph(1), engine.model().weights(),
+                           int64_t(tokens.size()), engine_options.kv_type);
+
+    const std::atomic<bool>* interrupted = install_interrupt_handler();
+    GenerationStats stats = generator.generate(tokens, generation.settings, [](std::string_view text) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+    }, interrupted);
+    print_summary(stats, engine, *runner);
+    return stats.stop_reason == "cancelled" ? 130 : 0;
+}
+
+}  // namespace edgerun::cli

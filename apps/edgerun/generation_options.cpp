@@ -1,0 +1,82 @@
+#include "generation_options.hpp"
+
+#include <edgerun/engine.hpp>
+
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstdio>
+
+namespace edgerun::cli {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) {
+    if (g_interrupted.exchange(true)) std::_Exit(130);  // the second Ctrl-C: leave now
+}
+
+double rate(int32_t n, double seconds) { return seconds > 0 ? n / seconds : 0.0; }
+
+}  // namespace
+
+void add_generation_options(po::options_description& desc, GenerationOptions& o) {
+    o.sampler = sized<er_sampler_params>();
+    o.sampler.temperature = 0.8f;
+    o.sampler.top_k = 40;
+    o.sampler.top_p = 0.95f;
+    o.sampler.min_p = 0.05f;
+    o.sampler.repeat_penalty = 1.0f;
+    o.sampler.penalty_last_n = 64;
+    desc.add_options()
+        ("n-predict,n", po::value(&o.settings.n_predict)->default_value(-1), "tokens to generate (-1: until the end of text or a full context)")
+        ("temp", po::value(&o.sampler.temperature)->default_value(o.sampler.temperature), "temperature (0: greedy)")
+        ("seed", po::value(&o.sampler.seed)->default_value(0), "random seed")
+        ("top-k", po::value(&o.sampler.top_k)->default_value(o.sampler.top_k), "keep the k most likely tokens (0: off)")
+        ("top-p", po::value(&o.sampler.top_p)->default_value(o.sampler.top_p), "nucleus sampling (1: off)")
+        ("min-p", po::value(&o.sampler.min_p)->default_value(o.sampler.min_p), "drop tokens below min-p times the best (0: off)")
+        ("repeat-penalty", po::value(&o.sampler.repeat_penalty)->default_value(o.sampler.repeat_penalty), "penalise repeats (1: off)")
+        ("presence-penalty", po::value(&o.sampler.presence_penalty)->default_value(0.0f), "subtract from tokens present in the window")
+        ("frequency-penalty", po::value(&o.sampler.frequency_penalty)->default_value(0.0f), "subtract per occurrence in the window")
+        ("repeat-last-n", po::value(&o.sampler.penalty_last_n)->default_value(o.sampler.penalty_last_n), "window of recent tokens the penalties see")
+        ("stop", po::value(&o.settings.stop)->composing(), "stop when this text is generated (repeatable)")
+        ("ignore-eos", po::bool_switch(&o.settings.ignore_eos), "do not stop at end-of-generation tokens")
+        ("sampler-plugin", po::value(&o.sampler_plugin)->default_value(o.sampler_plugin), "sampler plugin name")
+        ("trace", po::bool_switch(&o.trace), "print every op of one decode step with the bytes it reads");
+}
+
+Sampler make_sampler(const PluginRegistry& registry, const GenerationOptions& options, int32_t n_vocab) {
+    const Plugin* plugin = registry.find(ER_PLUGIN_SAMPLER, options.sampler_plugin);
+    if (!plugin) throw Error("no sampler plugin named '" + options.sampler_plugin + "'", ER_E_INVALID_ARGUMENT);
+    return Sampler(*plugin, options.sampler, n_vocab);
+}
+
+const std::atomic<bool>* install_interrupt_handler() {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    return &g_interrupted;
+}
+
+void print_summary(const GenerationStats& stats, const Engine& engine, const Runner& runner) {
+    std::fprintf(stderr, "\n\nprompt: %d tokens in %.1f ms (%.2f tok/s)", stats.prompt_tokens,
+                 stats.prompt_seconds * 1e3, rate(stats.prompt_tokens, stats.prompt_seconds));
+    if (stats.reused_tokens > 0) std::fprintf(stderr, ", %d reused from the cache", stats.reused_tokens);
+    std::fprintf(stderr, "\ngenerate: %d tokens in %.1f ms (%.2f tok/s), stopped: %s\n", stats.generated_tokens,
+                 stats.generate_seconds * 1e3, rate(stats.generated_tokens, stats.generate_seconds),
+                 stats.stop_reason.c_str());
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    std::fprintf(stderr, "memory: peak RSS %.1f MiB", double(usage.ru_maxrss) / 1024.0);
+    if (auto mem = runner.context().memory_stats()) {
+        std::fprintf(stderr, "; %s: weights %.1f MiB, KV cache %.1f MiB, scratch %.1f MiB",
+                     std::string(engine.backend().plugin().name()).c_str(), double(mem->weights_bytes) / (1 << 20),
+                     double(mem->kv_bytes) / (1 << 20), double(mem->scratch_bytes) / (1 << 20));
+        if (mem->device_peak_bytes) std::fprintf(stderr, ", device peak %.1f MiB", double(mem->device_peak_bytes) / (1 << 20));
+    }
+    std::fprintf(stderr, "\n");
+}
+
+}  // namespace edgerun::cli
