@@ -52,6 +52,17 @@ inline void i8x32_to_i32(__m128i a, __m128i b, __m256i out[4]) {
     out[3] = _mm256_cvtepi8_epi32(high8(b));
 }
 
+// The 32 nibbles of 16 bytes (low nibbles are weights 0..15, high nibbles 16..31) as
+// four registers: widen bytes first, then split in 32-bit lanes (3 shuffles, not 6).
+inline void u4x32_to_i32(__m128i raw, __m256i out[4]) {
+    const __m256i b0 = _mm256_cvtepu8_epi32(raw), b1 = _mm256_cvtepu8_epi32(high8(raw));
+    const __m256i m4 = _mm256_set1_epi32(0xF);
+    out[0] = _mm256_and_si256(b0, m4);
+    out[1] = _mm256_and_si256(b1, m4);
+    out[2] = _mm256_srli_epi32(b0, 4);
+    out[3] = _mm256_srli_epi32(b1, 4);
+}
+
 // (x >> shift) & mask on every byte of 32 bytes.
 inline __m256i bits_of_bytes(__m256i x, int shift, int mask) {
     return _mm256_and_si256(_mm256_srl_epi16(x, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(char(mask)));
@@ -65,10 +76,8 @@ inline __m256i bits_of_bytes(__m256i x, int shift, int mask) {
 
 ER_DECODER decode_q4_0(const uint8_t* p, Sink&& sink) {
     const __m256 d = _mm256_set1_ps(h2f(p));
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-    const __m128i m4 = _mm_set1_epi8(0x0F);
     __m256i q[4];
-    u8x32_to_i32(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4), q);
+    u4x32_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)), q);
     const __m256i eight = _mm256_set1_epi32(8);
     __m256 w[4];
     for (int g = 0; g < 4; ++g) w[g] = _mm256_mul_ps(to_f32(_mm256_sub_epi32(q[g], eight)), d);
@@ -77,10 +86,8 @@ ER_DECODER decode_q4_0(const uint8_t* p, Sink&& sink) {
 
 ER_DECODER decode_q4_1(const uint8_t* p, Sink&& sink) {
     const __m256 d = _mm256_set1_ps(h2f(p)), m = _mm256_set1_ps(h2f(p + 2));
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4));
-    const __m128i m4 = _mm_set1_epi8(0x0F);
     __m256i q[4];
-    u8x32_to_i32(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4), q);
+    u4x32_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4)), q);
     __m256 w[4];
     for (int g = 0; g < 4; ++g) w[g] = _mm256_add_ps(_mm256_mul_ps(to_f32(q[g]), d), m);
     sink(0, w);
@@ -89,9 +96,7 @@ ER_DECODER decode_q4_1(const uint8_t* p, Sink&& sink) {
 // Q5_0 / Q5_1: 4-bit values from qs plus the fifth bit from the 32-bit qh.
 inline void q5_values(const uint8_t* qh_bytes, const uint8_t* qs, __m256i q[4]) {
     const __m256i qh = _mm256_set1_epi32(int(load_u32(qh_bytes)));
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    u8x32_to_i32(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4), q);
+    u4x32_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), q);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
     for (int g = 0; g < 4; ++g) {
         const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(qh, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * g))), one);
