@@ -67,7 +67,8 @@ def ranges_of(points):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--vocab-dir", default="/work/shared/data/vocab")
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    ap.add_argument("--vocab-dir", default=os.path.join(repo, "tests", "data", "vocab"))
     ap.add_argument("--work", default="/tmp/edgerun-unicode-probe")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--check-tool", default=os.path.join(here, "..", "build", "bin", "edgerun_text_check"))
@@ -100,13 +101,7 @@ def main():
                 llama_joined.add(cp)
         lc.llama_model_free(model)
 
-        vocab_arg = path
-        probe = subprocess.run([args.check_tool, "probe", vocab_arg, lead], capture_output=True, text=True)
-        if probe.returncode != 0:  # no format plugin yet: use a dump
-            vocab_arg = path[:-5] + ".vocab"
-            subprocess.run([sys.executable, os.path.join(here, "..", "tests", "text", "llama_reference.py"), "dump",
-                            "--vocab", path, "--out", vocab_arg], check=True)
-            probe = subprocess.run([args.check_tool, "probe", vocab_arg, lead], capture_output=True, text=True, check=True)
+        probe = subprocess.run([args.check_tool, "probe", path, lead], capture_output=True, text=True, check=True)
         ours = set()
         for line in probe.stdout.split("\n"):
             if line:

@@ -26,7 +26,7 @@ fi
 # dequantizers nobody here wrote) and `llama-cpp-python` (llama.cpp itself, built from
 # source on install: about 10 minutes on 2 cores the first time).
 python=${PYTHON:-python3}
-pip_want=(numpy "gguf==0.19.0" "llama-cpp-python==0.3.36")
+pip_want=(numpy "gguf==0.19.0" "llama-cpp-python==0.3.36" jinja2)
 pip_missing=()
 for spec in "${pip_want[@]}"; do
   name=${spec%%==*}

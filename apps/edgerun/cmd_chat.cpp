@@ -17,20 +17,6 @@
 
 namespace edgerun::cli {
 
-namespace {
-
-text::ChatTemplate chat_template_for(const text::Tokenizer& tokenizer, const std::string& name) {
-    auto text_of = [&](text::TokenId id) { return tokenizer.valid(id) ? tokenizer.token_text(id) : std::string(); };
-    const std::string bos = text_of(tokenizer.bos()), eos = text_of(tokenizer.eos());
-    if (!name.empty()) return text::ChatTemplate::named(name, bos, eos);
-    if (tokenizer.chat_template().empty())
-        throw Error("the model has no chat template (tokenizer.chat_template); choose one with --chat-template NAME",
-                    ER_E_UNSUPPORTED);
-    return text::ChatTemplate::detect(tokenizer.chat_template(), bos, eos);
-}
-
-}  // namespace
-
 int cmd_chat(const std::vector<std::string>& args) {
     CommonOptions common;
     ModelOptions model_options;
@@ -54,14 +40,13 @@ int cmd_chat(const std::vector<std::string>& args) {
     PluginRegistry registry = load_plugins(common);
     Engine engine(registry, model_options.model, engine_options);
     text::Tokenizer tokenizer(text::Vocab::from_file(engine.model().file()));
-    const text::ChatTemplate chat_template = chat_template_for(tokenizer, template_name);
+    const text::ChatTemplate chat_template = text::chat_template_for(tokenizer, template_name);
     Sampler sampler = make_sampler(registry, generation, int32_t(engine.model().hparams().n_vocab));
     auto runner = engine.new_runner();
     Generator generator(*runner, sampler, tokenizer);
 
     text::ChatOptions chat_options;
     if (!think.empty()) chat_options.enable_thinking = think == "on";
-    const std::string bos_text = tokenizer.valid(tokenizer.bos()) ? tokenizer.token_text(tokenizer.bos()) : "";
 
     std::vector<text::ChatMessage> messages;
     if (!system_prompt.empty()) messages.push_back({"system", system_prompt});
@@ -83,10 +68,8 @@ int cmd_chat(const std::vector<std::string>& args) {
         }
         if (line.empty()) continue;
         messages.push_back({"user", line});
-        const std::string prompt = chat_template.format(messages, chat_options);
-        // Templates that write the BOS text themselves must not get a second BOS.
-        const bool add_special = bos_text.empty() || prompt.compare(0, bos_text.size(), bos_text) != 0;
-        const std::vector<int32_t> tokens = tokenizer.encode(prompt, add_special, true);
+        const std::vector<int32_t> tokens =
+            text::encode_chat_prompt(tokenizer, chat_template.format(messages, chat_options), true);
 
         std::string reply;
         GenerationStats stats;

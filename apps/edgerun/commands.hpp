@@ -12,6 +12,7 @@ int cmd_plugins(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
 int cmd_inspect(const std::vector<std::string>& args);
+int cmd_tokenize(const std::vector<std::string>& args);
 int cmd_quantize(const std::vector<std::string>& args);
 int cmd_synth(const std::vector<std::string>& args);
 

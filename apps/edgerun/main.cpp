@@ -20,6 +20,7 @@ const Command kCommands[] = {
     {"eval", "teacher-forced logits of a token sequence, written as .npy", &edgerun::cli::cmd_eval},
     {"bench", "prompt and generation throughput, latency and achieved bandwidth", &edgerun::cli::cmd_bench},
     {"inspect", "show a model file: metadata, tensors, bytes per token, roofline tokens/s", &edgerun::cli::cmd_inspect},
+    {"tokenize", "the token ids (or pieces) a model's tokenizer gives a text", &edgerun::cli::cmd_tokenize},
     {"quantize", "re-quantize a model file (Q4_K_M, Q6_K, Q8_0, ...) as llama.cpp's recipe does", &edgerun::cli::cmd_quantize},
     {"synth", "write a model with a real model's exact shapes and types, random weights", &edgerun::cli::cmd_synth},
 };

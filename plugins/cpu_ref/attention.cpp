@@ -27,6 +27,7 @@ void run_attention(const AttentionOp& op, KvCache& kv, int32_t pos0, int32_t n_r
 
     const RowKernels& rows = kv.kernels();
     const int32_t heads_per_kv = p.n_head / p.n_head_kv;
+    const uint64_t k_stride = kv.k_row_bytes() * p.n_head_kv, v_stride = kv.v_row_bytes() * p.n_head_kv;
     pool.run(int64_t{n_rows} * p.n_head, [&](int64_t task, int thread) {
         const int64_t r = task / p.n_head;
         const int32_t h = static_cast<int32_t>(task % p.n_head);
@@ -35,21 +36,21 @@ void run_attention(const AttentionOp& op, KvCache& kv, int32_t pos0, int32_t n_r
         const float* q = op.q + r * q_width + int64_t{h} * p.head_dim_k;
         float* s = scores + thread * scores_per_thread;
 
+        // Rows of one KV head are n_head_kv rows apart in the cache.
+        rows.dot_rows(kv.k_row(op.layer, 0, g), k_stride, last + 1, q, p.head_dim_k, p.scale, s);
         float max = -std::numeric_limits<float>::infinity();
-        for (int32_t j = 0; j <= last; ++j) {
-            s[j] = rows.dot(kv.k_row(op.layer, j, g), q, p.head_dim_k) * p.scale;
-            max = s[j] > max ? s[j] : max;
-        }
+        for (int32_t j = 0; j <= last; ++j) max = s[j] > max ? s[j] : max;
         double sum = 0.0;
         for (int32_t j = 0; j <= last; ++j) {
             s[j] = std::exp(s[j] - max);
             sum += s[j];
         }
         const float inv = static_cast<float>(1.0 / sum);
+        for (int32_t j = 0; j <= last; ++j) s[j] *= inv;
 
         float* out = op.out + r * out_width + int64_t{h} * p.head_dim_v;
         std::memset(out, 0, sizeof(float) * static_cast<size_t>(p.head_dim_v));
-        for (int32_t j = 0; j <= last; ++j) rows.axpy(s[j] * inv, kv.v_row(op.layer, j, g), out, p.head_dim_v);
+        rows.weighted_sum(kv.v_row(op.layer, 0, g), v_stride, s, last + 1, out, p.head_dim_v);
     });
 }
 

@@ -20,11 +20,21 @@ inline constexpr int kLanes = 32;
 using DotFn = float (*)(const void* row, const float* x, int64_t n);
 using DequantFn = void (*)(const void* row, float* y, int64_t n);
 using AxpyFn = void (*)(float a, const void* row, float* y, int64_t n);
+using DotRowsFn = void (*)(const void* rows, uint64_t stride, int64_t n_rows, const float* x, int64_t n, float scale,
+                           float* out);
+using WeightedSumFn = void (*)(const void* rows, uint64_t stride, const float* weights, int64_t n_rows, float* y,
+                               int64_t n);
 
+// For the attention loops, two batched forms over rows `stride` bytes apart, defined as
+// the loops they replace (so they give the same bits): dot_rows is
+// out[j] = dot(row_j, x) * scale, weighted_sum is axpy(weights[j], row_j, y) for
+// j = 0, 1, ... in order.
 struct RowKernels {
     DotFn dot;          // sum_i w_i * x_i over n values
     DequantFn dequant;  // y[i] = w_i
     AxpyFn axpy;        // y[i] = fma(a, w_i, y[i])
+    DotRowsFn dot_rows;
+    WeightedSumFn weighted_sum;
 };
 
 enum class Isa : int { Generic = 0, Avx2 = 1 };

@@ -52,6 +52,17 @@ inline void i8x32_to_i32(__m128i a, __m128i b, __m256i out[4]) {
     out[3] = _mm256_cvtepi8_epi32(high8(b));
 }
 
+// The 32 nibbles of 16 bytes (low nibbles are weights 0..15, high nibbles 16..31) as
+// four registers: widen bytes first, then split in 32-bit lanes (3 shuffles, not 6).
+inline void u4x32_to_i32(__m128i raw, __m256i out[4]) {
+    const __m256i b0 = _mm256_cvtepu8_epi32(raw), b1 = _mm256_cvtepu8_epi32(high8(raw));
+    const __m256i m4 = _mm256_set1_epi32(0xF);
+    out[0] = _mm256_and_si256(b0, m4);
+    out[1] = _mm256_and_si256(b1, m4);
+    out[2] = _mm256_srli_epi32(b0, 4);
+    out[3] = _mm256_srli_epi32(b1, 4);
+}
+
 // (x >> shift) & mask on every byte of 32 bytes.
 inline __m256i bits_of_bytes(__m256i x, int shift, int mask) {
     return _mm256_and_si256(_mm256_srl_epi16(x, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(char(mask)));
@@ -65,10 +76,8 @@ inline __m256i bits_of_bytes(__m256i x, int shift, int mask) {
 
 ER_DECODER decode_q4_0(const uint8_t* p, Sink&& sink) {
     const __m256 d = _mm256_set1_ps(h2f(p));
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-    const __m128i m4 = _mm_set1_epi8(0x0F);
     __m256i q[4];
-    u8x32_to_i32(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4), q);
+    u4x32_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)), q);
     const __m256i eight = _mm256_set1_epi32(8);
     __m256 w[4];
     for (int g = 0; g < 4; ++g) w[g] = _mm256_mul_ps(to_f32(_mm256_sub_epi32(q[g], eight)), d);
@@ -77,10 +86,8 @@ ER_DECODER decode_q4_0(const uint8_t* p, Sink&& sink) {
 
 ER_DECODER decode_q4_1(const uint8_t* p, Sink&& sink) {
     const __m256 d = _mm256_set1_ps(h2f(p)), m = _mm256_set1_ps(h2f(p + 2));
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4));
-    const __m128i m4 = _mm_set1_epi8(0x0F);
     __m256i q[4];
-    u8x32_to_i32(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4), q);
+    u4x32_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4)), q);
     __m256 w[4];
     for (int g = 0; g < 4; ++g) w[g] = _mm256_add_ps(_mm256_mul_ps(to_f32(q[g]), d), m);
     sink(0, w);
@@ -89,9 +96,7 @@ ER_DECODER decode_q4_1(const uint8_t* p, Sink&& sink) {
 // Q5_0 / Q5_1: 4-bit values from qs plus the fifth bit from the 32-bit qh.
 inline void q5_values(const uint8_t* qh_bytes, const uint8_t* qs, __m256i q[4]) {
     const __m256i qh = _mm256_set1_epi32(int(load_u32(qh_bytes)));
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    u8x32_to_i32(_mm_and_si128(raw, m4), _mm_and_si128(_mm_srli_epi16(raw, 4), m4), q);
+    u4x32_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)), q);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
     for (int g = 0; g < 4; ++g) {
         const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(qh, _mm256_add_epi32(lane, _mm256_set1_epi32(8 * g))), one);
@@ -252,11 +257,45 @@ struct Lanes {
     }
 };
 
+// --------------------------------------------------------- batched forms --
+
+template <float (*kDot)(const void*, const float*, int64_t)>
+void dot_rows(const void* rows, uint64_t stride, int64_t n_rows, const float* x, int64_t n, float scale, float* out) {
+    for (int64_t j = 0; j < n_rows; ++j) out[j] = kDot(static_cast<const uint8_t*>(rows) + j * stride, x, n) * scale;
+}
+
+template <void (*kAxpy)(float, const void*, float*, int64_t)>
+void weighted_sum(const void* rows, uint64_t stride, const float* weights, int64_t n_rows, float* y, int64_t n) {
+    for (int64_t j = 0; j < n_rows; ++j) kAxpy(weights[j], static_cast<const uint8_t*>(rows) + j * stride, y, n);
+}
+
+// weighted_sum for rows whose 32-value chunks decode on their own (plain types and
+// Q8_0): each chunk of y stays in registers while every row adds to it, in row order.
+template <class Chunk>
+void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weights, int64_t n_rows, float* y,
+                          int64_t n) {
+    const auto* base = static_cast<const uint8_t*>(rows);
+    int64_t c = 0;
+    for (; c + 32 <= n; c += 32) {
+        __m256 acc[4];
+        for (int k = 0; k < 4; ++k) acc[k] = _mm256_loadu_ps(y + c + 8 * k);
+        for (int64_t j = 0; j < n_rows; ++j) {
+            __m256 w[4];
+            Chunk::load32(base + j * stride, c, w);
+            const __m256 a = _mm256_set1_ps(weights[j]);
+            for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(a, w[k], acc[k]);
+        }
+        for (int k = 0; k < 4; ++k) _mm256_storeu_ps(y + c + 8 * k, acc[k]);
+    }
+    for (; c < n; ++c)  // plain rows only: a tail shorter than 32
+        for (int64_t j = 0; j < n_rows; ++j) y[c] = __builtin_fmaf(weights[j], Chunk::load1(base + j * stride, c), y[c]);
+}
+
 // --------------------------------------------------------- quantized rows --
 
 #define ER_AVX2_QUANT(Name, QK, kBytes, decode)                                                        \
     struct Name {                                                                                      \
-        static float dot(const void* row, const float* x, int64_t n) {                                 \
+        __attribute__((always_inline)) static float dot(const void* row, const float* x, int64_t n) {  \
             const auto* p = static_cast<const uint8_t*>(row);                                          \
             Lanes lanes;                                                                               \
             for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), x += (QK))                           \
@@ -281,20 +320,31 @@ struct Lanes {
                     }                                                                                  \
                 });                                                                                    \
         }                                                                                              \
-        static constexpr RowKernels kernels{&dot, &dequant, &axpy};                                    \
+        static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum<&axpy>}; \
     };
 
 ER_AVX2_QUANT(Q4_0, 32, 18, decode_q4_0)
 ER_AVX2_QUANT(Q4_1, 32, 20, decode_q4_1)
 ER_AVX2_QUANT(Q5_0, 32, 22, decode_q5_0)
 ER_AVX2_QUANT(Q5_1, 32, 24, decode_q5_1)
-ER_AVX2_QUANT(Q8_0, 32, 34, decode_q8_0)
+ER_AVX2_QUANT(Q8_0_rows, 32, 34, decode_q8_0)
 ER_AVX2_QUANT(Q2_K, 256, 84, decode_q2_k)
 ER_AVX2_QUANT(Q3_K, 256, 110, decode_q3_k)
 ER_AVX2_QUANT(Q4_K, 256, 144, decode_q45_k<false>)
 ER_AVX2_QUANT(Q5_K, 256, 176, decode_q45_k<true>)
 ER_AVX2_QUANT(Q6_K, 256, 210, decode_q6_k)
 #undef ER_AVX2_QUANT
+
+// Q8_0 is also the KV cache's INT8 row: its weighted sum keeps y in registers.
+struct Q8_0 : Q8_0_rows {
+    static void load32(const uint8_t* row, int64_t c, __m256 w[4]) {
+        decode_q8_0(row + c / 32 * 34, [&](int, const __m256* v) {
+            for (int k = 0; k < 4; ++k) w[k] = v[k];
+        });
+    }
+    static float load1(const uint8_t*, int64_t) { return 0.0f; }  // rows are whole blocks
+    static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum_chunked<Q8_0>};
+};
 
 // ------------------------------------------------------------ plain rows --
 
@@ -312,7 +362,7 @@ inline __m256 load8(const uint8_t* p, int64_t i) {
 }
 
 template <int32_t kType>
-inline float load1(const uint8_t* p, int64_t i) {
+inline float plain_value(const uint8_t* p, int64_t i) {
     if constexpr (kType == 0) {
         float v;
         std::memcpy(&v, p + 4 * i, 4);
@@ -326,7 +376,7 @@ inline float load1(const uint8_t* p, int64_t i) {
 
 template <int32_t kType>
 struct Plain {
-    static float dot(const void* row, const float* x, int64_t n) {
+    __attribute__((always_inline)) static float dot(const void* row, const float* x, int64_t n) {
         const auto* p = static_cast<const uint8_t*>(row);
         Lanes lanes;
         const int64_t full = n / 32 * 32;
@@ -339,23 +389,27 @@ struct Plain {
         // The tail goes to lanes 0.. in order, exactly as the portable kernel does.
         float acc[kLanes];
         lanes.store(acc);
-        for (int64_t i = full; i < n; ++i) acc[i - full] = __builtin_fmaf(load1<kType>(p, i), x[i], acc[i - full]);
+        for (int64_t i = full; i < n; ++i) acc[i - full] = __builtin_fmaf(plain_value<kType>(p, i), x[i], acc[i - full]);
         return lane_sum(acc);
     }
     static void dequant(const void* row, float* y, int64_t n) {
         const auto* p = static_cast<const uint8_t*>(row);
         int64_t i = 0;
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load8<kType>(p, i));
-        for (; i < n; ++i) y[i] = load1<kType>(p, i);
+        for (; i < n; ++i) y[i] = plain_value<kType>(p, i);
     }
     static void axpy(float a, const void* row, float* y, int64_t n) {
         const auto* p = static_cast<const uint8_t*>(row);
         const __m256 va = _mm256_set1_ps(a);
         int64_t i = 0;
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load8<kType>(p, i), _mm256_loadu_ps(y + i)));
-        for (; i < n; ++i) y[i] = __builtin_fmaf(a, load1<kType>(p, i), y[i]);
+        for (; i < n; ++i) y[i] = __builtin_fmaf(a, plain_value<kType>(p, i), y[i]);
     }
-    static constexpr RowKernels kernels{&dot, &dequant, &axpy};
+    static void load32(const uint8_t* row, int64_t c, __m256 w[4]) {
+        for (int k = 0; k < 4; ++k) w[k] = load8<kType>(row, c + 8 * k);
+    }
+    static float load1(const uint8_t* row, int64_t i) { return plain_value<kType>(row, i); }
+    static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum_chunked<Plain>};
 };
 
 }  // namespace

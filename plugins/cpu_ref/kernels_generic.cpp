@@ -1,5 +1,7 @@
-// Portable row kernels: blocks.hpp decodes, plain loops accumulate in the canonical lane
-// order (kernels.hpp). Written so compilers vectorise the lane loops (NEON on aarch64).
+// Portable row kernels: blocks.hpp's values (decode_generic.hpp), plain loops that
+// accumulate in the canonical lane order (kernels.hpp), written so compilers vectorise
+// them (NEON on aarch64).
+#include "decode_generic.hpp"
 #include "kernels.hpp"
 
 #include <edgerun/quant/blocks.hpp>
@@ -27,22 +29,35 @@ namespace {
 using namespace edgerun::quant;
 
 // acc[lane0 + l] += w[l] * x[l] for l < n, fused (n + lane0 <= 32).
-inline void lanes_fma(float* acc, const float* w, const float* x, int n) {
+inline void lanes_fma(float* __restrict acc, const float* __restrict w, const float* __restrict x, int n) {
     for (int l = 0; l < n; ++l) acc[l] = std::fma(w[l], x[l], acc[l]);
+}
+
+// The batched attention forms, as the loops that define them.
+template <DotFn kDot>
+void dot_rows(const void* rows, uint64_t stride, int64_t n_rows, const float* x, int64_t n, float scale, float* out) {
+    for (int64_t j = 0; j < n_rows; ++j) out[j] = kDot(static_cast<const uint8_t*>(rows) + j * stride, x, n) * scale;
+}
+
+template <AxpyFn kAxpy>
+void weighted_sum(const void* rows, uint64_t stride, const float* weights, int64_t n_rows, float* y, int64_t n) {
+    for (int64_t j = 0; j < n_rows; ++j) kAxpy(weights[j], static_cast<const uint8_t*>(rows) + j * stride, y, n);
 }
 
 // ---------------------------------------------------------- plain types --
 
 // Converts values [i0, i0 + n) of a plain row to F32.
 template <int32_t kType>
-inline void plain_to_f32(const uint8_t* p, int64_t i0, int n, float* out) {
+inline void plain_to_f32(const uint8_t* __restrict p, int64_t i0, int n, float* __restrict out) {
     if constexpr (kType == 0) {
         std::memcpy(out, p + 4 * i0, size_t(n) * 4);
     } else {
-        for (int l = 0; l < n; ++l) {
-            uint16_t h;
-            std::memcpy(&h, p + 2 * (i0 + l), 2);
-            out[l] = kType == 1 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+        uint16_t h[kLanes];
+        std::memcpy(h, p + 2 * i0, size_t(n) * 2);
+        if (n == kLanes) {  // the common case, with a constant trip count
+            for (int l = 0; l < kLanes; ++l) out[l] = kType == 1 ? half_to_float(h[l]) : bf16_to_fp32(h[l]);
+        } else {
+            for (int l = 0; l < n; ++l) out[l] = kType == 1 ? half_to_float(h[l]) : bf16_to_fp32(h[l]);
         }
     }
 }
@@ -79,43 +94,52 @@ void axpy_plain(float a, const void* row, float* y, int64_t n) {
 
 // ------------------------------------------------------- quantized types --
 
-template <typename Block, int QK, void (*Decode)(const Block&, float*)>
+template <class Dec>
 struct Quant {
-    static Block block(const void* row, int64_t b) {
-        Block out;  // a copy: rows need not be aligned for Block
-        std::memcpy(&out, static_cast<const uint8_t*>(row) + b * int64_t(sizeof(Block)), sizeof out);
-        return out;
-    }
+    static constexpr int kChunks = Dec::kQK / kLanes;
 
     static float dot(const void* row, const float* x, int64_t n) {
+        const auto* p = static_cast<const uint8_t*>(row);
         float acc[kLanes] = {};
-        float w[QK];
-        for (int64_t b = 0; b < n / QK; ++b) {
-            Decode(block(row, b), w);
-            for (int c = 0; c < QK; c += kLanes) lanes_fma(acc, w + c, x + b * QK + c, kLanes);
+        float w[kLanes];
+        for (int64_t b = 0; b < n / Dec::kQK; ++b, p += Dec::kBytes) {
+            const auto state = Dec::prepare(p);
+            for (int c = 0; c < kChunks; ++c) {
+                Dec::chunk(p, state, c, w);
+                lanes_fma(acc, w, x + b * Dec::kQK + c * kLanes, kLanes);
+            }
         }
         return lane_sum(acc);
     }
 
     static void dequant(const void* row, float* y, int64_t n) {
-        for (int64_t b = 0; b < n / QK; ++b) Decode(block(row, b), y + b * QK);
-    }
-
-    static void axpy(float a, const void* row, float* y, int64_t n) {
-        float w[QK];
-        for (int64_t b = 0; b < n / QK; ++b) {
-            Decode(block(row, b), w);
-            float* out = y + b * QK;
-            for (int l = 0; l < QK; ++l) out[l] = std::fma(a, w[l], out[l]);
+        const auto* p = static_cast<const uint8_t*>(row);
+        for (int64_t b = 0; b < n / Dec::kQK; ++b, p += Dec::kBytes) {
+            const auto state = Dec::prepare(p);
+            for (int c = 0; c < kChunks; ++c) Dec::chunk(p, state, c, y + b * Dec::kQK + c * kLanes);
         }
     }
 
-    static constexpr RowKernels kernels{&dot, &dequant, &axpy};
+    static void axpy(float a, const void* row, float* y, int64_t n) {
+        const auto* p = static_cast<const uint8_t*>(row);
+        float w[kLanes];
+        for (int64_t b = 0; b < n / Dec::kQK; ++b, p += Dec::kBytes) {
+            const auto state = Dec::prepare(p);
+            for (int c = 0; c < kChunks; ++c) {
+                Dec::chunk(p, state, c, w);
+                float* out = y + b * Dec::kQK + c * kLanes;
+                for (int l = 0; l < kLanes; ++l) out[l] = std::fma(a, w[l], out[l]);
+            }
+        }
+    }
+
+    static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum<&axpy>};
 };
 
 template <int32_t kType>
 struct Plain {
-    static constexpr RowKernels kernels{&dot_plain<kType>, &dequant_plain<kType>, &axpy_plain<kType>};
+    static constexpr RowKernels kernels{&dot_plain<kType>, &dequant_plain<kType>, &axpy_plain<kType>,
+                                        &dot_rows<&dot_plain<kType>>, &weighted_sum<&axpy_plain<kType>>};
 };
 
 }  // namespace
@@ -125,16 +149,16 @@ const RowKernels* row_kernels(int32_t dtype) {
         case 0: return &Plain<0>::kernels;
         case 1: return &Plain<1>::kernels;
         case 30: return &Plain<30>::kernels;
-        case 2: return &Quant<BlockQ4_0, QK4_0, dequant_q4_0>::kernels;
-        case 3: return &Quant<BlockQ4_1, QK4_1, dequant_q4_1>::kernels;
-        case 6: return &Quant<BlockQ5_0, QK5_0, dequant_q5_0>::kernels;
-        case 7: return &Quant<BlockQ5_1, QK5_1, dequant_q5_1>::kernels;
-        case 8: return &Quant<BlockQ8_0, QK8_0, dequant_q8_0>::kernels;
-        case 10: return &Quant<BlockQ2_K, QK_K, dequant_q2_k>::kernels;
-        case 11: return &Quant<BlockQ3_K, QK_K, dequant_q3_k>::kernels;
-        case 12: return &Quant<BlockQ4_K, QK_K, dequant_q4_k>::kernels;
-        case 13: return &Quant<BlockQ5_K, QK_K, dequant_q5_k>::kernels;
-        case 14: return &Quant<BlockQ6_K, QK_K, dequant_q6_k>::kernels;
+        case 2: return &Quant<DecQ4_0>::kernels;
+        case 3: return &Quant<DecQ4_1>::kernels;
+        case 6: return &Quant<DecQ5<false>>::kernels;
+        case 7: return &Quant<DecQ5<true>>::kernels;
+        case 8: return &Quant<DecQ8_0>::kernels;
+        case 10: return &Quant<DecQ2_K>::kernels;
+        case 11: return &Quant<DecQ3_K>::kernels;
+        case 12: return &Quant<DecQ45_K<false>>::kernels;
+        case 13: return &Quant<DecQ45_K<true>>::kernels;
+        case 14: return &Quant<DecQ6_K>::kernels;
         default: return nullptr;
     }
 }

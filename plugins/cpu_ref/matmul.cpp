@@ -40,13 +40,18 @@ struct TaskMap {
 };
 
 void gemv(const MatmulOp& op, int32_t n_rows, ThreadPool& pool) {
-    const TaskMap map(op, kGemvRowsPerTask);
+    // Each row is one dot product wherever it runs, so the task size may follow the
+    // thread count: about 32 tasks per thread, at least kGemvRowsPerTask rows each.
+    int64_t total_rows = 0;
+    for (int32_t t = 0; t < op.n_targets; ++t) total_rows += op.targets[t].weight->rows;
+    const int64_t rows_per_task = std::max(kGemvRowsPerTask, total_rows / (32 * int64_t{pool.size()}));
+    const TaskMap map(op, rows_per_task);
     pool.run(map.total(), [&](int64_t task, int) {
         const int32_t t = map.target_of(task);
         const MatmulTarget& target = op.targets[t];
         const WeightRef& w = *target.weight;
-        const int64_t r0 = (task - map.begin[t]) * kGemvRowsPerTask;
-        const int64_t r1 = std::min(r0 + kGemvRowsPerTask, w.rows);
+        const int64_t r0 = (task - map.begin[t]) * rows_per_task;
+        const int64_t r1 = std::min(r0 + rows_per_task, w.rows);
         const DotFn dot = w.kernels->dot;
         for (int64_t r = r0; r < r1; ++r) {
             const uint8_t* row = w.row(r);

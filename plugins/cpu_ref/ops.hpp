@@ -17,8 +17,9 @@ namespace edgerun::cpu_ref {
 
 // ------------------------------------------------------------------ matmul --
 
-// Weight rows one GEMV task covers, and rows of one dequantized prefill tile. Fixed, so
-// the work each output element sees never depends on the thread count.
+// The fewest weight rows one GEMV task covers, and the rows of one dequantized prefill
+// tile. The tile is fixed, so each output element comes from a BLAS call of the same
+// shape whatever the thread count.
 inline constexpr int64_t kGemvRowsPerTask = 16;
 inline constexpr int64_t kGemmTileRows = 64;
 // Steps with at least this many rows multiply dequantized tiles with BLAS; fewer run a

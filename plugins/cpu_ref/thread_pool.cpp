@@ -44,20 +44,33 @@ void ThreadPool::work(int thread) {
 
 void ThreadPool::dispatch(int64_t n_tasks, TaskFn fn, void* ctx) {
     std::lock_guard<std::mutex> lock(run_mutex_);
+    // No worker is inside a job now (the last one waited for all that joined), so the
+    // job fields can be rewritten; opening joined_ with a release store publishes them
+    // to any worker that joins, even one still holding an older generation number.
     fn_ = fn;
     ctx_ = ctx;
     n_tasks_ = n_tasks;
     next_task_.store(0, std::memory_order_relaxed);
-    busy_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
+    finished_.store(0, std::memory_order_relaxed);
+    joined_.store(0, std::memory_order_release);
     generation_.fetch_add(1, std::memory_order_release);
     generation_.notify_all();
     work(0);
-    for (int spins = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spins) {
+    const uint32_t joined = joined_.fetch_or(kClosed, std::memory_order_acq_rel) & ~kClosed;
+    for (int spins = 0; finished_.load(std::memory_order_acquire) != joined; ++spins) {
         if (spins < kSpinsBeforeYield)
             cpu_relax();
         else
             std::this_thread::yield();
     }
+}
+
+bool ThreadPool::join() {
+    uint32_t state = joined_.load(std::memory_order_relaxed);
+    while (!(state & kClosed))
+        if (joined_.compare_exchange_weak(state, state + 1, std::memory_order_acquire, std::memory_order_relaxed))
+            return true;
+    return false;
 }
 
 void ThreadPool::worker_main(int thread) {
@@ -74,8 +87,9 @@ void ThreadPool::worker_main(int thread) {
         }
         seen = now;
         if (stop_.load(std::memory_order_relaxed)) return;
+        if (!join()) continue;  // too late: the caller already did it all
         work(thread);
-        busy_workers_.fetch_sub(1, std::memory_order_release);
+        finished_.fetch_add(1, std::memory_order_release);
     }
 }
 

@@ -3,6 +3,11 @@
 // changes its result (tasks write disjoint outputs), which is what makes results the
 // same for every thread count. Dispatch allocates nothing: the task is passed by
 // reference, workers spin briefly for the next dispatch and then sleep on a futex.
+//
+// The caller never waits for a worker that has not started: workers join a job while
+// it is open, the caller closes it once no task is left and waits only for those that
+// joined. On a machine busy with other work a descheduled worker therefore costs
+// nothing; the caller simply runs the tasks itself.
 #pragma once
 
 #include <atomic>
@@ -45,6 +50,7 @@ private:
     void dispatch(int64_t n_tasks, TaskFn fn, void* ctx);
     void worker_main(int thread);
     void work(int thread);
+    bool join();  // a worker enters the current job unless it is closed
 
     int n_threads_;
     std::vector<std::thread> workers_;
@@ -56,7 +62,10 @@ private:
     int64_t n_tasks_ = 0;
     alignas(64) std::atomic<int64_t> next_task_{0};
     alignas(64) std::atomic<uint32_t> generation_{0};
-    alignas(64) std::atomic<int> busy_workers_{0};
+    // Workers that joined the current job, with kClosed set once it takes no more.
+    alignas(64) std::atomic<uint32_t> joined_{0};
+    alignas(64) std::atomic<uint32_t> finished_{0};
+    static constexpr uint32_t kClosed = 1u << 31;
     std::atomic<bool> stop_{false};
 };
 

@@ -1,8 +1,14 @@
 // cpu_ref's row kernels and KV cache, tested directly (below the ABI).
 #include "helpers.hpp"
 
+#include "decode_generic.hpp"
 #include "kernels.hpp"
 #include "kv_cache.hpp"
+#include "thread_pool.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include <edgerun/quant/blocks.hpp>
 
@@ -85,6 +91,16 @@ TEST_CASE("dot, dequant and axpy: SIMD and portable kernels give the same bits, 
     }
 }
 
+TEST_CASE("the portable half conversion equals blocks.hpp for all 65536 halves") {
+    int mismatches = 0, first = -1;
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const float a = generic::half_to_float(uint16_t(h)), b = edgerun::quant::fp16_to_fp32(uint16_t(h));
+        if (std::memcmp(&a, &b, 4) != 0 && mismatches++ == 0) first = int(h);
+    }
+    CAPTURE(first);
+    CHECK(mismatches == 0);
+}
+
 TEST_CASE("types without kernels are refused") {
     CHECK(row_kernels(16) == nullptr);  // IQ2_XXS
     CHECK_FALSE(dtype_supported(16));
@@ -136,4 +152,82 @@ TEST_CASE("the Q8 cache refuses head dims that are not whole blocks") {
     p.kv_type = ER_KV_F16;
     KvCache f16(p);
     CHECK(f16.k_row_bytes() == 160);
+}
+
+TEST_CASE("dot_rows and weighted_sum are exactly the loops they batch, on every kernel set") {
+    std::mt19937 rng(8);
+    for (int32_t dtype : {0, 1, 30, 8, 12, 3}) {
+        for (int64_t width : widths_for(dtype)) {
+            CAPTURE(dtype);
+            CAPTURE(width);
+            const int64_t n_rows = 13, gap = 2;  // rows of one head are `gap` rows apart, as in the cache
+            Weights w;
+            const int32_t id = w.add_random("rows", dtype, width, n_rows * gap, rng);
+            const auto& desc = w.descs()[id];
+            const uint64_t stride = *edgerun::row_bytes(dtype, width) * gap;
+            const auto x = cpu_ref_test::random_vector(width, rng);
+            const auto weights = cpu_ref_test::random_vector(n_rows, rng);
+            const auto start = cpu_ref_test::random_vector(width, rng);
+            for (Isa isa : {Isa::Generic, Isa::Avx2}) {
+                if (!isa_available(isa)) continue;
+                const RowKernels* k = row_kernels(dtype, isa);
+                std::vector<float> scores(n_rows), want_scores(n_rows);
+                k->dot_rows(desc.data, stride, n_rows, x.data(), width, 0.125f, scores.data());
+                std::vector<float> sum = start, want_sum = start;
+                k->weighted_sum(desc.data, stride, weights.data(), n_rows, sum.data(), width);
+                for (int64_t j = 0; j < n_rows; ++j) {
+                    const auto* row = static_cast<const uint8_t*>(desc.data) + j * stride;
+                    want_scores[j] = k->dot(row, x.data(), width) * 0.125f;
+                    k->axpy(weights[j], row, want_sum.data(), width);
+                }
+                CHECK(cpu_ref_test::bit_equal(scores, want_scores));
+                CHECK(cpu_ref_test::bit_equal(sum, want_sum));
+                // And the SIMD set equals the portable one.
+                const RowKernels* g = row_kernels(dtype, Isa::Generic);
+                std::vector<float> generic_scores(n_rows), generic_sum = start;
+                g->dot_rows(desc.data, stride, n_rows, x.data(), width, 0.125f, generic_scores.data());
+                g->weighted_sum(desc.data, stride, weights.data(), n_rows, generic_sum.data(), width);
+                CHECK(cpu_ref_test::bit_equal(scores, generic_scores));
+                CHECK(cpu_ref_test::bit_equal(sum, generic_sum));
+            }
+        }
+    }
+}
+
+TEST_CASE("thread pool: every task runs exactly once, for any thread count and job size") {
+    for (int threads : {1, 2, 3, 5}) {
+        ThreadPool pool(threads);
+        CHECK(pool.size() == threads);
+        std::vector<std::atomic<int>> hits(64);
+        std::atomic<int> bad_thread{0};
+        for (int round = 0; round < 3000; ++round) {
+            const int n = 1 + round % 64;
+            for (int i = 0; i < n; ++i) hits[i].store(0);
+            pool.run(n, [&](int64_t i, int thread) {
+                hits[i].fetch_add(1);
+                if (thread < 0 || thread >= threads) bad_thread.fetch_add(1);
+            });
+            int wrong = 0;
+            for (int i = 0; i < n; ++i) wrong += hits[i].load() != 1;
+            REQUIRE(wrong == 0);
+        }
+        CHECK(bad_thread.load() == 0);
+        // Workers really take part: 64 slow tasks (12.8 ms in all) are not all left to the caller.
+        std::atomic<int> on_workers{0};
+        pool.run(64, [&](int64_t, int thread) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            if (thread != 0) on_workers.fetch_add(1);
+        });
+        CHECK((on_workers.load() > 0) == (threads > 1));
+    }
+    // Two callers sharing one pool take turns.
+    ThreadPool pool(3);
+    std::atomic<long> total{0};
+    auto caller = [&] {
+        for (int round = 0; round < 500; ++round) pool.run(17, [&](int64_t, int) { total.fetch_add(1); });
+    };
+    std::thread a(caller), b(caller);
+    a.join();
+    b.join();
+    CHECK(total.load() == 2 * 500 * 17);
 }

@@ -51,7 +51,7 @@ CONVERSATIONS = [
 ]
 
 
-def render(env, source, bos, eos, messages, add_generation_prompt, thinking, date):
+def render(template, bos, eos, messages, add_generation_prompt, thinking, date):
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
 
@@ -66,7 +66,7 @@ def render(env, source, bos, eos, messages, add_generation_prompt, thinking, dat
     if date is not None:
         variables["date_string"] = date
     try:
-        return env.from_string(source).render(**variables)
+        return template.render(**variables)
     except jinja2.exceptions.TemplateError:
         return None
 
@@ -87,10 +87,10 @@ def main():
         with open(os.path.join(HERE, "chat_templates", name + ".jinja"), encoding="utf-8") as f:
             templates.append((name, f.read(), family, bos, eos))
     if args.model:
-        import gguf
-        r = gguf.GGUFReader(args.model)
-        field = r.fields["tokenizer.chat_template"]
-        source = bytes(field.parts[field.data[0]]).decode("utf-8")
+        import llama_reference
+        lc, model, _ = llama_reference.load_vocab(args.model)
+        source = lc.llama_model_chat_template(model, None).decode("utf-8")
+        lc.llama_model_free(model)
         templates.append((os.path.basename(args.model), source, "chatml", "<|im_start|>", "<|im_end|>"))
 
     # transformers' environment: trim_blocks and lstrip_blocks change the output whitespace.
@@ -99,11 +99,12 @@ def main():
     with open(args.out, "w") as f:
         f.write("edgerun-chat-cases 1\n")
         for name, source, family, bos, eos in templates:
+            compiled = env.from_string(source)
             for messages in CONVERSATIONS:
                 for add_generation_prompt in (True, False):
                     for thinking in ((None, False, True) if family == "qwen3" else (None,)):
                         for date in ((None, "02 Jan 2025") if name.startswith("llama-3.2") else (None,)):
-                            out = render(env, source, bos, eos, messages, add_generation_prompt, thinking, date)
+                            out = render(compiled, bos, eos, messages, add_generation_prompt, thinking, date)
                             f.write("case %s %s %s %s %d %d %s\n" % (
                                 name, family, hexs(source), " ".join([hexs(bos), hexs(eos)]),
                                 int(add_generation_prompt), -1 if thinking is None else int(thinking),

@@ -6,10 +6,8 @@
         pre-tokenizer family, llama-spm's dressed up as Phi-3.
     llama_reference.py cases --vocab GGUF --out FILE [--corpus small|full]
         Every corpus string tokenized with each add_special/parse_special combination,
-        with llama_detokenize of the result; plus every token's attributes and pieces.
-    llama_reference.py dump --vocab GGUF --out FILE
-        The vocabulary in the neutral text form edgerun_text_check reads without a
-        format plugin (interim, until the GGUF plugin is on main).
+        with llama_detokenize of the result and the pieces decoded as a stream would
+        show them; plus every token's attributes, EOG flag and pieces.
 
 All strings are written hex-encoded, so any bytes survive. The corpus is deterministic.
 """
@@ -116,7 +114,7 @@ def piece(lc, vocab, token, special):
     raise RuntimeError("llama_token_to_piece failed")
 
 
-def write_cases(vocab_path, out_path, which):
+def write_cases(vocab_path, out_path, which, with_tokens=True):
     lc, model, vocab = load_vocab(vocab_path)
     texts = corpus.strings(which)
     n_tokens = lc.llama_vocab_n_tokens(vocab)
@@ -130,7 +128,7 @@ def write_cases(vocab_path, out_path, which):
         for k, v in ids.items():
             f.write(f"{k} {v}\n")
         f.write(f"tokens {n_tokens}\n")
-        for t in range(n_tokens):
+        for t in range(n_tokens if with_tokens else 0):
             f.write("token %d %d %d %s %s\n" % (t, lc.llama_vocab_get_attr(vocab, t), int(lc.llama_vocab_is_eog(vocab, t)),
                                                hexs(piece(lc, vocab, t, False)), hexs(piece(lc, vocab, t, True))))
         for text in texts:
@@ -141,59 +139,12 @@ def write_cases(vocab_path, out_path, which):
                     f.write("ids %s\n" % " ".join(map(str, got)))
                     f.write("detok %s %s\n" % (hexs(detokenize(lc, vocab, got, False, False)),
                                                hexs(detokenize(lc, vocab, got, True, True))))
+                    # What a streaming decoder must show: the pieces as Python decodes them,
+                    # each maximal ill-formed subsequence as one U+FFFD.
+                    stream = b"".join(piece(lc, vocab, t, False) for t in got).decode("utf-8", "replace")
+                    f.write("stream %s\n" % hexs(stream.encode("utf-8")))
         f.write("end\n")
     lc.llama_model_free(model)
-
-
-# ------------------------------------------------------------------- dump --
-
-def dump(vocab_path, out_path):
-    import gguf
-    r = gguf.GGUFReader(vocab_path)
-
-    def get(key, default=None):
-        f = r.fields.get(key)
-        if f is None:
-            return default
-        if f.types[0] == gguf.GGUFValueType.STRING:
-            return bytes(f.parts[f.data[0]])
-        return f.contents()
-
-    def raw_list(key):
-        f = r.fields.get(key)
-        return [] if f is None else [bytes(f.parts[i]) for i in f.data]
-
-    model = get("tokenizer.ggml.model", b"")
-    kind = {b"llama": 1, b"gpt2": 2}.get(model, 0)
-    tokens = raw_list("tokenizer.ggml.tokens")
-    scores = get("tokenizer.ggml.scores")
-    types = get("tokenizer.ggml.token_type")
-    merges = raw_list("tokenizer.ggml.merges")
-    with open(out_path, "w") as f:
-        f.write("edgerun-vocab-dump 1\n")
-        f.write(f"kind {kind}\n")
-        for name, key in [("model", "tokenizer.ggml.model"), ("pre", "tokenizer.ggml.pre"),
-                          ("name", "general.name"), ("template", "tokenizer.chat_template")]:
-            f.write(f"{name} {hexs(get(key, b''))}\n")
-        for name, key in [("bos", "bos_token_id"), ("eos", "eos_token_id"), ("eot", "eot_token_id"),
-                          ("eom", "eom_token_id"), ("unk", "unknown_token_id"), ("pad", "padding_token_id"),
-                          ("sep", "seperator_token_id"), ("fim_pre", "fim_pre_token_id"),
-                          ("fim_suf", "fim_suf_token_id"), ("fim_mid", "fim_mid_token_id"),
-                          ("fim_pad", "fim_pad_token_id"), ("fim_rep", "fim_rep_token_id"),
-                          ("fim_sep", "fim_sep_token_id")]:
-            f.write(f"{name} {get('tokenizer.ggml.' + key, -1)}\n")
-        for name, key in [("add_bos", "add_bos_token"), ("add_eos", "add_eos_token"),
-                          ("add_space_prefix", "add_space_prefix")]:
-            v = get("tokenizer.ggml." + key)
-            f.write(f"{name} {-1 if v is None else int(bool(v))}\n")
-        f.write(f"tokens {len(tokens)}\n")
-        for i, t in enumerate(tokens):
-            score = float(scores[i]) if scores is not None else 0.0
-            ty = int(types[i]) if types is not None else 1
-            f.write("%s %r %d\n" % (hexs(t), score, ty))
-        f.write(f"merges {len(merges)}\n")
-        for m in merges:
-            f.write(hexs(m) + "\n")
 
 
 def main():
@@ -206,16 +157,11 @@ def main():
     c.add_argument("--vocab", required=True)
     c.add_argument("--out", required=True)
     c.add_argument("--corpus", default="full", choices=["small", "full"])
-    d = sub.add_parser("dump")
-    d.add_argument("--vocab", required=True)
-    d.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.cmd == "variants":
         make_variants(args.vocab_dir, args.out)
-    elif args.cmd == "cases":
-        write_cases(args.vocab, args.out, args.corpus)
     else:
-        dump(args.vocab, args.out)
+        write_cases(args.vocab, args.out, args.corpus)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
 //   edgerun_text_check cases VOCAB CASES     ids, detokenization, attributes and pieces
 //                                            against llama.cpp (tests/text/llama_reference.py)
 //   edgerun_text_check inp VOCAB INP OUT     llama.cpp's test-tokenizer-0 vectors
+//   edgerun_text_check chat CASES            chat templates against jinja2 (chat_reference.py)
+//   edgerun_text_check probe VOCAB LEAD      for scripts/check_unicode_classes.py
 //
-// VOCAB is a model file, opened through the format plugins, or a vocabulary dump from
-// llama_reference.py (file name ending in .vocab).
+// VOCAB is a model file, opened through the format plugin that claims it.
 #include "text_check_util.hpp"
 
 #include <edgerun/text/chat_template.hpp>
@@ -66,7 +67,7 @@ int run_cases(const Tokenizer& tok, const std::string& label, const std::string&
         ++failures;
         if (shown++ < 25) std::cout << "  MISMATCH " << what << "\n";
     };
-    int n_cases = 0, n_tokens_checked = 0;
+    int n_cases = 0, n_tokens_checked = 0, n_streams = 0;
     std::string word;
     std::string text;
     bool add_special = false, parse_special = false;
@@ -119,6 +120,15 @@ int run_cases(const Tokenizer& tok, const std::string& label, const std::string&
             if (got != want)
                 fail("'" + show(text) + "' add_special=" + std::to_string(add_special) + " parse_special=" +
                      std::to_string(parse_special) + "\n      want " + join(want) + "\n      have " + join(got));
+        } else if (word == "stream") {
+            std::string want;
+            ls >> want;
+            StreamDecoder stream(tok);
+            std::string have;
+            for (TokenId id : got) have += stream.push(id);
+            have += stream.flush();
+            if (have != unhex(want)) fail("stream '" + show(text) + "': want '" + show(unhex(want)) + "' have '" + show(have) + "'");
+            ++n_streams;
         } else if (word == "detok") {
             std::string d0, d1;
             ls >> d0 >> d1;
@@ -127,8 +137,8 @@ int run_cases(const Tokenizer& tok, const std::string& label, const std::string&
             if (have1 != unhex(d1)) fail("detokenize(special) '" + show(text) + "': want '" + show(unhex(d1)) + "' have '" + show(have1) + "'");
         }
     }
-    std::cout << label << ": " << (n_cases - 0) << " encodings, " << n_tokens_checked << " token pieces/attributes; "
-              << failures << " mismatches\n";
+    std::cout << label << ": " << n_cases << " encodings (with detokenization), " << n_streams << " streamed decodings, "
+              << n_tokens_checked << " token pieces/attributes; " << failures << " mismatches\n";
     return failures == 0 ? 0 : 1;
 }
 

@@ -1,6 +1,7 @@
 #include <edgerun/text/chat_template.hpp>
 
 #include <edgerun/host_api.hpp>
+#include <edgerun/text/tokenizer.hpp>
 #include <edgerun/text/unicode.hpp>
 
 #include <ctime>
@@ -329,6 +330,25 @@ std::string ChatTemplate::format_gemma(const std::vector<ChatMessage>& messages,
     }
     if (options.add_generation_prompt) out += "<start_of_turn>model\n";
     return out;
+}
+
+ChatTemplate chat_template_for(const Tokenizer& tokenizer, std::string_view override_name) {
+    const std::string bos = tokenizer.valid(tokenizer.bos()) ? tokenizer.token_text(tokenizer.bos()) : "";
+    const std::string eos = tokenizer.valid(tokenizer.eos()) ? tokenizer.token_text(tokenizer.eos()) : "";
+    if (!override_name.empty()) return ChatTemplate::named(override_name, bos, eos);
+    return ChatTemplate::detect(tokenizer.chat_template(), bos, eos);
+}
+
+std::vector<TokenId> encode_chat_prompt(const Tokenizer& tokenizer, std::string prompt, bool add_special) {
+    if (add_special && tokenizer.add_bos() && tokenizer.valid(tokenizer.bos())) {
+        const std::string& bos = tokenizer.token_text(tokenizer.bos());
+        if (starts_with(prompt, bos)) prompt.erase(0, bos.size());
+    }
+    if (add_special && tokenizer.add_eos() && tokenizer.valid(tokenizer.eos())) {
+        const std::string& eos = tokenizer.token_text(tokenizer.eos());
+        if (ends_with(prompt, eos)) prompt.resize(prompt.size() - eos.size());
+    }
+    return tokenizer.encode(prompt, add_special, /*parse_special=*/true);
 }
 
 }  // namespace edgerun::text

@@ -182,9 +182,7 @@ const char kReplacement[] = "\xEF\xBF\xBD";
 
 }  // namespace
 
-std::string StreamDecoder::push(TokenId id) { return push_bytes(tokenizer_->token_to_piece(id, special_)); }
-
-std::string StreamDecoder::push_bytes(std::string_view bytes) {
+std::string Utf8Stream::push(std::string_view bytes) {
     pending_.append(bytes);
     std::string out;
     size_t i = 0;
@@ -205,7 +203,7 @@ std::string StreamDecoder::push_bytes(std::string_view bytes) {
     return out;
 }
 
-std::string StreamDecoder::flush() {
+std::string Utf8Stream::flush() {
     std::string out;
     size_t i = 0;
     while (i < pending_.size()) {

@@ -1,8 +1,8 @@
 #include "regex.hpp"
 
+#include <edgerun/host_api.hpp>
 #include <edgerun/text/unicode.hpp>
 
-#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -116,7 +116,7 @@ public:
 
 private:
     [[noreturn]] void fail(const std::string& what) const {
-        throw std::runtime_error("pre-tokenizer pattern '" + re_.pattern_ + "': " + what);
+        throw Error("pre-tokenizer pattern '" + re_.pattern_ + "': " + what, ER_E_UNSUPPORTED);
     }
 
     bool at_end() const { return i_ >= p_.size(); }
@@ -168,6 +168,7 @@ private:
                     i_ += 2;
                 }
                 add_group(kind, node);
+                if (kind == Regex::Node::Group) make_unit_group(node);
                 return node;
             }
             case '[': return class_node(parse_bracket());
@@ -191,6 +192,62 @@ private:
                 return class_node(std::move(cls));
             }
         }
+    }
+
+    // The classes of an alternation whose branches are each one plain single-unit class.
+    bool single_unit_classes(int alternation, std::vector<int>& classes) const {
+        for (const auto& branch : re_.alternations_[alternation].branches) {
+            if (branch.nodes.size() != 1) return false;
+            const Regex::Node& n = branch.nodes[0];
+            if (n.min != 1 || n.max != 1) return false;
+            if (n.kind == Regex::Node::Class) {
+                classes.push_back(n.index);
+            } else if (n.kind == Regex::Node::UnitGroup) {
+                for (const auto& inner : re_.unit_groups_[n.index]) {
+                    if (!inner.tests.empty()) return false;
+                    classes.push_back(inner.cls);
+                }
+            } else {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // Turns a group that always consumes exactly one unit into a UnitGroup: each branch
+    // is lookaheads on that unit followed by one single-unit class or unit group.
+    void make_unit_group(Regex::Node& node) {
+        std::vector<Regex::UnitBranch> branches;
+        for (const auto& seq : re_.alternations_[node.index].branches) {
+            std::vector<Regex::UnitBranch::Test> tests;
+            bool consumed = false;
+            for (const Regex::Node& n : seq.nodes) {
+                if (consumed) return;  // anything after the unit looks at the next one
+                if (n.kind == Regex::Node::Lookahead || n.kind == Regex::Node::NegativeLookahead) {
+                    Regex::UnitBranch::Test test{n.kind == Regex::Node::NegativeLookahead, {}};
+                    if (!single_unit_classes(n.index, test.classes)) return;
+                    tests.push_back(std::move(test));
+                    continue;
+                }
+                if (n.min != 1 || n.max != 1) return;
+                if (n.kind == Regex::Node::Class) {
+                    branches.push_back({tests, n.index});
+                } else if (n.kind == Regex::Node::UnitGroup) {
+                    for (const auto& inner : re_.unit_groups_[n.index]) {
+                        Regex::UnitBranch b{tests, inner.cls};
+                        b.tests.insert(b.tests.end(), inner.tests.begin(), inner.tests.end());
+                        branches.push_back(std::move(b));
+                    }
+                } else {
+                    return;
+                }
+                consumed = true;
+            }
+            if (!consumed) return;
+        }
+        node.kind = Regex::Node::UnitGroup;
+        node.index = int(re_.unit_groups_.size());
+        re_.unit_groups_.push_back(std::move(branches));
     }
 
     Regex::Node class_node(Regex::CharClass cls) {
@@ -395,6 +452,8 @@ private:
 
 class RegexMatcher {
 public:
+    static constexpr int kMaxGroupRepetitions = 2000;
+
     RegexMatcher(const Regex& re, const uint32_t* units, size_t begin, size_t end)
         : re_(re), u_(units), begin_(begin), end_(end) {}
 
@@ -419,20 +478,40 @@ private:
         return hit != cls.negated;
     }
 
+    bool unit_matches(int group, uint32_t u) const {
+        for (const auto& branch : re_.unit_groups_[group]) {
+            bool ok = class_matches(branch.cls, u);
+            for (size_t t = 0; ok && t < branch.tests.size(); ++t) {
+                bool any = false;
+                for (int c : branch.tests[t].classes) any = any || class_matches(c, u);
+                ok = any != branch.tests[t].negative;
+            }
+            if (ok) return true;
+        }
+        return false;
+    }
+
+    // A single-unit atom repeated greedily: the longest run, then shorter ones.
+    template <typename Matches>
+    bool repeat_unit(const Regex::Node& node, size_t pos, Continuation next, Matches matches) const {
+        const size_t limit = node.max < 0 ? end_ - pos : std::min(end_ - pos, size_t(node.max));
+        size_t n = 0;
+        while (n < limit && matches(u_[pos + n])) ++n;
+        if (n < size_t(node.min)) return false;
+        for (size_t c = n + 1; c-- > size_t(node.min);)
+            if (next(pos + c)) return true;
+        return false;
+    }
+
     bool sequence(const Regex::Sequence& seq, size_t i, size_t pos, Continuation k) const {
         if (i == seq.nodes.size()) return k(pos);
         const Regex::Node& node = seq.nodes[i];
         auto next = [&](size_t p) { return sequence(seq, i + 1, p, k); };
         switch (node.kind) {
-            case Regex::Node::Class: {
-                const size_t limit = node.max < 0 ? end_ - pos : std::min(end_ - pos, size_t(node.max));
-                size_t n = 0;
-                while (n < limit && class_matches(node.index, u_[pos + n])) ++n;
-                if (n < size_t(node.min)) return false;
-                for (size_t c = n + 1; c-- > size_t(node.min);)
-                    if (next(pos + c)) return true;
-                return false;
-            }
+            case Regex::Node::Class:
+                return repeat_unit(node, pos, Continuation(next), [&](uint32_t u) { return class_matches(node.index, u); });
+            case Regex::Node::UnitGroup:
+                return repeat_unit(node, pos, Continuation(next), [&](uint32_t u) { return unit_matches(node.index, u); });
             case Regex::Node::Group: return repeat(node, 0, pos, Continuation(next));
             case Regex::Node::Lookahead:
             case Regex::Node::NegativeLookahead: {
@@ -446,8 +525,14 @@ private:
         return false;
     }
 
-    // Greedy repetition of a group: as many as possible, backing off one at a time.
+    // Greedy repetition of a group: as many as possible, backing off one at a time. Each
+    // repetition nests a call, so a bound turns a pathological input into an error
+    // instead of a stack overflow (llama.cpp's std::regex crashes there).
     bool repeat(const Regex::Node& node, int count, size_t pos, Continuation k) const {
+        if (count > kMaxGroupRepetitions)
+            throw Error("pre-tokenizer pattern '" + re_.pattern() + "': a group repeats more than " +
+                            std::to_string(kMaxGroupRepetitions) + " times in one match (text too long for it)",
+                        ER_E_INVALID_ARGUMENT);
         if (node.max < 0 || count < node.max) {
             auto more = [&](size_t p) {
                 if (p == pos && count >= node.min) return false;  // an empty iteration ends the loop

@@ -35,14 +35,15 @@ std::vector<uint32_t> regex_units(const std::vector<uint32_t>& cps, RegexMode mo
 
 class Regex {
 public:
-    // Throws std::runtime_error naming the problem for a pattern outside the subset.
+    // Throws Error naming the problem for a pattern outside the subset.
     Regex(std::string_view pattern, RegexMode mode);
 
     RegexMode mode() const { return mode_; }
     const std::string& pattern() const { return pattern_; }
 
     // Leftmost non-empty match in units[begin, end) that starts at or after `from`.
-    // `begin` and `end` are the subject's bounds (for ^, $ and lookaheads).
+    // `begin` and `end` are the subject's bounds (for ^, $ and lookaheads). Throws Error
+    // when a repeated group would nest deeper than the stack allows.
     bool search(const uint32_t* units, size_t begin, size_t end, size_t from, size_t& match_begin,
                 size_t& match_end) const;
 
@@ -51,6 +52,7 @@ public:
     struct Node;
     struct Sequence;
     struct Alternation;
+    struct UnitBranch;
 
 private:
     friend class RegexParser;
@@ -60,6 +62,7 @@ private:
     RegexMode mode_;
     std::vector<CharClass> classes_;
     std::vector<Alternation> alternations_;  // [0] is the whole pattern
+    std::vector<std::vector<UnitBranch>> unit_groups_;
 };
 
 // Class predicates, evaluated per mode.
@@ -78,8 +81,9 @@ struct Regex::CharClass {
 };
 
 struct Regex::Node {
-    enum Kind : uint8_t { Class, Group, Lookahead, NegativeLookahead, LineStart, LineEnd } kind = Class;
-    int index = 0;  // CharClass index for Class, Alternation index for groups and lookaheads
+    enum Kind : uint8_t { Class, Group, UnitGroup, Lookahead, NegativeLookahead, LineStart, LineEnd } kind = Class;
+    int index = 0;  // CharClass index for Class, Alternation index for groups and lookaheads,
+                    // unit_groups_ index for UnitGroup
     int min = 1;
     int max = 1;    // -1: unbounded
 };
@@ -90,6 +94,18 @@ struct Regex::Sequence {
 
 struct Regex::Alternation {
     std::vector<Sequence> branches;
+};
+
+// A group that always consumes exactly one unit, such as ((?=[\p{L}])([^a-z])): it is
+// matched like a character class, so repeating it costs no recursion. One branch: the
+// unit must pass every lookahead test and then match `cls`.
+struct Regex::UnitBranch {
+    struct Test {
+        bool negative;
+        std::vector<int> classes;  // the lookahead holds when any of them matches
+    };
+    std::vector<Test> tests;
+    int cls;
 };
 
 }  // namespace edgerun::text::detail

@@ -96,8 +96,9 @@ void Tokenizer::load_tokens(const Vocab& vocab) {
         clean_spaces_ = false;
     }
 
+    // Filled like llama.cpp's token_to_id (no reserve, ids in order), so that iterating
+    // it visits tokens in the same order: see detect_special_tokens.
     tokens_.resize(vocab.tokens.size());
-    token_ids_.reserve(vocab.tokens.size());
     for (size_t i = 0; i < vocab.tokens.size(); ++i) {
         Token& t = tokens_[i];
         t.text = vocab.tokens[i].text.empty() ? "[EMPTY_" + std::to_string(i) + "]" : vocab.tokens[i].text;
@@ -161,7 +162,10 @@ void Tokenizer::detect_special_tokens() {
             mark_control(id);
         }
     };
-    for (TokenId id = 0; id < n_tokens(); ++id) {
+    // When several tokens fit a role, llama.cpp takes the first its hash map yields;
+    // token_ids_ is the same container filled the same way, so it yields the same one.
+    for (const auto& entry : token_ids_) {
+        const TokenId id = entry.second;
         detect(eot_, kEotTexts, id);
         detect(eom_, {"<|eom_id|>"}, id);
         detect(fim_pre_, kFimPreTexts, id);

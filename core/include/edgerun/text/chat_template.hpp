@@ -8,6 +8,8 @@
 // are read from the source too.
 #pragma once
 
+#include <edgerun/text/vocab.hpp>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,5 +81,16 @@ private:
     bool phi3_eos_without_prompt_ = true; // Phi-3.5: eos_token when no generation prompt
     bool gemma_system_in_first_turn_ = true;  // Gemma 3 folds the system prompt; Gemma 2 refuses it
 };
+
+class Tokenizer;
+
+// The chat template for a tokenizer's model: the named family when `override_name` is
+// not empty (the --chat-template option), else the family of the model's own template.
+ChatTemplate chat_template_for(const Tokenizer& tokenizer, std::string_view override_name = {});
+
+// The tokens of a formatted prompt: the special tokens it spells become tokens, and
+// BOS/EOS are added as the model asks (add_special) but not doubled when the template
+// already wrote them, as llama.cpp does.
+std::vector<TokenId> encode_chat_prompt(const Tokenizer& tokenizer, std::string prompt, bool add_special);
 
 }  // namespace edgerun::text

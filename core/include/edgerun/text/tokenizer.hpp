@@ -134,26 +134,34 @@ private:
     std::vector<std::string> pieces_;     // token_to_piece(id, special=true)
 };
 
-// Turns a stream of tokens into text without ever emitting part of a UTF-8 character:
-// bytes of a character split across tokens are held until it completes, and bytes that
-// can never form a character come out as U+FFFD (one per maximal ill-formed subpart,
-// as Unicode recommends and Python's errors="replace" does).
+// Holds back the bytes of a UTF-8 character until it is complete, so text can be shown
+// as it arrives without ever showing half a character. Bytes that can never form a
+// character come out as U+FFFD, one per maximal ill-formed subpart (as Unicode
+// recommends, and Python's errors="replace" does).
+class Utf8Stream {
+public:
+    // The text that became complete with these bytes (possibly empty).
+    std::string push(std::string_view bytes);
+    // End of stream: whatever is held comes out, an unfinished character as U+FFFD.
+    std::string flush();
+
+private:
+    std::string pending_;
+};
+
+// Turns a stream of generated tokens into text, character by whole character.
 class StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tokenizer, bool special = false)
         : tokenizer_(&tokenizer), special_(special) {}
 
-    // The text that became complete with this token (possibly empty).
-    std::string push(TokenId id);
-    // Raw bytes, for callers that have pieces already.
-    std::string push_bytes(std::string_view bytes);
-    // End of stream: whatever is held comes out, an unfinished character as U+FFFD.
-    std::string flush();
+    std::string push(TokenId id) { return utf8_.push(tokenizer_->token_to_piece(id, special_)); }
+    std::string flush() { return utf8_.flush(); }
 
 private:
     const Tokenizer* tokenizer_;
     bool special_;
-    std::string pending_;
+    Utf8Stream utf8_;
 };
 
 }  // namespace edgerun::text

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The generation commands through the real binary on the default model: what goes to
+stdout, errors before work, Ctrl-C, chat KV reuse, eval and bench output.
+    test_generation_cli.py EDGERUN MODEL WORKDIR
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+EDGERUN, MODEL, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(WORK, exist_ok=True)
+failures = []
+
+
+def run(*args, input=None, timeout=600):
+    return subprocess.run([EDGERUN, *args], input=input, capture_output=True, text=True, timeout=timeout)
+
+
+def check(name, condition, detail=""):
+    print(f"{'ok  ' if condition else 'FAIL'} {name}" + (f": {detail}" if detail and not condition else ""))
+    if not condition:
+        failures.append(name)
+
+
+def generation_to_stdout_only():
+    tokens_out = os.path.join(WORK, "tokens.json")
+    r = run("-m", MODEL, "-p", "The capital of France is", "-n", "12", "--temp", "0", "--threads", "2",
+            "--tokens-out", tokens_out)
+    check("generation exits 0", r.returncode == 0, r.stderr)
+    ids = json.load(open(tokens_out))
+    check("12 tokens generated", len(ids["generated"]) == 12, ids)
+    check("stdout holds only the generated text", "prompt:" not in r.stdout and "tok/s" not in r.stdout, r.stdout)
+    check("summary on stderr", "prompt: " in r.stderr and "generate: 12 tokens" in r.stderr and "peak RSS" in r.stderr,
+          r.stderr)
+    again = run("-m", MODEL, "-p", "The capital of France is", "-n", "12", "--temp", "0", "--threads", "1")
+    check("greedy output is the same for another thread count", again.stdout == r.stdout, (again.stdout, r.stdout))
+    seeded = [run("-m", MODEL, "-p", "Once upon a time", "-n", "16", "--temp", "0.9", "--seed", "7", "--threads", "2")
+              for _ in range(2)]
+    check("the same seed gives the same text", seeded[0].stdout == seeded[1].stdout and seeded[0].stdout != "")
+
+
+def errors_before_work():
+    r = run("-m", MODEL, "-p", "hello " * 40, "-c", "32", "-n", "8")
+    check("prompt longer than the context is refused", r.returncode != 0 and "exceed the context" in r.stderr,
+          r.stderr)
+    check("... with nothing on stdout", r.stdout == "", r.stdout)
+    check("... in one line", len(r.stderr.strip().splitlines()) == 1, r.stderr)
+    r = run("-m", os.path.join(WORK, "missing.gguf"), "-p", "x")
+    check("missing model file named", r.returncode != 0 and "missing.gguf: no such file" in r.stderr, r.stderr)
+    r = run("-m", MODEL, "-p", "x", "--kv-type", "q4")
+    check("bad --kv-type named", r.returncode == 2 and "--kv-type: 'q4'" in r.stderr, r.stderr)
+    r = run("-m", MODEL, "-p", "x", "--bogus-flag")
+    check("unknown flag refused", r.returncode == 2 and "bogus-flag" in r.stderr, r.stderr)
+    r = run("-m", MODEL, "-p", "x", "--backend", "nope")
+    check("unknown backend named", r.returncode != 0 and "no backend plugin named 'nope'" in r.stderr, r.stderr)
+    corrupt = os.path.join(WORK, "corrupt.gguf")
+    with open(MODEL, "rb") as src, open(corrupt, "wb") as dst:
+        dst.write(src.read(1 << 20))  # the header claims far more than this
+    r = run("-m", corrupt, "-p", "x")
+    check("truncated model refused in one line", r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1,
+          r.stderr)
+
+
+def ctrl_c_stops_cleanly():
+    p = subprocess.Popen([EDGERUN, "-m", MODEL, "-p", "Tell me a long story.", "-n", "2000", "--ignore-eos",
+                          "--threads", "2", "-c", "2048"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    check("Ctrl-C ends generation with the summary", "stopped: cancelled" in err and "generate:" in err, err)
+    check("Ctrl-C exit status 130", p.returncode == 130, p.returncode)
+
+
+def chat_reuses_cache():
+    r = run("chat", "-m", MODEL, "--temp", "0", "-n", "24", "--threads", "2",
+            input="What is the capital of France?\nAnd of Germany?\n")
+    check("chat exits 0", r.returncode == 0, r.stderr)
+    turns = [line for line in r.stderr.splitlines() if line.startswith("[turn")]
+    check("two turns", len(turns) == 2, r.stderr)
+    if len(turns) == 2:
+        reused = int(turns[1].split("(")[1].split()[0])
+        check("turn 2 reuses the cache", reused > 20, turns[1])
+    check("replies on stdout", "Paris" in r.stdout, r.stdout)
+
+
+def eval_writes_npy():
+    out = os.path.join(WORK, "logits.npy")
+    r = run("eval", "-m", MODEL, "--tokens", "504 3458 282 4649 314", "--logits-out", out, "--threads", "2")
+    check("eval exits 0", r.returncode == 0, r.stderr)
+    logits = np.load(out)
+    check("eval shape [5, 49152] float32", logits.shape == (5, 49152) and logits.dtype == np.float32, logits.shape)
+    bad = os.path.join(WORK, "bad.npy")
+    r = run("eval", "-m", MODEL, "--tokens", "1 99999999", "--logits-out", bad)
+    check("eval refuses an id outside the vocabulary", r.returncode != 0 and "outside the vocabulary" in r.stderr)
+    check("... and leaves no file", not os.path.exists(bad))
+
+
+def bench_json():
+    r = run("bench", "-m", MODEL, "-p", "32", "-n", "8", "-r", "1", "--json", "--threads", "2")
+    check("bench exits 0", r.returncode == 0, r.stderr)
+    try:
+        report = json.loads(r.stdout)
+        check("bench reports rates", report["pp_tok_s"] > 0 and report["tg_tok_s"] > 0 and
+              report["bytes_per_token"] > 90e6, report)
+    except (ValueError, KeyError) as e:
+        check("bench prints JSON", False, f"{e}: {r.stdout}")
+
+
+for test in (generation_to_stdout_only, errors_before_work, ctrl_c_stops_cleanly, chat_reuses_cache, eval_writes_npy,
+             bench_json):
+    test()
+print(f"{len(failures)} failed" if failures else "all passed")
+sys.exit(1 if failures else 0)
