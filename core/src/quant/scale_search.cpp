@@ -13,12 +13,12 @@ constexpr float kTiny = 1e-30f;
 
 }  // namespace
 
-float symmetric_error(const float* x, int n, float d, int qmin, int qmax, int8_t* q) {
+float symmetric_error(const float* x, int n, float d, int qmin, int qmax, int8_t* q, const float* w) {
     float error = 0;
     if (d == 0) {
         for (int i = 0; i < n; ++i) {
             q[i] = 0;
-            error += x[i] * x[i];
+            error += (w ? w[i] : 1.f) * x[i] * x[i];
         }
         return error;
     }
@@ -27,13 +27,19 @@ float symmetric_error(const float* x, int n, float d, int qmin, int qmax, int8_t
         const int l = clamp_level(x[i] * id, qmin, qmax);
         q[i] = int8_t(l);
         const float diff = x[i] - d * float(l);
-        error += diff * diff;
+        error += (w ? w[i] : 1.f) * diff * diff;
     }
     return error;
 }
 
-float fit_symmetric(const float* x, int n, int qmin, int qmax, int8_t* q) {
+float fit_symmetric(const float* x, int n, int qmin, int qmax, int8_t* q, const float* weights) {
     assert(n <= 64);
+    float ones[64];
+    if (!weights) {
+        for (int i = 0; i < n; ++i) ones[i] = 1.f;
+        weights = ones;
+    }
+    const float* w = weights;
     float amax = 0, extreme = 0;
     for (int i = 0; i < n; ++i) {
         if (std::fabs(x[i]) > amax) {
@@ -45,8 +51,8 @@ float fit_symmetric(const float* x, int n, int qmin, int qmax, int8_t* q) {
         for (int i = 0; i < n; ++i) q[i] = 0;
         return 0.f;
     }
-    // For a fixed set of levels q the best d is sum(xq)/sum(q²), leaving an error of
-    // sum(x²) - sum(xq)²/sum(q²); so the search maximises sum(xq)²/sum(q²). The levels
+    // For a fixed set of levels q the best d is sum(wxq)/sum(wq²), leaving an error of
+    // sum(wx²) - sum(wxq)²/sum(wq²); so the search maximises sum(wxq)²/sum(wq²). The levels
     // come from inverse scales that put the extreme value anywhere from one level inside
     // the long end of the grid to two levels past it (clipping pays off for outliers).
     float best_num = 0, best_den = 1, best_t = float(qmin) / extreme;
@@ -55,8 +61,8 @@ float fit_symmetric(const float* x, int n, int qmin, int qmax, int8_t* q) {
         float sxq = 0, sqq = 0;
         for (int i = 0; i < n; ++i) {
             const float l = float(clamp_level(t * x[i], qmin, qmax));
-            sxq += x[i] * l;
-            sqq += l * l;
+            sxq += w[i] * x[i] * l;
+            sqq += w[i] * l * l;
         }
         if (sqq > 0 && sxq * sxq * best_den > best_num * sqq) {
             best_num = sxq * sxq;
@@ -70,8 +76,8 @@ float fit_symmetric(const float* x, int n, int qmin, int qmax, int8_t* q) {
     for (int i = 0; i < n; ++i) {
         const int l = clamp_level(best_t * x[i], qmin, qmax);
         q[i] = int8_t(l);
-        sxq += x[i] * float(l);
-        sqq += float(l) * float(l);
+        sxq += w[i] * x[i] * float(l);
+        sqq += w[i] * float(l) * float(l);
     }
     if (sqq <= 0) return 0.f;
     float d = sxq / sqq;
@@ -84,8 +90,8 @@ float fit_symmetric(const float* x, int n, int qmin, int qmax, int8_t* q) {
             const int l = clamp_level(x[i] * id, qmin, qmax);
             levels[i] = int8_t(l);
             changed |= levels[i] != q[i];
-            nxq += x[i] * float(l);
-            nqq += float(l) * float(l);
+            nxq += w[i] * x[i] * float(l);
+            nqq += w[i] * float(l) * float(l);
         }
         if (!changed || nqq <= 0 || nxq * nxq * sqq <= sxq * sxq * nqq) break;
         for (int i = 0; i < n; ++i) q[i] = levels[i];

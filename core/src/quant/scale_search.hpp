@@ -22,13 +22,14 @@ inline int clamp_level(float v, int lo, int hi) {
     return nearest_int(c);
 }
 
-// Symmetric grid x ≈ d * q, q in [qmin, qmax] (qmin < 0 < qmax). Returns d (may be
-// negative: the sign is chosen so the largest magnitude lands on the longer side) and
-// writes q. All-zero input gives d = 0 and q = 0.
-float fit_symmetric(const float* x, int n, int qmin, int qmax, int8_t* q);
+// Symmetric grid x ≈ d * q, q in [qmin, qmax] (qmin < 0 < qmax), minimising the squared
+// error weighted by `w` (nullptr: all weights 1). Returns d (may be negative: the sign is
+// chosen so the largest magnitude lands on the longer side) and writes q. All-zero input
+// gives d = 0 and q = 0.
+float fit_symmetric(const float* x, int n, int qmin, int qmax, int8_t* q, const float* w = nullptr);
 
-// Squared error of x against d * clamp(round(x / d)) and the levels that achieve it.
-float symmetric_error(const float* x, int n, float d, int qmin, int qmax, int8_t* q);
+// Weighted squared error of x against d * clamp(round(x / d)) and the levels that achieve it.
+float symmetric_error(const float* x, int n, float d, int qmin, int qmax, int8_t* q, const float* w = nullptr);
 
 // Affine grid x ≈ a * q + c, q in [0, nmax], a >= 0. With `offset_nonpositive` the
 // offset is held at c <= 0 (K-quants store it as a subtracted non-negative minimum).
