@@ -96,6 +96,22 @@ def resolve_model(arg):
     return p.stdout.strip()
 
 
+def check_behaviour(check, label, path):
+    """A synthesized model must give finite logits and a clear top-1 margin when decoding
+    greedily (the property backends' greedy comparisons rely on)."""
+    import numpy as np
+    model = llama_cpp.Llama(model_path=path, n_ctx=256, verbose=False, logits_all=True)
+    out = model.create_completion("The quick brown fox jumps over the lazy dog", max_tokens=16, temperature=0,
+                                  top_k=1, repeat_penalty=1.0, logprobs=2)
+    gaps = [sorted(d.values())[-1] - sorted(d.values())[-2] for d in out["choices"][0]["logprobs"]["top_logprobs"]]
+    finite = bool(np.isfinite(np.array(model.scores[: model.n_tokens])).all())
+    del model
+    ok = finite and len(gaps) == 16 and min(gaps) > 1.0
+    check.failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {label}: finite logits {finite}, greedy top-1 margins {min(gaps):.2f}.."
+          f"{max(gaps):.2f} nats over {len(gaps)} tokens")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--edgerun", required=True)
@@ -147,6 +163,8 @@ def main():
             subprocess.run([args.edgerun, "synth", *plugin_args, "--preset", preset, "--type", ft, *layer_args, "-o", ours_path], check=True)
             llama_quantize(f16_path, theirs_path, ft)
             check.same_tables(f"synth {preset} {ft} ({layers or 'all'} layers)", table(ours_path), table(theirs_path))
+            if ft == "Q4_K_M":
+                check_behaviour(check, f"synth {preset} {ft}", ours_path)
         os.remove(f16_path)
 
     print("FAIL" if check.failures else "PASS")
