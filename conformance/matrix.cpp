@@ -24,7 +24,7 @@ std::string shell_quote(const std::string& s) {
 MatrixSpec product_matrix(const std::vector<std::string>& presets, const std::vector<std::string>& types) {
     MatrixSpec spec;
     for (const auto& p : presets)
-        for (const auto& t : types) spec.models.emplace_back(p, t);
+        for (const auto& t : types) spec.models.push_back({p, t, 0});
     return spec;
 }
 
@@ -33,8 +33,7 @@ MatrixSpec named_matrix(const std::string& name) {
     if (name == "full") return product_matrix({"qwen3-0.6b", "qwen2.5-0.5b", "llama3.2-1b", "smollm2-135m"}, kTypes);
     if (name != "ci") throw Error("--matrix " + name + ": one of ci, full, none", ER_E_INVALID_ARGUMENT);
     MatrixSpec spec = product_matrix({"smollm2-135m", "qwen2.5-0.5b", "qwen3-0.6b"}, kTypes);
-    spec.models.emplace_back("llama3.2-1b", "Q4_K_M");
-    spec.models.emplace_back("llama3.2-1b", "Q8_0");
+    spec.models.push_back({"llama3.2-1b", "Q8_0", 1});
     return spec;
 }
 
@@ -52,12 +51,13 @@ std::vector<ModelEntry> synthesize(const MatrixSpec& spec, const std::string& ed
     std::vector<ModelEntry> out;
     if (spec.models.empty()) return out;
     std::filesystem::create_directories(dir);
-    for (const auto& [preset, type] : spec.models) {
-        const std::string file = dir + "/" + preset + "-" + type + "-l" + std::to_string(spec.layers) + "-v" +
+    for (const auto& [preset, type, entry_layers] : spec.models) {
+        const int32_t layers = entry_layers > 0 ? entry_layers : spec.layers;
+        const std::string file = dir + "/" + preset + "-" + type + "-l" + std::to_string(layers) + "-v" +
                                  std::to_string(spec.vocab) + ".gguf";
         if (!std::filesystem::exists(file)) {
             const std::string command = shell_quote(edgerun) + " synth --preset " + shell_quote(preset) + " --type " +
-                                        shell_quote(type) + " --layers " + std::to_string(spec.layers) + " --vocab " +
+                                        shell_quote(type) + " --layers " + std::to_string(layers) + " --vocab " +
                                         std::to_string(spec.vocab) + " --seed 1 -o " + shell_quote(file) + " 2>&1";
             std::fprintf(stderr, "conformance: synthesizing %s %s\n", preset.c_str(), type.c_str());
             const int status = std::system(command.c_str());

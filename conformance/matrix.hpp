@@ -10,14 +10,19 @@
 
 namespace edgerun::conformance {
 
+struct MatrixEntry {
+    std::string preset, type;
+    int32_t layers = 0;  // 0: the spec's
+};
+
 struct MatrixSpec {
-    std::vector<std::pair<std::string, std::string>> models;  // (preset, file type)
+    std::vector<MatrixEntry> models;
     int32_t layers = 2;
     int32_t vocab = 4096;  // a test-only deviation from the real models' vocabularies
 };
 
 // "ci": every architecture (llama as SmolLM2, qwen2, qwen3) x every synthesizable type,
-// plus Llama 3.2's rope scaling in two types; "full": every preset x every type;
+// plus Llama 3.2's rope scaling (one layer of Q8_0: its layers are 4x SmolLM2's); "full": every preset x every type;
 // "none": no synthesized model.
 MatrixSpec named_matrix(const std::string& name);
 // The product of presets and file types.

@@ -18,7 +18,7 @@ namespace edgerun::conformance {
 
 struct SequenceSettings {
     int32_t teacher_tokens = 48;  // positions compared teacher-forced
-    int32_t prompt_tokens = 8;    // greedy: the prompt (the first tokens of the same text)
+    int32_t prompt_tokens = 16;   // greedy: the prompt (the first tokens of the same text)
     int32_t greedy_tokens = 16;   // greedy: tokens generated
     int32_t n_batch = 16;         // prefill steps of this many tokens (several per sequence)
 };

@@ -358,7 +358,8 @@ std::string describe_query(const er_op_query& q) {
     if (q.weight_dtype >= 0) text += " with " + type_name(q.weight_dtype) + " weights";
     if (q.op == ER_OP_ATTENTION) {
         static const char* kv_names[] = {"F32", "F16", "Q8"};
-        text += " with a " + std::string(q.kv_type >= 0 && q.kv_type < 3 ? kv_names[q.kv_type] : "?") + " KV cache";
+        text += std::string(q.kv_type == ER_KV_F32 || q.kv_type == ER_KV_F16 ? " with an " : " with a ") +
+                std::string(q.kv_type >= 0 && q.kv_type < 3 ? kv_names[q.kv_type] : "?") + " KV cache";
     }
     if (q.head_dim > 0 && q.op != ER_OP_RMS_NORM) text += ", head_dim " + std::to_string(q.head_dim);
     if (q.op == ER_OP_RMS_NORM && q.head_dim > 0) text += ", groups of " + std::to_string(q.head_dim);
