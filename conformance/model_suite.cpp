@@ -149,6 +149,7 @@ std::vector<ModelComparison> run_model_level(const PluginRegistry& registry, con
                 ModelComparison c;
                 c.candidate = candidate.name();
                 c.status = "missing";
+                c.partial = !kv_types.empty();
                 c.problems = missing;
                 add(c);
             }

@@ -46,6 +46,7 @@ struct ModelComparison {
     std::string reference;   // "cpu_ref kv=f32"
     Comparison kind = Comparison::Exact;
     std::string status;      // "pass", "FAIL", "missing", "error"
+    bool partial = false;    // "missing", but other KV cache types of the model did run
     std::vector<std::string> problems;  // why it failed, or what is missing
     SequenceSummary teacher;
     Divergence greedy;

@@ -32,6 +32,7 @@ json comparison_json(const ModelComparison& c) {
     const ModelThresholds& t = model_thresholds(c.kind);
     json j{{"model", c.model}, {"synthesized", c.synthesized}, {"candidate", c.candidate}, {"reference", c.reference},
            {"status", c.status}, {"problems", c.problems}};
+    if (c.status == "missing") j["partial"] = c.partial;
     if (c.status == "pass" || c.status == "FAIL") {
         j["comparison"] = c.kind == Comparison::Exact ? "same cache type" : "INT8 vs F16 cache";
         j["teacher_forced"] = json{{"positions", c.teacher.positions},
@@ -101,7 +102,8 @@ void print_comparisons(const std::vector<ModelComparison>& comparisons, std::ost
     for (const ModelComparison& c : comparisons) {
         if (c.status == "missing" || c.status == "error") {
             std::snprintf(line, sizeof line, "%-34s %-16s %-18s %s\n", c.model.c_str(), c.candidate.c_str(),
-                          c.reference.c_str(), c.status == "missing" ? "MISSING (not run)" : "ERROR");
+                          c.reference.c_str(),
+                          c.status != "missing" ? "ERROR" : c.partial ? "MISSING (these KV cache types not run)" : "MISSING (not run)");
             out << line;
         } else {
             std::snprintf(line, sizeof line, "%-34s %-16s %-18s %6.2f%% %9.2e %9.2e %8.3f  %-38s %s\n", c.model.c_str(),

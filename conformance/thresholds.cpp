@@ -70,7 +70,9 @@ std::vector<std::string> describe_thresholds() {
     const int32_t ops[] = {ER_OP_EMBED, ER_OP_RMS_NORM, ER_OP_SWIGLU, ER_OP_ADD, ER_OP_ROPE, ER_OP_ATTENTION};
     for (int32_t op : ops) {
         const OpThreshold t = op_threshold(op, 0, ER_KV_F32);
-        std::snprintf(line, sizeof line, "ops    %-13s %-22s NMSE <= %.0e", op_name(op), "all types", t.max_nmse);
+        const char* scope = op == ER_OP_ATTENTION ? "every KV cache type"
+                            : (op == ER_OP_EMBED || op == ER_OP_RMS_NORM) ? "every weight type" : "-";
+        std::snprintf(line, sizeof line, "ops    %-13s %-22s NMSE <= %.0e", op_name(op), scope, t.max_nmse);
         out.push_back(std::string(line) + "  (" + t.reason + ")");
     }
     const std::pair<const char*, int32_t> matmul_types[] = {{"F32, F16", 0}, {"BF16", 30}, {"quantized", 2}};
