@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace edgerun::conformance {
 
@@ -204,11 +205,12 @@ struct RopeShape {
 
 OpCase rope_case(const RopeShape& s) {
     OpCase c;
-    c.label = std::string("ROPE ") + (s.mode == ER_ROPE_NEOX ? "neox" : "normal") + " head_dim " +
-              std::to_string(s.head_dim) + " n_rot " + std::to_string(s.n_rot) + " x" + std::to_string(s.n_head) +
-              " heads, base " + std::to_string(int64_t(s.base)) + (s.scale != 1.0f ? ", freq scale 0.25" : "") +
-              (s.factors ? ", frequency factors" : "") + ", positions up to " +
-              std::to_string(s.steps.back().first + s.steps.back().second - 1);
+    char label[192];
+    std::snprintf(label, sizeof label, "ROPE %s head_dim %d n_rot %d x%d heads, base %.0f%s%s, positions up to %d",
+                  s.mode == ER_ROPE_NEOX ? "neox" : "normal", s.head_dim, s.n_rot, s.n_head, double(s.base),
+                  s.scale != 1.0f ? ", freq scale 0.25" : "", s.factors ? ", frequency factors" : "",
+                  s.steps.back().first + s.steps.back().second - 1);
+    c.label = label;
     c.query = query_for(ER_OP_ROPE, -1, -1, s.head_dim);
     std::mt19937 rng(seed_of(c.label));
     c.weights = std::make_shared<WeightSet>();
@@ -248,9 +250,10 @@ OpCase attention_case(int32_t kv_type, const AttentionShape& s) {
     int32_t n_ctx = 0, max_tokens = 1;
     for (int32_t n : s.steps) n_ctx += n, max_tokens = std::max(max_tokens, n);
     OpCase c;
-    c.label = std::string("ATTENTION ") + kv_names[kv_type] + " cache, " + std::to_string(s.n_head) + " heads / " +
-              std::to_string(s.n_head_kv) + " KV heads of " + std::to_string(s.head_dim) + ", " +
-              std::to_string(s.steps.size()) + " steps to position " + std::to_string(n_ctx - 1) + s.note;
+    char label[192];
+    std::snprintf(label, sizeof label, "ATTENTION %s cache, %d heads / %d KV heads of %d, %zu steps to position %d%s",
+                  kv_names[kv_type], s.n_head, s.n_head_kv, s.head_dim, s.steps.size(), n_ctx - 1, s.note);
+    c.label = label;
     c.query = query_for(ER_OP_ATTENTION, -1, kv_type, s.head_dim);
     std::mt19937 rng(seed_of(c.label));
     c.weights = std::make_shared<WeightSet>();

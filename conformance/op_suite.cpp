@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 namespace edgerun::conformance {
@@ -93,23 +94,39 @@ OpReport run_op_level(const BackendSpec& candidate_spec, const BackendSpec& refe
     const Backend candidate = candidate_spec.create();
     const Backend reference = reference_spec.create();
     OpReport report;
-    std::set<std::string> missing, not_referenced;
+    // Descriptions without the head size, with the head sizes (or norm groups) seen.
+    std::map<std::string, std::set<int32_t>> missing, not_referenced;
+    auto note = [](std::map<std::string, std::set<int32_t>>& into, er_op_query q) {
+        const int32_t dim = q.head_dim;
+        q.head_dim = 0;
+        into[describe_query(q)].insert(dim);
+    };
+    auto listed = [](const std::map<std::string, std::set<int32_t>>& from) {
+        std::vector<std::string> out;
+        for (const auto& [text, dims] : from) {
+            std::string dims_text;
+            for (int32_t d : dims)
+                if (d > 0) dims_text += (dims_text.empty() ? "" : ", ") + std::to_string(d);
+            out.push_back(dims_text.empty() ? text : text + (text.starts_with("RMS_NORM") ? ", groups of " : ", head_dim ") + dims_text);
+        }
+        return out;
+    };
     for (int32_t op : kOps) {
         if (!only_ops.empty() && std::find(only_ops.begin(), only_ops.end(), op_name(op)) == only_ops.end()) continue;
         for (int32_t variant : op_variants(op)) {
             for (const OpCase& c : make_cases(op, variant)) {
                 if (!reference.supports(c.query)) {
-                    not_referenced.insert(describe_query(c.query));
+                    note(not_referenced, c.query);
                 } else if (!candidate.supports(c.query)) {
-                    missing.insert(describe_query(c.query));
+                    note(missing, c.query);
                 } else {
                     report.results.push_back(compare_case(candidate, reference, c));
                 }
             }
         }
     }
-    report.missing.assign(missing.begin(), missing.end());
-    report.not_referenced.assign(not_referenced.begin(), not_referenced.end());
+    report.missing = listed(missing);
+    report.not_referenced = listed(not_referenced);
     return report;
 }
 
