@@ -107,7 +107,7 @@ void write_metadata(const Preset& p, int64_t n_layer, const tools::FileTypeInfo&
 int cmd_synth(const std::vector<std::string>& args) {
     CommonOptions common;
     std::string preset_name, type_name = "Q4_K_M", output;
-    int64_t layers = 0;
+    int64_t layers = 0, vocab_size = 0;
     uint64_t seed = 1;
     int threads = tools::default_thread_count();
     bool list = false;
@@ -117,6 +117,8 @@ int cmd_synth(const std::vector<std::string>& args) {
         ("type", po::value(&type_name)->default_value(type_name), ("file type: " + tools::file_type_names()).c_str())
         ("output,o", po::value(&output), "model file to write (GGUF v3)")
         ("layers", po::value(&layers), "number of layers (default: the real model's)")
+        ("vocab", po::value(&vocab_size), "vocabulary size (default: the real model's). A test-only deviation from the real "
+                                     "shape: a small vocabulary keeps token_embd small for quick conformance runs")
         ("seed", po::value(&seed)->default_value(seed), "random seed: the same seed gives the same file")
         ("threads,t", po::value(&threads)->default_value(threads), "worker threads")
         ("list", po::bool_switch(&list), "print the presets and their shapes");
@@ -137,6 +139,13 @@ int cmd_synth(const std::vector<std::string>& args) {
     if (layers == 0) layers = preset->n_layer;
     if (layers < 1 || layers > 1024) throw Error("--layers must be between 1 and 1024", ER_E_INVALID_ARGUMENT);
     if (threads < 1) throw Error("--threads must be at least 1", ER_E_INVALID_ARGUMENT);
+    Preset reduced = *preset;
+    if (vocab_size != 0) {
+        if (vocab_size < 4096 || vocab_size > preset->n_vocab)
+            throw Error("--vocab must be between 4096 and the real " + std::to_string(preset->n_vocab), ER_E_INVALID_ARGUMENT);
+        reduced.n_vocab = vocab_size;
+        preset = &reduced;
+    }
 
     const auto start = std::chrono::steady_clock::now();
     const std::vector<SynthTensor> tensors = tools::preset_tensors(*preset, layers);

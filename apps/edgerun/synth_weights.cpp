@@ -221,6 +221,12 @@ void WeightSynth::fill_rows(const SynthTensor& t, int64_t first, int64_t end, fl
                 out[c] = (qk ? kQk : 1.f) * std::max(0.2f, 1.f + 0.1f * bell(splitmix64(state)));
             return;
         }
+        case TensorRole::AttnQBias: case TensorRole::AttnKBias: case TensorRole::AttnVBias: {
+            // Biases of half a unit-scale activation: they shift q, k and v visibly.
+            uint64_t state = mix(seed_, name_hash(t.name));
+            for (int64_t c = 0; c < cols; ++c) out[c] = 0.5f * heavy(splitmix64(state));
+            return;
+        }
         default:
             matrix_rows(t, first, end, out);
             return;
