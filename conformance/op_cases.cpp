@@ -356,17 +356,5 @@ std::vector<OpCase> make_cases(int32_t op, int32_t variant) {
     return out;
 }
 
-std::string describe_query(const er_op_query& q) {
-    std::string text = op_name(q.op);
-    if (q.weight_dtype >= 0) text += " with " + type_name(q.weight_dtype) + " weights";
-    if (q.op == ER_OP_ATTENTION) {
-        static const char* kv_names[] = {"F32", "F16", "Q8"};
-        text += std::string(q.kv_type == ER_KV_F32 || q.kv_type == ER_KV_F16 ? " with an " : " with a ") +
-                std::string(q.kv_type >= 0 && q.kv_type < 3 ? kv_names[q.kv_type] : "?") + " KV cache";
-    }
-    if (q.head_dim > 0 && q.op != ER_OP_RMS_NORM) text += ", head_dim " + std::to_string(q.head_dim);
-    if (q.op == ER_OP_RMS_NORM && q.head_dim > 0) text += ", groups of " + std::to_string(q.head_dim);
-    return text;
-}
 
 }  // namespace edgerun::conformance

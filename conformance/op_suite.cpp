@@ -99,7 +99,7 @@ OpReport run_op_level(const BackendSpec& candidate_spec, const BackendSpec& refe
     auto note = [](std::map<std::string, std::set<int32_t>>& into, er_op_query q) {
         const int32_t dim = q.head_dim;
         q.head_dim = 0;
-        into[describe_query(q)].insert(dim);
+        into[describe_op_query(q)].insert(dim);
     };
     auto listed = [](const std::map<std::string, std::set<int32_t>>& from) {
         std::vector<std::string> out;

@@ -52,9 +52,6 @@ std::vector<OpCase> make_cases(int32_t op, int32_t variant);
 // The op's variants: weight types, KV cache types, or {-1}.
 std::vector<int32_t> op_variants(int32_t op);
 
-// "MATMUL with Q4_K weights", "ATTENTION with a Q8 KV cache, head_dim 40", "ROPE, head_dim 6"
-std::string describe_query(const er_op_query& query);
-
 struct OpResult {
     std::string label;
     int32_t op = 0;
