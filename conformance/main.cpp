@@ -112,7 +112,7 @@ std::string default_models_dir() {
 }
 
 struct MatrixOptions {
-    std::string matrix = "ci", presets, types, models_dir = default_models_dir(), edgerun = default_edgerun_binary();
+    std::string matrix = "ci", presets, types, stress, models_dir = default_models_dir(), edgerun = default_edgerun_binary();
     int32_t layers = 2, vocab = 4096;
 };
 
@@ -121,6 +121,7 @@ void add_matrix_options(po::options_description& desc, MatrixOptions& m) {
         ("matrix", po::value(&m.matrix)->default_value(m.matrix), "synthesized models: ci, full or none")
         ("presets", po::value(&m.presets), "instead: these presets (comma separated) ...")
         ("types", po::value(&m.types), "... in these file types (comma separated)")
+        ("stress", po::value(&m.stress), "... and these stress variants of each (attention-scale,small-activations)")
         ("layers", po::value(&m.layers)->default_value(m.layers), "layers of the synthesized models")
         ("vocab", po::value(&m.vocab)->default_value(m.vocab), "vocabulary of the synthesized models (test-only reduction)")
         ("models-dir", po::value(&m.models_dir)->default_value(m.models_dir), "where synthesized models are cached")
@@ -128,8 +129,9 @@ void add_matrix_options(po::options_description& desc, MatrixOptions& m) {
 }
 
 std::vector<ModelEntry> matrix_models(const MatrixOptions& m) {
-    MatrixSpec spec = !m.presets.empty() || !m.types.empty()
-                          ? product_matrix(split(m.presets.empty() ? "qwen3-0.6b" : m.presets), split(m.types.empty() ? "Q4_K_M" : m.types))
+    MatrixSpec spec = !m.presets.empty() || !m.types.empty() || !m.stress.empty()
+                          ? product_matrix(split(m.presets.empty() ? "qwen3-0.6b" : m.presets),
+                                           split(m.types.empty() ? "Q4_K_M" : m.types), split(m.stress))
                           : named_matrix(m.matrix);
     spec.layers = m.layers;
     spec.vocab = m.vocab;

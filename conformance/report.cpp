@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -95,20 +96,27 @@ std::vector<std::string> SuiteReport::problems() const {
 }
 
 void print_comparisons(const std::vector<ModelComparison>& comparisons, std::ostream& out) {
-    char line[512];
-    std::snprintf(line, sizeof line, "%-34s %-16s %-18s %7s %9s %9s %8s  %-38s %s\n", "model", "candidate", "reference",
-                  "top-1", "mean KL", "max KL", "max|d|sd", "greedy", "status");
+    // Columns as wide as their longest entry (stress models and plugin files have long names).
+    int model_w = 34, cand_w = 16, ref_w = 18;
+    for (const ModelComparison& c : comparisons) {
+        model_w = std::max(model_w, int(c.model.size()));
+        cand_w = std::max(cand_w, int(c.candidate.size()));
+        ref_w = std::max(ref_w, int(c.reference.size()));
+    }
+    char line[1024];
+    std::snprintf(line, sizeof line, "%-*s %-*s %-*s %7s %9s %9s %8s  %-38s %s\n", model_w, "model", cand_w, "candidate",
+                  ref_w, "reference", "top-1", "mean KL", "max KL", "max|d|sd", "greedy", "status");
     out << line;
     for (const ModelComparison& c : comparisons) {
         if (c.status == "missing" || c.status == "error") {
-            std::snprintf(line, sizeof line, "%-34s %-16s %-18s %s\n", c.model.c_str(), c.candidate.c_str(),
-                          c.reference.c_str(),
+            std::snprintf(line, sizeof line, "%-*s %-*s %-*s %s\n", model_w, c.model.c_str(), cand_w, c.candidate.c_str(),
+                          ref_w, c.reference.c_str(),
                           c.status != "missing" ? "ERROR" : c.partial ? "MISSING (these KV cache types not run)" : "MISSING (not run)");
             out << line;
         } else {
-            std::snprintf(line, sizeof line, "%-34s %-16s %-18s %6.2f%% %9.2e %9.2e %8.3f  %-38s %s\n", c.model.c_str(),
-                          c.candidate.c_str(), c.reference.c_str(), 100 * c.teacher.decisive_top1(), c.teacher.mean_kl,
-                          c.teacher.max_kl, c.teacher.max_diff_sd, greedy_cell(c).c_str(), c.status.c_str());
+            std::snprintf(line, sizeof line, "%-*s %-*s %-*s %6.2f%% %9.2e %9.2e %8.3f  %-38s %s\n", model_w, c.model.c_str(),
+                          cand_w, c.candidate.c_str(), ref_w, c.reference.c_str(), 100 * c.teacher.decisive_top1(),
+                          c.teacher.mean_kl, c.teacher.max_kl, c.teacher.max_diff_sd, greedy_cell(c).c_str(), c.status.c_str());
             out << line;
         }
         for (const std::string& p : c.problems) out << "    " << (c.status == "missing" ? "lacks " : "") << p << "\n";
