@@ -2,13 +2,18 @@
 """Runs edgerun-conformance and checks what its report says.
 
   check_report.py [--expect-exit N] [--failing-ops A,B] [--failing-label TEXT]
-                  [--model-divergence | --models-pass] [--missing TEXT] [--passing-models N]
+                  [--model-divergence | --models-pass] [--diverges-on TEXT] [--failing-models TEXT]
+                  [--missing TEXT] [--passing-models N]
                   -- edgerun-conformance run ... (a --json FILE is added)
 
 --failing-ops: the ops whose cases fail must be exactly these (the report points at the op).
 --model-divergence: some model comparison fails and names a position: the first
   teacher-forced disagreement or the first greedy divergence, with both tokens.
 --models-pass: no model comparison fails (the fault shows at the ops level only).
+--diverges-on TEXT: a model whose file name contains TEXT fails teacher-forced (a named
+  first disagreement, or non-finite logits) and its greedy run names its first divergent
+  token (repeatable).
+--failing-models TEXT: every failing model comparison is of a model whose name contains TEXT.
 """
 import argparse
 import json
@@ -29,6 +34,8 @@ def main():
     ap.add_argument("--failing-label", default="")
     ap.add_argument("--model-divergence", action="store_true")
     ap.add_argument("--models-pass", action="store_true")
+    ap.add_argument("--diverges-on", action="append", default=[])
+    ap.add_argument("--failing-models", default="")
     ap.add_argument("--missing", action="append", default=[])
     ap.add_argument("--passing-models", type=int, default=0)
     ap.add_argument("--fetch-model", help="scripts/fetch-model.sh: add the real SmolLM2 when it can be fetched")
@@ -90,6 +97,24 @@ def main():
             problems.append("no model comparison names a divergent token")
         else:
             print("first divergences:\n  " + "\n  ".join(named))
+    for text in args.diverges_on:
+        named = []
+        for c in failed:
+            teacher = c.get("teacher_forced", {})
+            greedy = c.get("greedy", {}).get("first_divergence")
+            teacher_fails = teacher.get("first_disagreement", -1) >= 0 or not teacher.get("finite", True)
+            if text in c["model"] and teacher_fails and greedy and not greedy.get("near_tie", False):
+                named.append(f"{c['model']} ({c['candidate']}): teacher-forced first disagreement at position "
+                             f"{teacher.get('first_disagreement')}; greedy first divergence at generated token "
+                             f"{greedy['position']}: candidate {greedy['candidate_token']}, reference {greedy['reference_token']}")
+        if named:
+            print("divergences on '" + text + "':\n  " + "\n  ".join(named))
+        else:
+            problems.append(f"no comparison of a model named '{text}' fails teacher-forced and names a greedy divergence")
+    if args.failing_models:
+        others = sorted({c["model"] for c in failed if args.failing_models not in c["model"]})
+        if others:
+            problems.append(f"models other than '{args.failing_models}' fail: {others}")
     if args.models_pass and failed:
         problems.append(f"{len(failed)} model comparisons fail; expected the models level to pass")
     passing = sum(c["status"] == "pass" for c in comparisons)

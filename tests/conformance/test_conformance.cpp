@@ -1,6 +1,7 @@
 // The suite's measures against values worked out by hand, and the golden trace format
 // written, read and written again.
 #include "golden.hpp"
+#include "matrix.hpp"
 #include "metrics.hpp"
 #include "thresholds.hpp"
 
@@ -101,6 +102,24 @@ TEST_CASE("every threshold is written down with its reason") {
     for (const auto& line : lines) CHECK(line.find("  (") != std::string::npos);
     CHECK(op_threshold(ER_OP_MATMUL, 12, -1).max_nmse == doctest::Approx(5e-4));
     CHECK(op_threshold(ER_OP_MATMUL, 0, -1).max_nmse == doctest::Approx(1e-6));
+}
+
+TEST_CASE("the CI matrix holds the stress models; --stress multiplies the product and refuses unknown names") {
+    const MatrixSpec ci = named_matrix("ci");
+    int stress = 0;
+    for (const MatrixEntry& e : ci.models)
+        if (!e.stress.empty()) {
+            ++stress;
+            CHECK(e.preset == "qwen3-0.6b");
+        }
+    CHECK(stress == 2);
+    CHECK(ci.models.size() == 36);
+    const MatrixSpec product = product_matrix({"qwen3-0.6b", "qwen2.5-0.5b"}, {"Q4_K_M"}, {"small-activations"});
+    REQUIRE(product.models.size() == 4);
+    CHECK(product.models[0].stress.empty());
+    CHECK(product.models[3].preset == "qwen2.5-0.5b");
+    CHECK(product.models[3].stress == "small-activations");
+    CHECK_THROWS(product_matrix({"qwen3-0.6b"}, {"Q4_K_M"}, {"tiny-activations"}));
 }
 
 TEST_CASE("a golden trace reads back as written, byte for byte") {
