@@ -104,7 +104,7 @@ TEST_CASE("every threshold is written down with its reason") {
     CHECK(op_threshold(ER_OP_MATMUL, 0, -1).max_nmse == doctest::Approx(1e-6));
 }
 
-TEST_CASE("the CI matrix holds the stress models; --stress multiplies the product and refuses unknown names") {
+TEST_CASE("the CI matrix holds the stress models, --stress multiplies the product and refuses unknown names") {
     const MatrixSpec ci = named_matrix("ci");
     int stress = 0;
     for (const MatrixEntry& e : ci.models)
