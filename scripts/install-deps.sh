@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libspdlog-dev libtomlplusplus-dev doctest-dev libopenblas-dev
+  nlohmann-json3-dev
 )
 
 missing=()

@@ -63,11 +63,13 @@ void list_presets() {
 }
 
 void write_metadata(const Preset& p, int64_t n_layer, const tools::FileTypeInfo& file_type, const tools::SynthVocab& v,
-                    uint64_t seed, tools::ModelWriter& out) {
+                    uint64_t seed, tools::Stress stress, tools::ModelWriter& out) {
     const std::string a = std::string(p.arch) + ".";
     out.set_string("general.architecture", p.arch);
     out.set_string("general.type", "model");
-    out.set_string("general.name", std::string(p.model_name) + " (synthetic, edgerun synth seed " + std::to_string(seed) + ")");
+    const std::string variant = stress == tools::Stress::None ? "" : "stress " + std::string(tools::stress_name(stress)) + ", ";
+    out.set_string("general.name",
+                   std::string(p.model_name) + " (synthetic, " + variant + "edgerun synth seed " + std::to_string(seed) + ")");
     out.set_string("general.basename", p.basename);
     out.set_string("general.size_label", p.size_label);
     out.set_u32(a + "block_count", uint32_t(n_layer));
@@ -106,8 +108,8 @@ void write_metadata(const Preset& p, int64_t n_layer, const tools::FileTypeInfo&
 
 int cmd_synth(const std::vector<std::string>& args) {
     CommonOptions common;
-    std::string preset_name, type_name = "Q4_K_M", output;
-    int64_t layers = 0;
+    std::string preset_name, type_name = "Q4_K_M", output, stress_name = "none";
+    int64_t layers = 0, vocab_size = 0;
     uint64_t seed = 1;
     int threads = tools::default_thread_count();
     bool list = false;
@@ -117,11 +119,16 @@ int cmd_synth(const std::vector<std::string>& args) {
         ("type", po::value(&type_name)->default_value(type_name), ("file type: " + tools::file_type_names()).c_str())
         ("output,o", po::value(&output), "model file to write (GGUF v3)")
         ("layers", po::value(&layers), "number of layers (default: the real model's)")
+        ("vocab", po::value(&vocab_size), "vocabulary size (default: the real model's). A test-only deviation from the real "
+                                     "shape: a small vocabulary keeps token_embd small for quick conformance runs")
         ("seed", po::value(&seed)->default_value(seed), "random seed: the same seed gives the same file")
+        ("stress", po::value(&stress_name)->default_value(stress_name),
+         ("a numerically demanding variant for conformance tests (see synth_weights.hpp): none, " + tools::stress_names()).c_str())
         ("threads,t", po::value(&threads)->default_value(threads), "worker threads")
         ("list", po::bool_switch(&list), "print the presets and their shapes");
     if (!parse(args, desc, common,
                "usage: edgerun synth --preset NAME --type Q4_K_M|Q6_K|Q8_0|F16|... -o OUT.gguf [--layers N] [--seed S]\n"
+               "                     [--vocab N] [--stress attention-scale|small-activations]\n"
                "       edgerun synth --list"))
         return 0;
     if (list) {
@@ -134,21 +141,30 @@ int cmd_synth(const std::vector<std::string>& args) {
     const auto file_type = tools::file_type_from_name(type_name);
     if (!file_type) throw Error("--type " + type_name + ": unknown; one of " + tools::file_type_names(), ER_E_INVALID_ARGUMENT);
     if (output.empty()) throw Error("-o OUT is required", ER_E_INVALID_ARGUMENT);
+    const auto stress = tools::stress_from_name(stress_name);
+    if (!stress) throw Error("--stress " + stress_name + ": unknown; one of none, " + tools::stress_names(), ER_E_INVALID_ARGUMENT);
     if (layers == 0) layers = preset->n_layer;
     if (layers < 1 || layers > 1024) throw Error("--layers must be between 1 and 1024", ER_E_INVALID_ARGUMENT);
     if (threads < 1) throw Error("--threads must be at least 1", ER_E_INVALID_ARGUMENT);
+    Preset reduced = *preset;
+    if (vocab_size != 0) {
+        if (vocab_size < 4096 || vocab_size > preset->n_vocab)
+            throw Error("--vocab must be between 4096 and the real " + std::to_string(preset->n_vocab), ER_E_INVALID_ARGUMENT);
+        reduced.n_vocab = vocab_size;
+        preset = &reduced;
+    }
 
     const auto start = std::chrono::steady_clock::now();
     const std::vector<SynthTensor> tensors = tools::preset_tensors(*preset, layers);
     const std::vector<int32_t> types =
         tools::plan_tensor_types(tensor_infos(tensors), recipe_for(*preset, layers, file_type->id));
     const tools::SynthVocab vocab = tools::make_vocab(*preset);
-    const tools::WeightSynth weights(*preset, layers, seed, vocab);
+    const tools::WeightSynth weights(*preset, layers, seed, vocab, *stress);
 
     PluginRegistry registry = load_plugins(common);
     tools::InterruptGuard interrupt_guard;
     tools::ModelWriter out(tools::writer_plugin_for(registry, output), output);
-    write_metadata(*preset, layers, *file_type, vocab, seed, out);
+    write_metadata(*preset, layers, *file_type, vocab, seed, *stress, out);
     uint64_t total = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
         out.add_tensor(tensors[i].name, types[i], tensors[i].n_dims, tensors[i].ne);
@@ -178,8 +194,10 @@ int cmd_synth(const std::vector<std::string>& args) {
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const uint64_t bytes = file_bytes(tensors, types);
-    std::fprintf(stderr, "synth: %s %s, %lld layers, seed %llu -> %s: %zu tensors, %.1f M weights, %.2f MiB, %.1f s\n",
-                 std::string(preset->name).c_str(), std::string(file_type->name).c_str(), (long long)layers,
+    std::fprintf(stderr, "synth: %s%s %s, %lld layers, seed %llu -> %s: %zu tensors, %.1f M weights, %.2f MiB, %.1f s\n",
+                 std::string(preset->name).c_str(),
+                 *stress == tools::Stress::None ? "" : (" (stress " + std::string(tools::stress_name(*stress)) + ")").c_str(),
+                 std::string(file_type->name).c_str(), (long long)layers,
                  (unsigned long long)seed, output.c_str(), tensors.size(), double(total) / 1e6,
                  double(bytes) / (1 << 20), seconds);
     return 0;

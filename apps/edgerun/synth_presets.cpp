@@ -21,6 +21,8 @@ const std::vector<Preset> kPresets = {
      1e-5f, false, true, true, 32.f, VocabStyle::Llama3},
     {"llama3.2-3b", "llama", "Llama 3.2 3B", "Llama-3.2", "3B", 3072, 28, 24, 8, 128, 8192, 128256, 131072, 5e5f,
      1e-5f, false, true, true, 32.f, VocabStyle::Llama3},
+    {"qwen2.5-0.5b", "qwen2", "Qwen2.5 0.5B", "Qwen2.5", "0.5B", 896, 24, 14, 2, 64, 4864, 151936, 32768, 1e6f, 1e-6f,
+     false, false, false, 0.f, VocabStyle::Qwen2, true},
     {"smollm2-135m", "llama", "SmolLM2 135M", "SmolLM2", "135M", 576, 30, 9, 3, 64, 1536, 49152, 8192, 1e5f, 1e-5f,
      false, false, true, 0.f, VocabStyle::SmolLM},
 };
@@ -69,6 +71,11 @@ std::vector<SynthTensor> preset_tensors(const Preset& p, int64_t n_layer) {
         if (p.qk_norm) {
             add_vector(hf_prefix + "self_attn.k_norm.weight", prefix + "attn_k_norm.weight", TensorRole::AttnKNorm, l, p.head_dim);
             add_vector(hf_prefix + "self_attn.q_norm.weight", prefix + "attn_q_norm.weight", TensorRole::AttnQNorm, l, p.head_dim);
+        }
+        if (p.qkv_bias) {
+            add_vector(hf_prefix + "self_attn.k_proj.bias", prefix + "attn_k.bias", TensorRole::AttnKBias, l, kv_width);
+            add_vector(hf_prefix + "self_attn.q_proj.bias", prefix + "attn_q.bias", TensorRole::AttnQBias, l, q_width);
+            add_vector(hf_prefix + "self_attn.v_proj.bias", prefix + "attn_v.bias", TensorRole::AttnVBias, l, kv_width);
         }
         add_matrix(hf_prefix + "self_attn.k_proj.weight", prefix + "attn_k.weight", TensorRole::AttnK, l, p.n_embd, kv_width);
         add_matrix(hf_prefix + "self_attn.o_proj.weight", prefix + "attn_output.weight", TensorRole::AttnOutput, l, q_width, p.n_embd);

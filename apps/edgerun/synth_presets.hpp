@@ -25,6 +25,7 @@ struct Preset {
     bool llama_extras;     // <arch>.vocab_size and rope.dimension_count (LlamaModel writes them)
     float llama3_rope_factor;  // > 0: llama3 RoPE scaling, baked into rope_freqs.weight
     VocabStyle vocab;
+    bool qkv_bias = false;     // q/k/v projection biases (qwen2)
 };
 
 const std::vector<Preset>& presets();
@@ -35,7 +36,7 @@ std::string preset_names();  // "qwen3-0.6b, qwen3-1.7b, ..."
 // One tensor of the synthesized model, in a conversion's order.
 enum class TensorRole {
     TokenEmbd, OutputNorm, RopeFreqs, AttnNorm, AttnQ, AttnK, AttnV, AttnOutput, AttnQNorm, AttnKNorm,
-    FfnNorm, FfnGate, FfnUp, FfnDown,
+    FfnNorm, FfnGate, FfnUp, FfnDown, AttnQBias, AttnKBias, AttnVBias,
 };
 
 struct SynthTensor {

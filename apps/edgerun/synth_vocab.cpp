@@ -105,8 +105,10 @@ SynthVocab make_vocab(const Preset& p) {
             break;
         }
         case VocabStyle::Qwen2: {
-            // 151643 ordinary tokens, 26 specials, then padding up to the embedding size.
-            build_regular(151643, v);
+            // 151643 ordinary tokens, 26 specials, then padding up to the embedding size
+            // (a reduced --vocab keeps the 293 tokens after the ordinary ones).
+            const size_t regular = n - 293;
+            build_regular(regular, v);
             v.types.assign(v.tokens.size(), ER_TOKEN_NORMAL);
             const char* specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
                                       "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>",
@@ -125,12 +127,13 @@ SynthVocab make_vocab(const Preset& p) {
                 v.types.push_back(ER_TOKEN_UNUSED);
             }
             v.pre = "qwen2";
-            v.bos = 151643, v.eos = 151645, v.pad = 151643;
+            v.bos = int32_t(regular), v.eos = int32_t(regular + 2), v.pad = int32_t(regular);
             v.chat_template = kChatML;
             break;
         }
         case VocabStyle::Llama3: {
-            build_regular(128000, v);
+            const size_t regular = n - 256;  // 128000 ordinary tokens, then 256 specials
+            build_regular(regular, v);
             v.types.assign(v.tokens.size(), ER_TOKEN_NORMAL);
             const char* named[] = {"<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
                                    "<|reserved_special_token_1|>", "<|finetune_right_pad_id|>",
@@ -140,7 +143,7 @@ SynthVocab make_vocab(const Preset& p) {
             for (int i = 3; v.tokens.size() < n; ++i) v.tokens.push_back("<|reserved_special_token_" + std::to_string(i) + "|>");
             v.types.resize(v.tokens.size(), ER_TOKEN_CONTROL);
             v.pre = "llama-bpe";
-            v.bos = 128000, v.eos = 128009;
+            v.bos = int32_t(regular), v.eos = int32_t(regular + 9);
             v.add_bos = true;
             v.chat_template = kLlama3Chat;
             break;

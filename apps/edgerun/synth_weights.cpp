@@ -31,6 +31,13 @@ constexpr float kQuietLayer0 = 0.05f;
 // have a standard deviation of about kQk²: attention that picks, not averages.
 constexpr float kQk = 1.4f;
 constexpr int kMaxHot = 512;
+// attention-scale (see synth_weights.hpp): a self head's query meets its own key with a
+// score of about kSelfScore, a quarter past log(FLT_MAX) = 88.7; the quarter of each
+// head's dimensions with the lowest RoPE frequencies carries a fraction
+// kConcentrate²/(kConcentrate² + 3) = 0.9 of a self head's query and key and 1% of any
+// other head's, which keeps the other heads' scores as the plain model's.
+constexpr float kSelfScore = 112.0f;
+constexpr float kConcentrate = 5.2f;
 
 // Typical RMS of an attention output element and of a SwiGLU output element for unit
 // inputs: to turn a target residual contribution into a matrix scale.
@@ -95,10 +102,34 @@ float lognormal_scale(uint64_t key, int64_t i, float spread) {
     return std::exp(spread * bell(mix(key, uint64_t(i))) - spread * spread);
 }
 
+const std::array<std::pair<Stress, std::string_view>, 2> kStressNames = {{
+    {Stress::AttentionScale, "attention-scale"},
+    {Stress::SmallActivations, "small-activations"},
+}};
+
 }  // namespace
 
-WeightSynth::WeightSynth(const Preset& preset, int64_t n_layer, uint64_t seed, const SynthVocab& vocab)
-    : preset_(preset), n_layer_(n_layer), seed_(seed) {
+std::optional<Stress> stress_from_name(std::string_view name) {
+    if (name == "none") return Stress::None;
+    for (const auto& [stress, text] : kStressNames)
+        if (text == name) return stress;
+    return std::nullopt;
+}
+
+std::string_view stress_name(Stress stress) {
+    for (const auto& [s, text] : kStressNames)
+        if (s == stress) return text;
+    return "none";
+}
+
+std::string stress_names() {
+    std::string out;
+    for (const auto& entry : kStressNames) out += (out.empty() ? "" : ", ") + std::string(entry.second);
+    return out;
+}
+
+WeightSynth::WeightSynth(const Preset& preset, int64_t n_layer, uint64_t seed, const SynthVocab& vocab, Stress stress)
+    : preset_(preset), n_layer_(n_layer), seed_(seed), stress_(stress) {
     // Hot tokens: word-like tokens, no more than a quarter of layer 0's FFN units.
     std::vector<int32_t> pool = vocab.word_tokens;
     const size_t n_hot = std::min<size_t>({size_t(kMaxHot), pool.size(), size_t(preset.n_ff / 4)});
@@ -188,7 +219,105 @@ void WeightSynth::matrix_rows(const SynthTensor& t, int64_t first, int64_t end, 
     }
 }
 
+float WeightSynth::small_residual_factor() const {
+    // The power of two that brings an ordinary token's embedding RMS to sqrt(eps) (a
+    // power of two: the rescaled weights are exact in every float format, away from
+    // F16's subnormal block scales). 1/32 for an epsilon of 1e-6, 1/16 for 1e-5.
+    const double plain_rms = double(kEmbedStd) * std::sqrt(1.0 + double(kLean) * kLean);
+    return float(std::exp2(std::round(std::log2(std::sqrt(double(preset_.rms_eps)) / plain_rms))));
+}
+
+bool WeightSynth::low_frequency_dim(int64_t i) const {
+    // The quarter of a head's rotated pairs with the lowest frequencies: the last pairs,
+    // which NEOX (qwen) keeps at i and i + d/2 and llama's adjacent layout at 2k, 2k+1.
+    const int64_t d = preset_.head_dim, first_pair = d / 2 - d / 8;
+    const bool neox = preset_.arch != "llama";
+    return neox ? i % (d / 2) >= first_pair : i / 2 >= first_pair;
+}
+
+float WeightSynth::low_frequency_gain() const {
+    // A self head's score with itself is sum(q_i²)/sqrt(d) over its query: a share f of
+    // the norm on the low-frequency quarter (m = d/4 dimensions), gained by F, the rest
+    // not. With a q/k norm, q_i has RMS kQk before F; without, kQk too (Wq's rows).
+    const double d = double(preset_.head_dim), m = d / 4, r2 = double(kConcentrate) * kConcentrate;
+    const double qk2 = double(kQk) * kQk;
+    double f2;
+    if (preset_.qk_norm) {
+        const double f = m * r2 / (m * r2 + d - m);
+        f2 = (kSelfScore / (qk2 * std::sqrt(d)) - (1 - f)) / f;
+    } else {
+        f2 = (kSelfScore * std::sqrt(d) / qk2 - (d - m)) / (m * r2);
+    }
+    return float(std::sqrt(std::max(f2, 1.0 / r2)));
+}
+
+void WeightSynth::attention_scale_values(const SynthTensor& t, int64_t first, int64_t end, float* out) const {
+    const bool query = t.role == TensorRole::AttnQ || t.role == TensorRole::AttnQBias;
+    const bool vector = t.role == TensorRole::AttnQBias || t.role == TensorRole::AttnKBias;
+    const int64_t d = preset_.head_dim, group = preset_.n_head / preset_.n_head_kv;
+    // The self heads' queries are projected exactly as their key (KV head 0) is.
+    SynthTensor key = t;
+    if (query) {
+        key.name.replace(key.name.find("attn_q"), 6, "attn_k");
+        key.role = vector ? TensorRole::AttnKBias : TensorRole::AttnK;
+        key.ne[vector ? 0 : 1] = preset_.n_head_kv * d;
+    }
+    auto factor = [&](int64_t i) {  // i: the output dimension (row, or bias element)
+        const bool self = (query ? i / d < group : i / d == 0);
+        if (!low_frequency_dim(i % d)) return 1.f;
+        return (self ? kConcentrate : 1.f / kConcentrate) * (preset_.qk_norm ? 1.f : low_frequency_gain());
+    };
+    if (vector) {
+        fill_plain_rows(t, 0, 1, out);
+        std::vector<float> keys(size_t(key.ne[0]));
+        fill_plain_rows(key, 0, 1, keys.data());
+        for (int64_t i = 0; i < t.ne[0]; ++i) out[i] = (query && i / d < group ? keys[size_t(i % d)] : out[i]) * factor(i);
+        return;
+    }
+    const int64_t cols = t.ne[0];
+    for (int64_t r = first; r < end; ++r) {
+        float* row = out + (r - first) * cols;
+        if (query && r / d < group) fill_plain_rows(key, r % d, r % d + 1, row);
+        else fill_plain_rows(t, r, r + 1, row);
+        const float f = factor(r);
+        for (int64_t c = 0; c < cols; ++c) row[c] *= f;
+    }
+}
+
 void WeightSynth::fill_rows(const SynthTensor& t, int64_t first, int64_t end, float* out) const {
+    const int64_t cols = t.ne[0];
+    switch (stress_) {
+        case Stress::AttentionScale:
+            switch (t.role) {
+                case TensorRole::AttnQ: case TensorRole::AttnK: case TensorRole::AttnQBias: case TensorRole::AttnKBias:
+                    attention_scale_values(t, first, end, out);
+                    return;
+                case TensorRole::AttnQNorm: case TensorRole::AttnKNorm:
+                    fill_plain_rows(t, first, end, out);
+                    for (int64_t c = 0; c < cols; ++c)
+                        if (low_frequency_dim(c)) out[c] *= low_frequency_gain();
+                    return;
+                default:
+                    break;
+            }
+            break;
+        case Stress::SmallActivations: {
+            fill_plain_rows(t, first, end, out);
+            float factor = 1.f;
+            if (t.role == TensorRole::TokenEmbd || t.role == TensorRole::AttnOutput || t.role == TensorRole::FfnDown)
+                factor = small_residual_factor();
+            else if (t.role == TensorRole::OutputNorm)
+                factor = 1.f / small_residual_factor();
+            for (int64_t i = 0; i < (end - first) * cols; ++i) out[i] *= factor;
+            return;
+        }
+        case Stress::None:
+            break;
+    }
+    fill_plain_rows(t, first, end, out);
+}
+
+void WeightSynth::fill_plain_rows(const SynthTensor& t, int64_t first, int64_t end, float* out) const {
     const int64_t cols = t.ne[0];
     switch (t.role) {
         case TensorRole::TokenEmbd: {
@@ -219,6 +348,12 @@ void WeightSynth::fill_rows(const SynthTensor& t, int64_t first, int64_t end, fl
             uint64_t state = mix(seed_, name_hash(t.name));
             for (int64_t c = 0; c < cols; ++c)
                 out[c] = (qk ? kQk : 1.f) * std::max(0.2f, 1.f + 0.1f * bell(splitmix64(state)));
+            return;
+        }
+        case TensorRole::AttnQBias: case TensorRole::AttnKBias: case TensorRole::AttnVBias: {
+            // Biases of half a unit-scale activation: they shift q, k and v visibly.
+            uint64_t state = mix(seed_, name_hash(t.name));
+            for (int64_t c = 0; c < cols; ++c) out[c] = 0.5f * heavy(splitmix64(state));
             return;
         }
         default:

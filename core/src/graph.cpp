@@ -244,25 +244,27 @@ std::vector<er_op_query> queries_for(const er_node& node, const WeightTable& wei
     return out;
 }
 
-std::string describe_query(const er_op_query& q) {
+}  // namespace
+
+std::string describe_op_query(const er_op_query& q) {
     std::string text = op_name(q.op);
     if (q.weight_dtype >= 0) text += " with " + std::string(dtype_name(static_cast<DType>(q.weight_dtype))) + " weights";
     if (q.op == ER_OP_ATTENTION) {
         static const char* kv_names[] = {"F32", "F16", "Q8"};
-        text += " with a " + std::string(q.kv_type >= 0 && q.kv_type < 3 ? kv_names[q.kv_type] : "?") +
-                " KV cache, head_dim " + std::to_string(q.head_dim);
+        text += std::string(q.kv_type == ER_KV_F32 || q.kv_type == ER_KV_F16 ? " with an " : " with a ") +
+                (q.kv_type >= 0 && q.kv_type < 3 ? kv_names[q.kv_type] : "?") + " KV cache";
     }
+    if (q.head_dim > 0 && q.op != ER_OP_RMS_NORM) text += ", head_dim " + std::to_string(q.head_dim);
+    if (q.op == ER_OP_RMS_NORM && q.head_dim > 0) text += ", groups of " + std::to_string(q.head_dim);
     return text;
 }
-
-}  // namespace
 
 std::vector<std::string> unsupported_ops(const Backend& backend, const Graph& graph, const WeightTable& weights,
                                          int32_t kv_type) {
     std::set<std::string> missing;
     for (const er_node& node : graph.nodes)
         for (const er_op_query& q : queries_for(node, weights, kv_type))
-            if (!backend.supports(q)) missing.insert(describe_query(q));
+            if (!backend.supports(q)) missing.insert(describe_op_query(q));
     return {missing.begin(), missing.end()};
 }
 

@@ -397,7 +397,9 @@ typedef struct er_context_params {
 /*
  * One step of a plan. Positions are pos0 .. pos0 + n_tokens - 1; the cache holds
  * positions [0, pos0 + n_tokens) after the step, and anything past that is stale, so
- * rewinding a conversation is simply a step with a smaller pos0.
+ * rewinding a conversation is simply a step with a smaller pos0. pos0 may not lie past
+ * the end of what the cache holds (a gap would leave positions never written); a
+ * backend refuses such a step with ER_E_INVALID_ARGUMENT.
  */
 typedef struct er_step {
     uint32_t struct_size;

@@ -87,6 +87,9 @@ private:
 
 const char* op_name(int32_t op);
 
+// "MATMUL with Q4_K weights", "ATTENTION with an F16 KV cache, head_dim 64", ...
+std::string describe_op_query(const er_op_query& query);
+
 // Every (op, weight type) of `graph` the backend says it does not run, as readable lines
 // such as "MATMUL with Q4_1 weights"; empty when it runs them all.
 class Backend;

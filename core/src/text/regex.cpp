@@ -3,6 +3,8 @@
 #include <edgerun/host_api.hpp>
 #include <edgerun/text/unicode.hpp>
 
+#include <cstddef>
+#include <cstdlib>
 #include <type_traits>
 #include <utility>
 
@@ -453,9 +455,12 @@ private:
 class RegexMatcher {
 public:
     static constexpr int kMaxGroupRepetitions = 2000;
+    // Stack the nested repetitions of one match may use. Frame sizes differ by compiler
+    // and build (sanitizers make them several times larger), so depth alone is no bound.
+    static constexpr ptrdiff_t kMaxStackBytes = 1 << 20;
 
     RegexMatcher(const Regex& re, const uint32_t* units, size_t begin, size_t end)
-        : re_(re), u_(units), begin_(begin), end_(end) {}
+        : re_(re), u_(units), begin_(begin), end_(end), stack_base_(stack_address()) {}
 
     bool alternation(int index, size_t pos, Continuation k) const {
         for (const auto& seq : re_.alternations_[index].branches)
@@ -529,9 +534,9 @@ private:
     // repetition nests a call, so a bound turns a pathological input into an error
     // instead of a stack overflow (llama.cpp's std::regex crashes there).
     bool repeat(const Regex::Node& node, int count, size_t pos, Continuation k) const {
-        if (count > kMaxGroupRepetitions)
-            throw Error("pre-tokenizer pattern '" + re_.pattern() + "': a group repeats more than " +
-                            std::to_string(kMaxGroupRepetitions) + " times in one match (text too long for it)",
+        if (count > kMaxGroupRepetitions || std::abs(stack_base_ - stack_address()) > kMaxStackBytes)
+            throw Error("pre-tokenizer pattern '" + re_.pattern() +
+                            "': a group repeats too often in one match (text too long for it)",
                         ER_E_INVALID_ARGUMENT);
         if (node.max < 0 || count < node.max) {
             auto more = [&](size_t p) {
@@ -543,9 +548,16 @@ private:
         return count >= node.min && k(pos);
     }
 
+    // The address of a local of the calling frame: how deep the recursion is.
+    static __attribute__((noinline)) ptrdiff_t stack_address() {
+        volatile char probe = 0;
+        return reinterpret_cast<ptrdiff_t>(&probe);
+    }
+
     const Regex& re_;
     const uint32_t* u_;
     size_t begin_, end_;
+    ptrdiff_t stack_base_;
 };
 
 bool Regex::search(const uint32_t* units, size_t begin, size_t end, size_t from, size_t& match_begin,

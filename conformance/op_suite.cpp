@@ -1,0 +1,133 @@
+#include "op_suite.hpp"
+#include "metrics.hpp"
+#include "thresholds.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace edgerun::conformance {
+
+Backend BackendSpec::create() const {
+    auto params = sized<er_backend_params>();
+    params.device = 0;
+    params.n_threads = threads;
+    params.options = options.empty() ? nullptr : options.c_str();
+    return Backend(*plugin, params);
+}
+
+std::vector<float> run_case(const Backend& backend, const OpCase& c) {
+    auto model_params = sized<er_model_params>();
+    model_params.weights = c.weights->descs().data();
+    model_params.n_weights = int64_t(c.weights->descs().size());
+    BackendModel model(backend, model_params);
+    BackendContext context(model, c.context);
+    Plan plan(context, c.graph.view());
+    std::vector<float> out;
+    for (const OpStep& step : c.steps) {
+        for (const auto& [value, data] : step.inputs) plan.set_input(value, data.data(), step.n_tokens);
+        for (const auto& [value, ids] : step.token_inputs) plan.set_input(value, ids.data(), step.n_tokens);
+        plan.execute(step.n_tokens, step.pos0, step.logits_all);
+        for (int32_t value : c.outputs) {
+            const bool last_row = c.graph.values[value].flags & ER_VALUE_OUTPUT && value == c.graph.logits_output &&
+                                  !step.logits_all;
+            const int32_t rows = last_row ? 1 : step.n_tokens;
+            const size_t at = out.size();
+            out.resize(at + size_t(rows * c.graph.values[value].width));
+            plan.get_output(value, out.data() + at, rows);
+        }
+    }
+    return out;
+}
+
+int32_t OpReport::failures() const {
+    return int32_t(std::count_if(results.begin(), results.end(), [](const OpResult& r) { return r.status != "pass"; }));
+}
+
+namespace {
+
+const int32_t kOps[] = {ER_OP_EMBED, ER_OP_MATMUL, ER_OP_MATMUL_MULTI, ER_OP_LOGITS, ER_OP_RMS_NORM,
+                        ER_OP_ROPE, ER_OP_ATTENTION, ER_OP_SWIGLU, ER_OP_ADD};
+
+OpResult compare_case(const Backend& candidate, const Backend& reference, const OpCase& c) {
+    OpResult r;
+    r.label = c.label;
+    r.op = c.query.op;
+    const OpThreshold t = op_threshold(c.query.op, c.query.weight_dtype, c.query.kv_type);
+    r.threshold = t.max_nmse;
+    std::vector<float> want;
+    try {
+        want = run_case(reference, c);
+    } catch (const std::exception& e) {
+        r.status = "error";
+        r.message = std::string("the reference failed: ") + e.what();
+        return r;
+    }
+    try {
+        const std::vector<float> got = run_case(candidate, c);
+        if (got.size() != want.size()) throw Error("output has " + std::to_string(got.size()) + " values, not " + std::to_string(want.size()));
+        const OpError e = compare_outputs(got, want);
+        r.nmse = e.nmse, r.max_abs = e.max_abs, r.non_finite = e.non_finite;
+        if (e.non_finite) {
+            r.status = "FAIL";
+            r.message = "non-finite values (inf or NaN) where the reference is finite";
+        } else if (!(e.nmse <= t.max_nmse)) {
+            char text[160];
+            std::snprintf(text, sizeof text, "NMSE %.3g > %.0e (max |diff| %.3g)", e.nmse, t.max_nmse, e.max_abs);
+            r.status = "FAIL";
+            r.message = text;
+        } else {
+            r.status = "pass";
+        }
+    } catch (const std::exception& e) {
+        r.status = "error";
+        r.message = std::string("the candidate failed: ") + e.what();
+    }
+    return r;
+}
+
+}  // namespace
+
+OpReport run_op_level(const BackendSpec& candidate_spec, const BackendSpec& reference_spec,
+                      const std::vector<std::string>& only_ops) {
+    const Backend candidate = candidate_spec.create();
+    const Backend reference = reference_spec.create();
+    OpReport report;
+    // Descriptions without the head size, with the head sizes (or norm groups) seen.
+    std::map<std::string, std::set<int32_t>> missing, not_referenced;
+    auto note = [](std::map<std::string, std::set<int32_t>>& into, er_op_query q) {
+        const int32_t dim = q.head_dim;
+        q.head_dim = 0;
+        into[describe_op_query(q)].insert(dim);
+    };
+    auto listed = [](const std::map<std::string, std::set<int32_t>>& from) {
+        std::vector<std::string> out;
+        for (const auto& [text, dims] : from) {
+            std::string dims_text;
+            for (int32_t d : dims)
+                if (d > 0) dims_text += (dims_text.empty() ? "" : ", ") + std::to_string(d);
+            out.push_back(dims_text.empty() ? text : text + (text.starts_with("RMS_NORM") ? ", groups of " : ", head_dim ") + dims_text);
+        }
+        return out;
+    };
+    for (int32_t op : kOps) {
+        if (!only_ops.empty() && std::find(only_ops.begin(), only_ops.end(), op_name(op)) == only_ops.end()) continue;
+        for (int32_t variant : op_variants(op)) {
+            for (const OpCase& c : make_cases(op, variant)) {
+                if (!reference.supports(c.query)) {
+                    note(not_referenced, c.query);
+                } else if (!candidate.supports(c.query)) {
+                    note(missing, c.query);
+                } else {
+                    report.results.push_back(compare_case(candidate, reference, c));
+                }
+            }
+        }
+    }
+    report.missing = listed(missing);
+    report.not_referenced = listed(not_referenced);
+    return report;
+}
+
+}  // namespace edgerun::conformance

@@ -1,0 +1,205 @@
+#include "report.hpp"
+#include "thresholds.hpp"
+
+#include <edgerun/graph.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+namespace edgerun::conformance {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+std::string fmt(const char* format, double v) {
+    char text[64];
+    std::snprintf(text, sizeof text, format, v);
+    return text;
+}
+
+std::string greedy_cell(const ModelComparison& c) {
+    if (c.greedy.identical) return "identical " + std::to_string(c.greedy_tokens);
+    return "diverges @" + std::to_string(c.greedy.position) + ": " + std::to_string(c.greedy.cand_token) + " (" +
+           fmt("%.2f", c.greedy.cand_margin) + ") vs " + std::to_string(c.greedy.ref_token) + " (" +
+           fmt("%.2f", c.greedy.ref_margin) + ")";
+}
+
+json comparison_json(const ModelComparison& c) {
+    const ModelThresholds& t = model_thresholds(c.kind);
+    json j{{"model", c.model}, {"synthesized", c.synthesized}, {"candidate", c.candidate}, {"reference", c.reference},
+           {"status", c.status}, {"problems", c.problems}};
+    if (c.status == "missing") j["partial"] = c.partial;
+    if (c.status == "pass" || c.status == "FAIL") {
+        j["comparison"] = c.kind == Comparison::Exact ? "same cache type" : "INT8 vs F16 cache";
+        j["teacher_forced"] = json{{"positions", c.teacher.positions},
+                                   {"top1_agreement", c.teacher.positions ? double(c.teacher.agree) / c.teacher.positions : 1.0},
+                                   {"decisive_positions", c.teacher.decisive},
+                                   {"decisive_top1_agreement", c.teacher.decisive_top1()},
+                                   {"first_disagreement", c.teacher.first_disagreement},
+                                   {"mean_kl", c.teacher.mean_kl},
+                                   {"max_kl", c.teacher.max_kl},
+                                   {"max_kl_position", c.teacher.max_kl_position},
+                                   {"max_logit_diff_sd", c.teacher.max_diff_sd},
+                                   {"max_logit_diff_position", c.teacher.max_diff_position},
+                                   {"finite", c.teacher.finite}};
+        json greedy{{"tokens", c.greedy_tokens}, {"identical", c.greedy.identical}};
+        if (!c.greedy.identical)
+            greedy["first_divergence"] = json{{"position", c.greedy.position},
+                                              {"candidate_token", c.greedy.cand_token},
+                                              {"candidate_margin", c.greedy.cand_margin},
+                                              {"reference_token", c.greedy.ref_token},
+                                              {"reference_margin", c.greedy.ref_margin},
+                                              {"near_tie", c.greedy.ref_margin < t.tie_gap}};
+        j["greedy"] = greedy;
+        j["thresholds"] = json{{"min_top1", t.min_top1}, {"max_mean_kl", t.max_mean_kl}, {"max_kl", t.max_kl},
+                               {"max_logit_diff_sd", t.max_logit_diff}, {"tie_gap", t.tie_gap}};
+    }
+    return j;
+}
+
+}  // namespace
+
+double SuiteReport::pooled_top1(int32_t* decisive) const {
+    int64_t agree = 0, total = 0;
+    for (const ModelComparison& c : models)
+        if (c.synthesized && c.kind == Comparison::Exact && (c.status == "pass" || c.status == "FAIL"))
+            agree += c.teacher.decisive_agree, total += c.teacher.decisive;
+    if (decisive) *decisive = int32_t(total);
+    return total ? double(agree) / double(total) : 1.0;
+}
+
+int32_t SuiteReport::missing_count() const {
+    int32_t n = int32_t(ops.missing.size());
+    for (const ModelComparison& c : models) n += c.status == "missing";
+    return n;
+}
+
+std::vector<std::string> SuiteReport::problems() const {
+    std::vector<std::string> out;
+    for (const OpResult& r : ops.results)
+        if (r.status != "pass") out.push_back("ops: " + r.label + ": " + r.message);
+    for (const ModelComparison& c : models)
+        if (c.status == "FAIL" || c.status == "error")
+            for (const std::string& p : c.problems) out.push_back("models: " + c.model + " " + c.candidate + " vs " + c.reference + ": " + p);
+    const ModelThresholds& t = model_thresholds(Comparison::Exact);
+    if (pooled_top1() < t.min_top1)
+        out.push_back("models: pooled top-1 agreement over the synthesized presets " + fmt("%.2f%%", 100 * pooled_top1()) +
+                      " < " + fmt("%.1f%%", 100 * t.min_top1));
+    if (require_full && missing_count() > 0)
+        out.push_back("coverage: the candidate lacks " + std::to_string(missing_count()) + " op/type combinations or models (--require-full)");
+    return out;
+}
+
+void print_comparisons(const std::vector<ModelComparison>& comparisons, std::ostream& out) {
+    // Columns as wide as their longest entry (stress models and plugin files have long names).
+    int model_w = 34, cand_w = 16, ref_w = 18;
+    for (const ModelComparison& c : comparisons) {
+        model_w = std::max(model_w, int(c.model.size()));
+        cand_w = std::max(cand_w, int(c.candidate.size()));
+        ref_w = std::max(ref_w, int(c.reference.size()));
+    }
+    char line[1024];
+    std::snprintf(line, sizeof line, "%-*s %-*s %-*s %7s %9s %9s %8s  %-38s %s\n", model_w, "model", cand_w, "candidate",
+                  ref_w, "reference", "top-1", "mean KL", "max KL", "max|d|sd", "greedy", "status");
+    out << line;
+    for (const ModelComparison& c : comparisons) {
+        if (c.status == "missing" || c.status == "error") {
+            std::snprintf(line, sizeof line, "%-*s %-*s %-*s %s\n", model_w, c.model.c_str(), cand_w, c.candidate.c_str(),
+                          ref_w, c.reference.c_str(),
+                          c.status != "missing" ? "ERROR" : c.partial ? "MISSING (these KV cache types not run)" : "MISSING (not run)");
+            out << line;
+        } else {
+            std::snprintf(line, sizeof line, "%-*s %-*s %-*s %6.2f%% %9.2e %9.2e %8.3f  %-38s %s\n", model_w, c.model.c_str(),
+                          cand_w, c.candidate.c_str(), ref_w, c.reference.c_str(), 100 * c.teacher.decisive_top1(),
+                          c.teacher.mean_kl, c.teacher.max_kl, c.teacher.max_diff_sd, greedy_cell(c).c_str(), c.status.c_str());
+            out << line;
+        }
+        for (const std::string& p : c.problems) out << "    " << (c.status == "missing" ? "lacks " : "") << p << "\n";
+    }
+}
+
+void print_report(const SuiteReport& r, std::ostream& out, bool verbose) {
+    out << "edgerun conformance: candidate " << r.candidate << " (" << r.candidate_device << ")\n"
+        << "                     reference " << r.reference << " (" << r.reference_device << ")\n";
+    if (r.ops_run) {
+        out << "\n== ops: every supported op and type against the reference (NMSE over whole outputs) ==\n";
+        std::map<int32_t, std::vector<const OpResult*>> by_op;
+        for (const OpResult& res : r.ops.results) by_op[res.op].push_back(&res);
+        char line[256];
+        std::snprintf(line, sizeof line, "%-13s %6s %6s %6s   %s\n", "op", "cases", "pass", "fail", "worst NMSE (threshold)");
+        out << line;
+        for (const auto& [op, results] : by_op) {
+            int pass = 0;
+            const OpResult* worst = results.front();
+            for (const OpResult* res : results) {
+                pass += res->status == "pass";
+                if (res->nmse / res->threshold > worst->nmse / worst->threshold || res->status != "pass") worst = res;
+            }
+            std::snprintf(line, sizeof line, "%-13s %6zu %6d %6zu   %.2e (%.0e) %s\n", op_name(op), results.size(), pass,
+                          results.size() - size_t(pass), worst->nmse, worst->threshold, worst->label.c_str());
+            out << line;
+        }
+        for (const OpResult& res : r.ops.results)
+            if (res.status != "pass" || verbose)
+                out << "  " << (res.status == "pass" ? "pass " : res.status + " ") << res.label << ": "
+                    << (res.status == "pass" ? fmt("NMSE %.2e", res.nmse) : res.message) << "\n";
+        if (!r.ops.missing.empty()) {
+            out << "missing coverage (the candidate says it does not run these):\n";
+            for (const auto& m : r.ops.missing) out << "  " << m << "\n";
+        }
+        if (!r.ops.not_referenced.empty()) {
+            out << "not tested (the reference does not run these either):\n";
+            for (const auto& m : r.ops.not_referenced) out << "  " << m << "\n";
+        }
+    }
+    if (r.models_run) {
+        out << "\n== models: teacher-forced " << r.sequence.teacher_tokens << " tokens; greedy " << r.sequence.greedy_tokens
+            << " tokens after a prompt of " << r.sequence.prompt_tokens << " ==\n";
+        print_comparisons(r.models, out);
+        int32_t decisive = 0;
+        const double pooled = r.pooled_top1(&decisive);
+        if (decisive > 0) out << "pooled top-1 agreement over the synthesized presets: " << fmt("%.2f%%", 100 * pooled) << " of " << decisive << " decisive positions\n";
+    }
+    const auto problems = r.problems();
+    out << "\n";
+    if (r.missing_count() > 0) out << "coverage: " << r.missing_count() << " op/type combinations or models not run by the candidate (listed above)\n";
+    out << (problems.empty() ? "PASS" : "FAIL") << ": " << problems.size() << " problem" << (problems.size() == 1 ? "" : "s") << "\n";
+    for (const auto& p : problems) out << "  " << p << "\n";
+}
+
+void write_json_report(const SuiteReport& r, const std::string& path) {
+    json j;
+    j["candidate"] = json{{"backend", r.candidate}, {"device", r.candidate_device}};
+    j["reference"] = json{{"backend", r.reference}, {"device", r.reference_device}};
+    const auto problems = r.problems();
+    j["passed"] = problems.empty();
+    j["problems"] = problems;
+    j["thresholds"] = describe_thresholds();
+    if (r.ops_run) {
+        json cases = json::array();
+        for (const OpResult& res : r.ops.results)
+            cases.push_back(json{{"op", op_name(res.op)}, {"case", res.label}, {"status", res.status}, {"nmse", res.non_finite ? -1.0 : res.nmse},
+                                 {"threshold", res.threshold}, {"max_abs", res.max_abs}, {"non_finite", res.non_finite},
+                                 {"message", res.message}});
+        j["ops"] = json{{"cases", cases}, {"missing", r.ops.missing}, {"not_tested_by_reference", r.ops.not_referenced}};
+    }
+    if (r.models_run) {
+        json models = json::array();
+        for (const ModelComparison& c : r.models) models.push_back(comparison_json(c));
+        int32_t decisive = 0;
+        const double pooled = r.pooled_top1(&decisive);
+        j["models"] = json{{"teacher_tokens", r.sequence.teacher_tokens}, {"prompt_tokens", r.sequence.prompt_tokens},
+                           {"greedy_tokens", r.sequence.greedy_tokens}, {"pooled_top1_synthesized", pooled},
+                           {"pooled_decisive_positions", decisive}, {"comparisons", models}};
+    }
+    std::ofstream out(path);
+    out << j.dump(1) << "\n";
+    if (!out) throw Error(path + ": cannot write the JSON report", ER_E_IO);
+}
+
+}  // namespace edgerun::conformance

@@ -1,0 +1,412 @@
+// The simple backend: every op of the graph ABI in plain FP32 loops, one thread, no
+// tricks, so that it is obviously right by reading. The conformance suite's own tests
+// use it twice: built as it is it must pass the suite cleanly, and built with
+// -DPLANTED_FAULT_<NAME> it carries exactly one bug of a kind a real backend might have,
+// which the suite must catch:
+//
+//   ROPE_DIM        the rotation frequency of pair k taken from pair k + 1
+//   Q6K_SCALE       Q6_K weights decoded with the scales of each pair of 16-value
+//                   sub-blocks swapped
+//   RMS_EPS         RMSNorm with epsilon 1e-5 whatever the graph asks for
+//   GQA_MAP         query head h reads KV head h % n_head_kv instead of h / group
+//   KV_SHORT        attention reads the KV cache one position short (the newest
+//                   position is left out)
+//   SOFTMAX_NOMAX   softmax without subtracting the maximum (overflows on large scores)
+//
+// Weights are decoded row by row as they are used (core's blocks.hpp defines every
+// format); the KV cache stores floats already rounded to the cache type (F16, or
+// llama.cpp's Q8_0 blocks), which gives the same numbers as storing the encoded bytes.
+#include <edgerun/plugin_sdk.hpp>
+#include <edgerun/quant/blocks.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#ifndef SIMPLE_PLUGIN_NAME
+#define SIMPLE_PLUGIN_NAME "simple"
+#endif
+
+namespace {
+
+using edgerun::sdk::Failure;
+using edgerun::sdk::guard;
+namespace quant = edgerun::quant;
+
+// ---------------------------------------------------------------- weights --
+
+struct Weight {
+    int32_t dtype = 0;
+    int64_t cols = 0, rows = 0;
+    uint64_t row_bytes = 0;
+    const uint8_t* data = nullptr;
+};
+
+uint64_t bytes_per_row(int32_t dtype, int64_t cols) {
+    switch (dtype) {
+        case 0: return uint64_t(cols) * 4;
+        case 1: case 30: return uint64_t(cols) * 2;
+        case 2: return uint64_t(cols / 32) * sizeof(quant::BlockQ4_0);
+        case 3: return uint64_t(cols / 32) * sizeof(quant::BlockQ4_1);
+        case 6: return uint64_t(cols / 32) * sizeof(quant::BlockQ5_0);
+        case 7: return uint64_t(cols / 32) * sizeof(quant::BlockQ5_1);
+        case 8: return uint64_t(cols / 32) * sizeof(quant::BlockQ8_0);
+        case 10: return uint64_t(cols / 256) * sizeof(quant::BlockQ2_K);
+        case 11: return uint64_t(cols / 256) * sizeof(quant::BlockQ3_K);
+        case 12: return uint64_t(cols / 256) * sizeof(quant::BlockQ4_K);
+        case 13: return uint64_t(cols / 256) * sizeof(quant::BlockQ5_K);
+        case 14: return uint64_t(cols / 256) * sizeof(quant::BlockQ6_K);
+        default: return 0;
+    }
+}
+
+bool weight_type_known(int32_t dtype) { return dtype >= 0 && bytes_per_row(dtype, 256) != 0; }
+
+#ifdef PLANTED_FAULT_Q6K_SCALE
+void decode_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / 256; ++b) {
+        quant::BlockQ6_K block;
+        std::memcpy(&block, src + b * sizeof block, sizeof block);
+        const float d = quant::fp16_to_fp32(block.d);
+        for (int i = 0; i < 256; ++i)
+            dst[b * 256 + i] = d * float(block.scales[(i / 16) ^ 1]) * float(quant::q6k_value(block, i));  // FAULT
+    }
+}
+#endif
+
+void decode_row(const Weight& w, int64_t row, float* out) {
+    const uint8_t* src = w.data + uint64_t(row) * w.row_bytes;
+#ifdef PLANTED_FAULT_Q6K_SCALE
+    if (w.dtype == 14) return decode_q6_k_faulty(src, out, w.cols);
+#endif
+    if (!quant::dequantize_row(w.dtype, src, out, w.cols)) throw Failure(ER_E_UNSUPPORTED, "cannot decode this type");
+}
+
+std::vector<float> decode_all(const Weight& w) {
+    std::vector<float> out(size_t(w.cols * w.rows));
+    for (int64_t r = 0; r < w.rows; ++r) decode_row(w, r, out.data() + r * w.cols);
+    return out;
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+// --------------------------------------------------------------- objects --
+
+struct Model {
+    std::vector<Weight> weights;
+};
+
+struct Context {
+    Model* model = nullptr;
+    er_context_params params{};
+    // [layer][position][kv head][head_dim], floats rounded to the cache type.
+    std::vector<float> k, v;
+};
+
+struct Plan {
+    Context* ctx = nullptr;
+    int32_t max_tokens = 1;
+    std::vector<er_node> nodes;
+    std::vector<er_value_desc> values;
+    std::vector<std::vector<float>> f32;    // per value: max_tokens rows
+    std::vector<std::vector<int32_t>> i32;  // per I32 input
+    std::vector<int32_t> rows;              // rows each value holds after the last step
+};
+
+// The value as the cache type stores it: F32 as is, F16 rounded to nearest even, Q8 as
+// llama.cpp's reference Q8_0 quantizer makes it (one scale per 32 values).
+void round_to_cache(int32_t kv_type, float* x, int64_t n) {
+    if (kv_type == ER_KV_F16) {
+        for (int64_t i = 0; i < n; ++i) x[i] = quant::fp16_to_fp32(quant::fp32_to_fp16(x[i]));
+    } else if (kv_type == ER_KV_Q8) {
+        for (int64_t b = 0; b < n; b += 32) {
+            float amax = 0.0f;
+            for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(x[b + i]));
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            const float stored = quant::fp16_to_fp32(quant::fp32_to_fp16(d));
+            for (int i = 0; i < 32; ++i) x[b + i] = stored * float(int8_t(std::roundf(x[b + i] * id)));
+        }
+    }
+}
+
+// ------------------------------------------------------------------- ops --
+
+void op_matmul(Plan& p, const er_node& node, int32_t n, bool last_row_only) {
+    const std::vector<float>& x = p.f32[node.inputs[0]];
+    const int64_t width = p.values[node.inputs[0]].width;
+    const int32_t first = last_row_only ? n - 1 : 0;
+    for (int32_t k = 0; k < node.n_outputs; ++k) {
+        const Weight& w = p.ctx->model->weights[node.weights[k]];
+        std::vector<float> bias;
+        if (node.biases[k] >= 0) bias = decode_all(p.ctx->model->weights[node.biases[k]]);
+        std::vector<float>& out = p.f32[node.outputs[k]];
+        std::vector<float> row(size_t(w.cols));
+        for (int64_t j = 0; j < w.rows; ++j) {
+            decode_row(w, j, row.data());
+            for (int32_t r = first; r < n; ++r)
+                out[(r - first) * w.rows + j] = dot(&x[r * width], row.data(), width) + (bias.empty() ? 0.0f : bias[j]);
+        }
+    }
+}
+
+void op_rms_norm(Plan& p, const er_node& node, int32_t n) {
+    const std::vector<float> weight = decode_all(p.ctx->model->weights[node.weights[0]]);
+    const int64_t width = p.values[node.inputs[0]].width, group = node.params.rms_norm.group;
+#ifdef PLANTED_FAULT_RMS_EPS
+    const double eps = 1e-5;  // FAULT
+#else
+    const double eps = node.params.rms_norm.eps;
+#endif
+    for (int64_t i0 = 0; i0 < n * width; i0 += group) {
+        const float* x = &p.f32[node.inputs[0]][i0];
+        float* y = &p.f32[node.outputs[0]][i0];
+        double sum = 0.0;
+        for (int64_t i = 0; i < group; ++i) sum += double(x[i]) * x[i];
+        const double scale = 1.0 / std::sqrt(sum / double(group) + eps);
+        for (int64_t i = 0; i < group; ++i) y[i] = float(x[i] * scale) * weight[i];
+    }
+}
+
+void op_rope(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
+    const er_rope_params& rp = node.params.rope;
+    std::vector<float> factors;
+    if (node.weights[0] >= 0) factors = decode_all(p.ctx->model->weights[node.weights[0]]);
+    const int64_t width = p.values[node.inputs[0]].width;
+    const int32_t half = rp.n_rot / 2;
+    for (int32_t r = 0; r < n; ++r) {
+        for (int64_t h0 = 0; h0 < width; h0 += rp.head_dim) {
+            const float* x = &p.f32[node.inputs[0]][r * width + h0];
+            float* y = &p.f32[node.outputs[0]][r * width + h0];
+            for (int32_t i = 0; i < rp.head_dim; ++i) y[i] = x[i];
+            for (int32_t k = 0; k < half; ++k) {
+#ifdef PLANTED_FAULT_ROPE_DIM
+                const double exponent = -2.0 * (k + 1) / rp.n_rot;  // FAULT
+#else
+                const double exponent = -2.0 * k / rp.n_rot;
+#endif
+                const double freq = std::pow(double(rp.freq_base), exponent) / (factors.empty() ? 1.0 : factors[k]);
+                const double angle = double(pos0 + r) * freq * rp.freq_scale;
+                // NORMAL rotates adjacent pairs, NEOX the two halves of the rotated part.
+                const int32_t a = rp.mode == ER_ROPE_NEOX ? k : 2 * k;
+                const int32_t b = rp.mode == ER_ROPE_NEOX ? k + half : 2 * k + 1;
+                const double c = std::cos(angle), s = std::sin(angle);
+                y[a] = float(x[a] * c - x[b] * s);
+                y[b] = float(x[a] * s + x[b] * c);
+            }
+        }
+    }
+}
+
+void op_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
+    const er_attention_params& ap = node.params.attention;
+    Context& c = *p.ctx;
+    const int64_t dk = ap.head_dim_k, dv = ap.head_dim_v, n_kv = ap.n_head_kv;
+    auto k_at = [&](int64_t pos, int64_t g) { return &c.k[((node.layer * int64_t(c.params.n_ctx) + pos) * n_kv + g) * dk]; };
+    auto v_at = [&](int64_t pos, int64_t g) { return &c.v[((node.layer * int64_t(c.params.n_ctx) + pos) * n_kv + g) * dv]; };
+    // Append this step's keys and values.
+    for (int32_t r = 0; r < n; ++r)
+        for (int64_t g = 0; g < n_kv; ++g) {
+            std::memcpy(k_at(pos0 + r, g), &p.f32[node.inputs[1]][(r * n_kv + g) * dk], dk * sizeof(float));
+            std::memcpy(v_at(pos0 + r, g), &p.f32[node.inputs[2]][(r * n_kv + g) * dv], dv * sizeof(float));
+            round_to_cache(c.params.kv_type, k_at(pos0 + r, g), dk);
+            round_to_cache(c.params.kv_type, v_at(pos0 + r, g), dv);
+        }
+    const int32_t group = ap.n_head / ap.n_head_kv;
+    std::vector<double> weights;
+    for (int32_t r = 0; r < n; ++r) {
+#ifdef PLANTED_FAULT_KV_SHORT
+        const int32_t n_pos = pos0 + r;  // FAULT: the newest position is left out
+#else
+        const int32_t n_pos = pos0 + r + 1;  // causal: positions [0, pos0 + r]
+#endif
+        for (int32_t h = 0; h < ap.n_head; ++h) {
+#ifdef PLANTED_FAULT_GQA_MAP
+            const int32_t g = h % ap.n_head_kv;  // FAULT
+#else
+            const int32_t g = h / group;
+#endif
+            (void)group;
+            const float* q = &p.f32[node.inputs[0]][(int64_t(r) * ap.n_head + h) * dk];
+            weights.assign(size_t(n_pos), 0.0);
+            double max = -INFINITY, sum = 0.0;
+            for (int32_t j = 0; j < n_pos; ++j) {
+                weights[j] = double(ap.scale) * dot(q, k_at(j, g), dk);
+                max = std::fmax(max, weights[j]);
+            }
+            for (int32_t j = 0; j < n_pos; ++j) {
+#ifdef PLANTED_FAULT_SOFTMAX_NOMAX
+                weights[j] = float(std::exp(float(weights[j])));  // FAULT: overflows past 88
+#else
+                weights[j] = std::exp(weights[j] - max);
+#endif
+                sum += weights[j];
+            }
+            float* out = &p.f32[node.outputs[0]][(int64_t(r) * ap.n_head + h) * dv];
+            for (int64_t i = 0; i < dv; ++i) {
+                double acc = 0.0;
+                for (int32_t j = 0; j < n_pos; ++j) acc += weights[j] * v_at(j, g)[i];
+                out[i] = float(acc / sum);
+            }
+        }
+    }
+}
+
+void execute(Plan& p, const er_step& step) {
+    const int32_t n = step.n_tokens;
+    if (n < 1 || n > p.max_tokens) throw Failure(ER_E_INVALID_ARGUMENT, "step has " + std::to_string(n) + " tokens");
+    if (step.pos0 < 0 || step.pos0 + n > p.ctx->params.n_ctx) throw Failure(ER_E_INVALID_ARGUMENT, "step past the context");
+    for (const er_node& node : p.nodes) {
+        const int64_t width = p.values[node.outputs[0]].width;
+        switch (node.op) {
+            case ER_OP_EMBED: {
+                const Weight& table = p.ctx->model->weights[node.weights[0]];
+                for (int32_t r = 0; r < n; ++r) {
+                    const int32_t id = p.i32[node.inputs[0]][r];
+                    if (id < 0 || id >= table.rows) throw Failure(ER_E_INVALID_ARGUMENT, "token id outside the vocabulary");
+                    decode_row(table, id, &p.f32[node.outputs[0]][r * width]);
+                }
+                break;
+            }
+            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: op_matmul(p, node, n, false); break;
+            case ER_OP_LOGITS: op_matmul(p, node, n, !step.logits_all); break;
+            case ER_OP_RMS_NORM: op_rms_norm(p, node, n); break;
+            case ER_OP_ROPE: op_rope(p, node, n, step.pos0); break;
+            case ER_OP_ATTENTION: op_attention(p, node, n, step.pos0); break;
+            case ER_OP_SWIGLU: case ER_OP_ADD: {
+                const float* a = p.f32[node.inputs[0]].data();
+                const float* b = p.f32[node.inputs[1]].data();
+                float* y = p.f32[node.outputs[0]].data();
+                for (int64_t i = 0; i < n * width; ++i)
+                    y[i] = node.op == ER_OP_ADD ? a[i] + b[i] : a[i] / (1.0f + std::exp(-a[i])) * b[i];
+                break;
+            }
+            default: throw Failure(ER_E_UNSUPPORTED, "unknown op " + std::to_string(node.op));
+        }
+        for (int32_t k = 0; k < node.n_outputs; ++k)
+            p.rows[node.outputs[k]] = node.op == ER_OP_LOGITS && !step.logits_all ? 1 : n;
+    }
+}
+
+// ------------------------------------------------------------- interface --
+
+int32_t supports(er_backend*, const er_op_query* q) {
+    if (q->op < ER_OP_EMBED || q->op >= ER_OP_COUNT_) return 0;
+    if (q->weight_dtype >= 0 && !weight_type_known(q->weight_dtype)) return 0;
+    if (q->op == ER_OP_ATTENTION && q->kv_type == ER_KV_Q8) return q->head_dim % 32 == 0;
+    if (q->op == ER_OP_ATTENTION) return q->kv_type == ER_KV_F32 || q->kv_type == ER_KV_F16;
+    return 1;
+}
+
+er_status model_load(er_backend*, const er_model_params* params, er_model** out, er_error* err) {
+    return guard(err, [&] {
+        auto model = std::make_unique<Model>();
+        for (int64_t i = 0; i < params->n_weights; ++i) {
+            const er_tensor_desc& t = params->weights[i];
+            Weight w;
+            w.dtype = t.dtype;
+            w.cols = t.ne[0];
+            w.rows = t.ne[1] * t.ne[2] * t.ne[3];
+            if (t.n_dims == 1) w.rows = 1;
+            w.row_bytes = weight_type_known(t.dtype) ? bytes_per_row(t.dtype, t.ne[0]) : 0;
+            w.data = static_cast<const uint8_t*>(t.data);
+            model->weights.push_back(w);
+        }
+        *out = reinterpret_cast<er_model*>(model.release());
+    });
+}
+
+er_status context_create(er_model* model, const er_context_params* params, er_context** out, er_error* err) {
+    return guard(err, [&] {
+        auto ctx = std::make_unique<Context>();
+        ctx->model = reinterpret_cast<Model*>(model);
+        ctx->params = *params;
+        const int64_t rows = int64_t(params->n_layer) * params->n_ctx * params->n_head_kv;
+        ctx->k.assign(size_t(rows * params->head_dim_k), 0.0f);
+        ctx->v.assign(size_t(rows * params->head_dim_v), 0.0f);
+        *out = reinterpret_cast<er_context*>(ctx.release());
+    });
+}
+
+er_status plan_create(er_context* ctx, const er_graph* graph, er_plan** out, er_error* err) {
+    return guard(err, [&] {
+        auto plan = std::make_unique<Plan>();
+        plan->ctx = reinterpret_cast<Context*>(ctx);
+        plan->max_tokens = graph->max_tokens;
+        plan->nodes.assign(graph->nodes, graph->nodes + graph->n_nodes);
+        plan->values.assign(graph->values, graph->values + graph->n_values);
+        plan->f32.resize(plan->values.size());
+        plan->i32.resize(plan->values.size());
+        plan->rows.assign(plan->values.size(), 0);
+        for (size_t v = 0; v < plan->values.size(); ++v) {
+            const size_t size = size_t(plan->values[v].width * graph->max_tokens);
+            if (plan->values[v].type == ER_VALUE_I32) plan->i32[v].assign(size, 0);
+            else plan->f32[v].assign(size, 0.0f);
+        }
+        *out = reinterpret_cast<er_plan*>(plan.release());
+    });
+}
+
+er_status plan_set_input(er_plan* handle, int32_t value, const void* data, int64_t n_rows, er_error* err) {
+    return guard(err, [&] {
+        Plan& p = *reinterpret_cast<Plan*>(handle);
+        if (value < 0 || value >= int32_t(p.values.size()) || n_rows < 1 || n_rows > p.max_tokens)
+            throw Failure(ER_E_INVALID_ARGUMENT, "bad input value or row count");
+        const size_t bytes = size_t(n_rows * p.values[value].width) * 4;
+        std::memcpy(p.values[value].type == ER_VALUE_I32 ? static_cast<void*>(p.i32[value].data())
+                                                         : static_cast<void*>(p.f32[value].data()),
+                    data, bytes);
+    });
+}
+
+er_status plan_get_output(er_plan* handle, int32_t value, float* dst, int64_t n_rows, er_error* err) {
+    return guard(err, [&] {
+        Plan& p = *reinterpret_cast<Plan*>(handle);
+        if (value < 0 || value >= int32_t(p.values.size()) || n_rows < 1 || n_rows > p.rows[value])
+            throw Failure(ER_E_INVALID_ARGUMENT, "bad output value or row count");
+        std::memcpy(dst, p.f32[value].data(), size_t(n_rows * p.values[value].width) * sizeof(float));
+    });
+}
+
+const er_backend_iface kIface = {
+    sizeof(er_backend_iface),
+    [] { return int32_t{1}; },
+    [](int32_t device, er_device_info* out, er_error* err) {
+        if (device != 0) return edgerun::sdk::set_error(err, ER_E_INVALID_ARGUMENT, "one device");
+        std::snprintf(out->name, sizeof out->name, "simple (host CPU, one thread)");
+        std::snprintf(out->kind, sizeof out->kind, "cpu");
+        out->score = 0;
+        return er_status{ER_OK};
+    },
+    [](const er_backend_params*, er_backend** out, er_error*) {
+        *out = reinterpret_cast<er_backend*>(new int(0));
+        return er_status{ER_OK};
+    },
+    [](er_backend* b) { delete reinterpret_cast<int*>(b); },
+    supports,
+    model_load,
+    [](er_model* m) { delete reinterpret_cast<Model*>(m); },
+    context_create,
+    [](er_context* c) { delete reinterpret_cast<Context*>(c); },
+    plan_create,
+    [](er_plan* p) { delete reinterpret_cast<Plan*>(p); },
+    plan_set_input,
+    [](er_plan* p, const er_step* step, er_error* err) { return guard(err, [&] { execute(*reinterpret_cast<Plan*>(p), *step); }); },
+    plan_get_output,
+    nullptr,
+    nullptr,
+};
+
+const er_plugin kPlugin = {sizeof(er_plugin), ER_ABI_VERSION, ER_PLUGIN_BACKEND, SIMPLE_PLUGIN_NAME, "1.0.0",
+                           "naive FP32 loops (conformance suite test fixture)", &kIface};
+
+}  // namespace
+
+EDGERUN_DEFINE_PLUGIN(kPlugin)
