@@ -78,20 +78,6 @@ inline void* device_alloc(size_t bytes) {
     return p;
 }
 
-inline const char* type_name(int32_t t) {
-    switch (t) {
-        case kF16: return "F16";
-        case kQ4_0: return "Q4_0";
-        case kQ4_1: return "Q4_1";
-        case kQ5_0: return "Q5_0";
-        case kQ8_0: return "Q8_0";
-        case kQ4_K: return "Q4_K";
-        case kQ5_K: return "Q5_K";
-        case kQ6_K: return "Q6_K";
-    }
-    return "?";
-}
-
 // `copies` packed matrices of random bytes (bandwidth does not care what the numbers are)
 // in one allocation, at distinct addresses; half-precision fields hold a small positive
 // value so the arithmetic stays finite. Free with free_matrix(result[0]).

@@ -53,7 +53,7 @@ void bench_gemv(Bench& b, int32_t type, const std::string& shape, int rows, int 
     const int n = b.copies_for(double(layout.total_bytes));
     std::vector<PackedMatrix> copies = random_matrices(type, rows, cols, n, b.rng);
     const double us = b.time_us(n, b.reps(), [&](int i) { launch_single(b, x, copies[i], y); });
-    b.add("gemv", shape + " " + std::to_string(rows) + "x" + std::to_string(cols), type_name(type), us,
+    b.add("gemv", shape + " " + std::to_string(rows) + "x" + std::to_string(cols), weight_type_name(type), us,
           matrix_bytes(copies[0]) + activation_bytes(x));
     free_matrix(copies[0]);
     cudaFree(y);
@@ -168,7 +168,7 @@ void bench_layers(Bench& b) {
             if (layers[i].down.type == t) idx.push_back(i);
         if (idx.empty()) continue;
         const double us = b.time_us(int(idx.size()), reps, [&](int j) { launch_single(b, x_ff, layers[idx[j]].down, y); });
-        b.add("ffn_down", shape + " (" + std::to_string(idx.size()) + " of them)", type_name(t), us,
+        b.add("ffn_down", shape + " (" + std::to_string(idx.size()) + " of them)", weight_type_name(t), us,
               matrix_bytes(layers[idx[0]].down) + activation_bytes(x_ff));
     }
     for (QwenLayer& L : layers)

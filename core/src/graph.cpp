@@ -199,20 +199,7 @@ int32_t GraphBuilder::logits(int32_t x, int32_t weight) {
 
 Graph GraphBuilder::finish() { return std::move(graph_); }
 
-const char* op_name(int32_t op) {
-    switch (op) {
-        case ER_OP_EMBED: return "EMBED";
-        case ER_OP_MATMUL: return "MATMUL";
-        case ER_OP_MATMUL_MULTI: return "MATMUL_MULTI";
-        case ER_OP_RMS_NORM: return "RMS_NORM";
-        case ER_OP_ROPE: return "ROPE";
-        case ER_OP_ATTENTION: return "ATTENTION";
-        case ER_OP_SWIGLU: return "SWIGLU";
-        case ER_OP_ADD: return "ADD";
-        case ER_OP_LOGITS: return "LOGITS";
-        default: return "?";
-    }
-}
+const char* op_name(int32_t op) { return er_op_name(op); }
 
 namespace {
 

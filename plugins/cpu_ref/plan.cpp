@@ -14,23 +14,8 @@ namespace {
 using sdk::Failure;
 using sdk::set_errorf;
 
-const char* op_label(int32_t op) {
-    switch (op) {
-        case ER_OP_EMBED: return "EMBED";
-        case ER_OP_MATMUL: return "MATMUL";
-        case ER_OP_MATMUL_MULTI: return "MATMUL_MULTI";
-        case ER_OP_RMS_NORM: return "RMS_NORM";
-        case ER_OP_ROPE: return "ROPE";
-        case ER_OP_ATTENTION: return "ATTENTION";
-        case ER_OP_SWIGLU: return "SWIGLU";
-        case ER_OP_ADD: return "ADD";
-        case ER_OP_LOGITS: return "LOGITS";
-        default: return "?";
-    }
-}
-
 std::string node_label(const er_node& node, int32_t index) {
-    return "node " + std::to_string(index) + " (" + op_label(node.op) + ")";
+    return "node " + std::to_string(index) + " (" + er_op_name(node.op) + ")";
 }
 
 // Floats per buffer are rounded up so every buffer starts 64-byte aligned in the arena.

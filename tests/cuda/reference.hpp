@@ -16,20 +16,6 @@
 
 namespace edgerun::cuda_orin::testing {
 
-inline const char* weight_type_name(int32_t t) {
-    switch (t) {
-        case kF16: return "F16";
-        case kQ4_0: return "Q4_0";
-        case kQ4_1: return "Q4_1";
-        case kQ5_0: return "Q5_0";
-        case kQ8_0: return "Q8_0";
-        case kQ4_K: return "Q4_K";
-        case kQ5_K: return "Q5_K";
-        case kQ6_K: return "Q6_K";
-    }
-    return "?";
-}
-
 // Random weights in GGUF layout with realistic structure: uniform quants, per-block
 // scales around 1/sqrt(n_cols), minimums that centre the values (as a quantizer's would).
 inline std::vector<uint8_t> make_weights(int32_t type, int n_rows, int n_cols, std::mt19937& rng) {

@@ -283,6 +283,22 @@ enum {
     ER_OP_COUNT_ = 10
 };
 
+/* The op's name as logs, traces and reports print it; both sides of the ABI use it. */
+static inline const char* er_op_name(int32_t op) {
+    switch (op) {
+        case ER_OP_EMBED: return "EMBED";
+        case ER_OP_MATMUL: return "MATMUL";
+        case ER_OP_MATMUL_MULTI: return "MATMUL_MULTI";
+        case ER_OP_RMS_NORM: return "RMS_NORM";
+        case ER_OP_ROPE: return "ROPE";
+        case ER_OP_ATTENTION: return "ATTENTION";
+        case ER_OP_SWIGLU: return "SWIGLU";
+        case ER_OP_ADD: return "ADD";
+        case ER_OP_LOGITS: return "LOGITS";
+        default: return "?";
+    }
+}
+
 enum { ER_ROPE_NORMAL = 0, ER_ROPE_NEOX = 2 }; /* GGML's mode numbers */
 
 enum { ER_VALUE_F32 = 0, ER_VALUE_I32 = 1 };

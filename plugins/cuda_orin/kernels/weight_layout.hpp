@@ -32,6 +32,20 @@ enum WeightType : int32_t {
     kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
 };
 
+inline const char* weight_type_name(int32_t t) {
+    switch (t) {
+        case kF16: return "F16";
+        case kQ4_0: return "Q4_0";
+        case kQ4_1: return "Q4_1";
+        case kQ5_0: return "Q5_0";
+        case kQ8_0: return "Q8_0";
+        case kQ4_K: return "Q4_K";
+        case kQ5_K: return "Q5_K";
+        case kQ6_K: return "Q6_K";
+    }
+    return "?";
+}
+
 inline constexpr int kMaxPlanes = 4;
 inline constexpr uint64_t kPlaneAlign = 256;
 
