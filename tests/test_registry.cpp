@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <edgerun/host_api.hpp>
 #include <edgerun/plugin_registry.hpp>
 
 #include <filesystem>
@@ -28,6 +29,25 @@ TEST_CASE("the registry finds the in-tree plugins") {
     CHECK(registry.find(ER_PLUGIN_BACKEND, "example") != nullptr);
     CHECK((registry.find(ER_PLUGIN_BACKEND, "cuda_orin") != nullptr) == bool(EDGERUN_HAVE_CUDA));
     for (const Plugin& p : registry.plugins()) CHECK(p.desc->abi_version == ER_ABI_VERSION);
+}
+
+TEST_CASE("a plugin written in plain C loads and works through the ABI") {
+    PluginRegistry registry;
+    registry.scan_directory(EDGERUN_C_PLUGIN_DIR);
+    CHECK(registry.failures().empty());
+    const Plugin* plugin = registry.find(ER_PLUGIN_SAMPLER, "c_greedy");
+    REQUIRE(plugin != nullptr);
+    CHECK(std::string(plugin->desc->version) == "1.0.0");
+
+    er_sampler_params params{};
+    params.struct_size = sizeof params;
+    Sampler sampler(*plugin, params, 5);
+    const float logits[5] = {0.5f, -1.0f, 3.25f, 3.0f, -7.0f};
+    CHECK(sampler.sample(logits, 5) == 2);
+    CHECK(sampler.is_greedy());
+    sampler.accept(4);
+    CHECK_THROWS_WITH_AS(sampler.accept(5), doctest::Contains("c_greedy: token outside the vocabulary"), Error);
+    CHECK_THROWS_WITH_AS(sampler.sample(logits, 4), doctest::Contains("another vocabulary size"), Error);
 }
 
 TEST_CASE("each bad plugin is refused with its own reason and the others still load") {
