@@ -67,7 +67,8 @@ const Plugin& writer_plugin_for(const PluginRegistry& registry, const std::strin
         if (!can_write(iface)) continue;
         if (lists_extension(iface.file_extensions, ext)) return *plugin;
         any_writer = plugin;
-        known += (known.empty() ? "" : " ") + std::string(iface.file_extensions ? iface.file_extensions : "?");
+        if (!known.empty()) known += ' ';
+        known += iface.file_extensions ? iface.file_extensions : "?";
     }
     if (!any_writer) throw Error("no format plugin found that writes model files (is formats_gguf installed?)", ER_E_NOT_FOUND);
     throw Error(path + ": no format plugin writes '" + ext + "' files; writable: " + known, ER_E_INVALID_ARGUMENT);
