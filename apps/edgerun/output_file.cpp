@@ -11,7 +11,9 @@ OutputFile::OutputFile(const std::filesystem::path& target) : target_(target) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
         throw Error(target.string() + ": folder " + dir.string() + " does not exist", ER_E_IO);
-    temporary_ = dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
+    std::string hidden_name = ".";
+    hidden_name += target.filename().string() + ".tmp." + std::to_string(::getpid());
+    temporary_ = dir / hidden_name;
     stream_.open(temporary_, std::ios::binary | std::ios::trunc);
     if (!stream_) throw Error(target.string() + ": cannot write in " + dir.string(), ER_E_IO);
 }

@@ -18,7 +18,11 @@ StepTraffic decode_traffic(const Graph& graph, const WeightTable& weights, int64
     for (int32_t n = 0; n < int32_t(graph.nodes.size()); ++n) {
         const er_node& node = graph.nodes[n];
         auto record = [&](int32_t output, int32_t weight, bool whole) {
-            OpTraffic t{n, node.op, node.layer, output};
+            OpTraffic t;
+            t.node = n;
+            t.op = node.op;
+            t.layer = node.layer;
+            t.output = output;
             if (weight >= 0) {
                 const er_tensor_desc& w = weights[weight];
                 t.tensor = to_string(w.name);

@@ -11,10 +11,10 @@
 namespace edgerun {
 
 struct OpTraffic {
-    int32_t node;
-    int32_t op;
-    int32_t layer;
-    int32_t output;          // which output of a multi-output node, else 0
+    int32_t node = 0;
+    int32_t op = 0;
+    int32_t layer = -1;
+    int32_t output = 0;      // which output of a multi-output node, else 0
     std::string tensor;      // the weight read, empty for none
     int32_t dtype = -1;      // GGUF type id of that weight
     int64_t rows = 0;        // M: outputs

@@ -291,9 +291,9 @@ std::string ChatTemplate::format_llama2(const std::vector<ChatMessage>& messages
         const auto& m = messages[i];
         std::string content = m.content;
         if (i == first && has_system)
-            content = "<<SYS>>\n" + messages.front().content + "\n<</SYS>>\n\n" + content;
-        if (m.role == "user") out += bos_ + "[INST] " + trim(content) + " [/INST]";
-        else if (m.role == "assistant") out += " " + trim(content) + " " + eos_;
+            content = std::string("<<SYS>>\n").append(messages.front().content).append("\n<</SYS>>\n\n").append(content);
+        if (m.role == "user") out.append(bos_).append("[INST] ").append(trim(content)).append(" [/INST]");
+        else if (m.role == "assistant") out.append(" ").append(trim(content)).append(" ").append(eos_);
     }
     return out;
 }
