@@ -29,7 +29,35 @@ void print_help() {
     std::cout << "usage: edgerun [--backend NAME] -m MODEL -p PROMPT [options]   generate text\n"
                  "       edgerun COMMAND [options]\n\ncommands:\n";
     for (const Command& c : kCommands) std::cout << "  " << c.name << std::string(12 - std::strlen(c.name), ' ') << c.summary << "\n";
-    std::cout << "\n`edgerun COMMAND --help` shows a command's options.\n";
+    std::cout << "\n`edgerun COMMAND --help` shows a command's options. --config, --log-level and --plugin-dir\n"
+                 "may also come before COMMAND.\n";
+}
+
+// `edgerun --config F --log-level debug chat ...`: the options every command takes may come
+// before the command's name too. Returns the index of the command in args, or -1 (plain
+// generation, where a prompt may well be the word "chat").
+int command_index(const std::vector<std::string>& args) {
+    static const char* const kCommonWithValue[] = {"--config", "--plugin-dir", "--log-level"};
+    size_t i = 0;
+    while (i < args.size()) {
+        bool common = false;
+        for (const char* option : kCommonWithValue) {
+            const std::string name(option);
+            if (args[i] == name) {
+                i += 2, common = true;
+                break;
+            }
+            if (args[i].rfind(name + "=", 0) == 0) {
+                i += 1, common = true;
+                break;
+            }
+        }
+        if (!common) break;
+    }
+    if (i >= args.size()) return -1;
+    for (const Command& c : kCommands)
+        if (args[i] == c.name) return static_cast<int>(i);
+    return -1;
 }
 
 }  // namespace
@@ -45,8 +73,12 @@ int main(int argc, char** argv) {
             std::cout << "edgerun " << EDGERUN_VERSION << " (plugin ABI " << ER_ABI_VERSION << ")\n";
             return 0;
         }
-        for (const Command& c : kCommands)
-            if (args[0] == c.name) return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
+        if (const int at = command_index(args); at >= 0) {
+            std::vector<std::string> rest(args.begin() + at + 1, args.end());
+            rest.insert(rest.end(), args.begin(), args.begin() + at);  // the common options
+            for (const Command& c : kCommands)
+                if (args[at] == c.name) return c.run(rest);
+        }
         if (args[0][0] != '-') {
             std::cerr << "edgerun: unknown command '" << args[0] << "' (see edgerun --help)\n";
             return 2;

@@ -66,6 +66,20 @@ def errors_before_work():
           r.stderr)
 
 
+def common_options_before_the_command():
+    config = os.path.join(WORK, "bad.toml")
+    with open(config, "w") as f:
+        f.write("threads = 2\nbogus = 1\n")
+    r = run("--config", config, "plugins")
+    check("--config before the command is read", r.returncode == 2 and "bad.toml:2: unknown key 'bogus'" in r.stderr,
+          r.stderr)
+    r = run("--log-level=error", "plugins")
+    check("--log-level= before the command", r.returncode == 0 and "cpu_ref" in r.stdout, r.stderr)
+    r = run("-m", MODEL, "-p", "plugins", "-n", "2", "--temp", "0", "--threads", "2")
+    check("a prompt that is a command's name is still a prompt", r.returncode == 0 and "generate: 2 tokens" in r.stderr,
+          r.stderr)
+
+
 def ctrl_c_stops_cleanly():
     p = subprocess.Popen([EDGERUN, "-m", MODEL, "-p", "Tell me a long story.", "-n", "2000", "--ignore-eos",
                           "--threads", "2", "-c", "2048"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -111,7 +125,7 @@ def bench_json():
         check("bench prints JSON", False, f"{e}: {r.stdout}")
 
 
-for test in (generation_to_stdout_only, errors_before_work, ctrl_c_stops_cleanly, chat_reuses_cache, eval_writes_npy,
+for test in (generation_to_stdout_only, errors_before_work, common_options_before_the_command, ctrl_c_stops_cleanly, chat_reuses_cache, eval_writes_npy,
              bench_json):
     test()
 print(f"{len(failures)} failed" if failures else "all passed")
