@@ -1,7 +1,10 @@
 #include "engine_options.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 namespace edgerun::cli {
 
@@ -34,6 +37,9 @@ std::string default_model_path() {
 EngineOptions resolve(ModelOptions& options) {
     if (options.model.empty()) options.model = default_model_path();
     if (options.engine.n_threads < 0) throw Error("--threads must be >= 0", ER_E_INVALID_ARGUMENT);
+    if (const unsigned cores = std::thread::hardware_concurrency(); cores > 0 && unsigned(options.engine.n_threads) > cores)
+        spdlog::warn("--threads {} is more than the {} hardware threads here: expect it to run slower, not faster",
+                     options.engine.n_threads, cores);
     if (options.engine.n_ctx < 0) throw Error("--ctx-size must be >= 0", ER_E_INVALID_ARGUMENT);
     if (options.engine.n_batch < 1) throw Error("--batch-size must be at least 1", ER_E_INVALID_ARGUMENT);
     options.engine.kv_type = parse_kv_type(options.kv_type);

@@ -96,6 +96,10 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
     stats.prompt_tokens = int32_t(prompt.size() - common);
     stats.prompt_seconds = seconds_since(start);
 
+    if (settings.n_predict == 0) {  // only the prompt (llama.cpp's -n 0)
+        stats.stop_reason = "length";
+        return stats;
+    }
     text::StreamDecoder decoder(tokenizer_);
     StopMatcher matcher(settings.stop);
     const bool greedy = sampler_.is_greedy();

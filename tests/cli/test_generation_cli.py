@@ -39,6 +39,10 @@ def generation_to_stdout_only():
           r.stderr)
     again = run("-m", MODEL, "-p", "The capital of France is", "-n", "12", "--temp", "0", "--threads", "1")
     check("greedy output is the same for another thread count", again.stdout == r.stdout, (again.stdout, r.stdout))
+    r = run("-m", MODEL, "-p", "The capital of France is", "-n", "0", "--threads", "2", "--tokens-out", tokens_out)
+    ids = json.load(open(tokens_out))
+    check("-n 0 runs the prompt and generates nothing", r.returncode == 0 and ids["generated"] == [] and r.stdout == "",
+          (r.stdout, ids))
     seeded = [run("-m", MODEL, "-p", "Once upon a time", "-n", "16", "--temp", "0.9", "--seed", "7", "--threads", "2")
               for _ in range(2)]
     check("the same seed gives the same text", seeded[0].stdout == seeded[1].stdout and seeded[0].stdout != "")
