@@ -8,6 +8,7 @@ out plainly. cpu_ref runs through the real binary (`edgerun eval`, F32 KV cache)
 
 Exit 77 (skipped) when scripts/fetch-model.sh cannot provide the model.
 """
+import os
 import subprocess
 import sys
 import tempfile
@@ -16,17 +17,12 @@ import numpy as np
 from gguf import GGUFReader
 from gguf import quants
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fetched_model import model_path  # noqa: E402
+
 # Token ids of no particular text: the check is about the numbers, not the words.
 TOKENS = [1, 504, 2754, 1090, 16, 3150, 28, 260, 3937, 6, 3828, 253, 1218, 2125, 30, 1250, 2161, 355, 5290, 2097,
           23, 5, 6432, 12, 80]
-
-
-def fetch_model(source_dir):
-    r = subprocess.run([f"{source_dir}/scripts/fetch-model.sh"], capture_output=True, text=True)
-    if r.returncode != 0:
-        print("model unavailable, skipped:", r.stderr.strip().splitlines()[-1:] or r.returncode)
-        sys.exit(77)
-    return r.stdout.strip()
 
 
 def field(reader, key):
@@ -95,7 +91,7 @@ def forward(hp, w, tokens):
 
 def main():
     edgerun, source_dir = sys.argv[1], sys.argv[2]
-    model = fetch_model(source_dir)
+    model = model_path("@fetch:" + source_dir)
     hp, weights = load(GGUFReader(model))
     want = forward(hp, weights, TOKENS)
     for batch in (len(TOKENS), 7):  # one prefill step (BLAS tiles), and steps of 7, 7, 7, 4

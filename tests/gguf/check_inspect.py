@@ -14,6 +14,9 @@ import sys
 
 from gguf import GGUFReader, GGMLQuantizationType
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fetched_model import model_path  # noqa: E402
+
 DEVICES = {"orin-nano": 68, "orin-nano-super": 102, "orin-agx": 204, "h100": 3350}
 
 
@@ -24,16 +27,6 @@ def fail(message):
 
 def run(edgerun, *args):
     return subprocess.run([edgerun, "inspect", *args], capture_output=True, text=True)
-
-
-def fetch_model(repo):
-    done = subprocess.run([f"{repo}/scripts/fetch-model.sh"], capture_output=True, text=True)
-    if done.returncode == 3:
-        print(f"SKIP: the model could not be downloaded:\n{done.stderr}")
-        sys.exit(77)
-    if done.returncode != 0:
-        fail(f"scripts/fetch-model.sh failed ({done.returncode}):\n{done.stderr}")
-    return done.stdout.strip()
 
 
 def section(text, title):
@@ -110,8 +103,7 @@ def check_cost(out, reader, ctx, kv_bytes_per_value, kv_name, devices):
 
 
 def check_model(edgerun, path):
-    if path.startswith("@fetch:"):
-        path = fetch_model(path[len("@fetch:"):])
+    path = model_path(path)
     reader = GGUFReader(path)
     done = run(edgerun, path)
     if done.returncode != 0:

@@ -13,11 +13,15 @@ write-sample), so the check proves that the python reader reads what we write.
 """
 import json
 import math
+import os
 import subprocess
 import sys
 
 import numpy as np
 from gguf import GGUFReader, GGUFValueType
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fetched_model import model_path  # noqa: E402
 
 PSEUDO_FIELDS = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
 FLOAT_TYPES = (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64)
@@ -134,22 +138,9 @@ def compare_descriptions(reader, ours):
                 fail(f"vocab {mine} {vocab[mine]}, tokenizer.ggml.{key} is {expected}")
 
 
-def fetch_model(repo):
-    """The project's real model through scripts/fetch-model.sh; exit 77 (skip) when it
-    cannot be downloaded here."""
-    done = subprocess.run([f"{repo}/scripts/fetch-model.sh"], capture_output=True, text=True)
-    if done.returncode == 3:
-        print(f"SKIP: the model could not be downloaded:\n{done.stderr}")
-        sys.exit(77)
-    if done.returncode != 0:
-        fail(f"scripts/fetch-model.sh failed ({done.returncode}):\n{done.stderr}")
-    return done.stdout.strip()
-
-
 def main():
     tool, path = sys.argv[1], sys.argv[2]
-    if path.startswith("@fetch:"):
-        path = fetch_model(path[len("@fetch:"):])
+    path = model_path(path)
     if "--write-sample" in sys.argv[3:]:
         subprocess.run([tool, "write-sample", path], check=True)
     ours = json.loads(subprocess.run([tool, "dump", path], check=True, capture_output=True).stdout)

@@ -19,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fetched_model import model_path  # noqa: E402
+
 try:
     import llama_cpp
     from gguf import GGUFReader, GGUFValueType
@@ -84,18 +87,6 @@ class Checker:
             print(f"       {n}: ours {ours.get(n)} llama.cpp {theirs.get(n)}")
 
 
-def resolve_model(arg):
-    """A model path, or @fetch:REPO_ROOT for the one scripts/fetch-model.sh provides
-    (exit 77, skipped, when it cannot be had)."""
-    if not arg.startswith("@fetch:"):
-        return arg
-    p = subprocess.run([os.path.join(arg[len("@fetch:"):], "scripts", "fetch-model.sh")], capture_output=True, text=True)
-    if p.returncode != 0:
-        print(f"skipped: the test model cannot be fetched: {p.stderr.strip()}")
-        sys.exit(77)
-    return p.stdout.strip()
-
-
 def check_behaviour(check, label, path):
     """A synthesized model must give finite logits and a clear top-1 margin when decoding
     greedily (the property backends' greedy comparisons rely on)."""
@@ -119,7 +110,7 @@ def main():
     ap.add_argument("--smollm2", required=True)
     ap.add_argument("--slow", action="store_true", default=os.environ.get("EDGERUN_SLOW_TESTS") == "1")
     args = ap.parse_args()
-    args.smollm2 = resolve_model(args.smollm2)
+    args.smollm2 = model_path(args.smollm2)
     plugin_args = [a for d in args.plugin_dir for a in ("--plugin-dir", d)]
     check = Checker()
     work = tempfile.mkdtemp(prefix="edgerun-tables-")

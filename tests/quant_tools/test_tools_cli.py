@@ -13,6 +13,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fetched_model import model_path  # noqa: E402
+
 
 class Run:
     def __init__(self, edgerun, plugin_args):
@@ -27,25 +30,13 @@ class Run:
         print(f"{'ok  ' if ok else 'FAIL'} {label}: exit {p.returncode}, {p.stderr.strip()!r}")
 
 
-def resolve_model(arg):
-    """A model path, or @fetch:REPO_ROOT for the one scripts/fetch-model.sh provides
-    (exit 77, skipped, when it cannot be had)."""
-    if not arg.startswith("@fetch:"):
-        return arg
-    p = subprocess.run([os.path.join(arg[len("@fetch:"):], "scripts", "fetch-model.sh")], capture_output=True, text=True)
-    if p.returncode != 0:
-        print(f"skipped: the test model cannot be fetched: {p.stderr.strip()}")
-        sys.exit(77)
-    return p.stdout.strip()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--edgerun", required=True)
     ap.add_argument("--plugin-dir", action="append", default=[])
     ap.add_argument("--smollm2", required=True)
     args = ap.parse_args()
-    args.smollm2 = resolve_model(args.smollm2)
+    args.smollm2 = model_path(args.smollm2)
     plugin_args = [a for d in args.plugin_dir for a in ("--plugin-dir", d)]
     run = Run(args.edgerun, plugin_args)
     work = tempfile.mkdtemp(prefix="edgerun-cli-")

@@ -12,8 +12,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import llama_reference  # noqa: E402
-from run_reference import resolve  # noqa: E402
+from fetched_model import model_path  # noqa: E402
 
 failures = []
 
@@ -28,7 +29,7 @@ def expect(label, got, want):
 
 
 def main():
-    edgerun, vocab_dir, model = sys.argv[1], sys.argv[2], resolve(sys.argv[3])
+    edgerun, vocab_dir, model = sys.argv[1], sys.argv[2], model_path(sys.argv[3])
     spm = os.path.join(vocab_dir, "ggml-vocab-llama-spm.gguf")
     texts = ["Hello world", " leading space", "tabs\tand\nnewlines\n", "你好，世界 🦙", "<|im_start|>user\nhi<|im_end|>",
              "<s>[INST] x [/INST]", "don't stop 12345", "é\u0301"]

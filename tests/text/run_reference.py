@@ -14,24 +14,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import llama_reference  # noqa: E402
-
-
-def resolve(path, optional=False):
-    """A path, or the fetched model for @fetch:REPO; None (optional) or exit 77 (skip)
-    when the model cannot be downloaded here."""
-    if not path.startswith("@fetch:"):
-        return path
-    done = subprocess.run([os.path.join(path[len("@fetch:"):], "scripts", "fetch-model.sh")],
-                          capture_output=True, text=True)
-    if done.returncode == 3:
-        print(f"SKIP: the model could not be downloaded:\n{done.stderr}")
-        if optional:
-            return None
-        sys.exit(77)
-    if done.returncode != 0:
-        sys.exit(f"scripts/fetch-model.sh failed ({done.returncode}):\n{done.stderr}")
-    return done.stdout.strip()
+from fetched_model import model_path  # noqa: E402
 
 
 def check(tool, *args):
@@ -43,7 +28,7 @@ def main():
     rest = [a for a in sys.argv[3:] if not a.startswith("--")]
     corpus = "small" if "--corpus=small" in sys.argv else "full"
     if what == "tokenizer":
-        vocab, work = resolve(rest[0]), rest[1]
+        vocab, work = model_path(rest[0]), rest[1]
         os.makedirs(work, exist_ok=True)
         cases = os.path.join(work, os.path.basename(vocab) + ".cases")
         llama_reference.write_cases(vocab, cases, corpus)
@@ -70,7 +55,7 @@ def main():
         os.makedirs(work, exist_ok=True)
         cases = os.path.join(work, "chat.cases")
         argv = ["chat_reference.py", "--out", cases]
-        model = resolve(rest[1], optional=True) if len(rest) > 1 else None
+        model = model_path(rest[1], optional=True) if len(rest) > 1 else None
         if model:
             argv += ["--model", model]
         sys.argv = argv
