@@ -229,7 +229,11 @@ void print_long(const SuiteReport& r, std::ostream& out, bool verbose) {
         out << line;
         for (const std::string& p : c.problems) out << "    " << (c.status == "missing" ? "lacks " : "") << p << "\n";
     }
-    out << "reference: " << (r.long_models.empty() ? r.reference : r.long_models.front().reference) << "\n";
+    for (const LongComparison& c : r.long_models)
+        if (!c.reference.empty()) {
+            out << "reference: " << c.reference << "\n";
+            break;
+        }
     for (const LongCoverage& m : long_coverage(r.long_models)) {
         out << "covered: " << m.model << ": positions 0.." << m.positions - 1 << ", KV lengths 1.." << m.max_kv_length
             << ", " << m.steps << " candidate steps of ";
