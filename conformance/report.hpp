@@ -1,6 +1,7 @@
 // The suite's verdict: a readable table on standard output and the same facts as JSON.
 #pragma once
 
+#include "long_suite.hpp"
 #include "model_suite.hpp"
 #include "op_suite.hpp"
 
@@ -17,6 +18,10 @@ struct SuiteReport {
     bool models_run = false;
     SequenceSettings sequence;
     std::vector<ModelComparison> models;
+    bool long_run = false;      // the long level: long-context ATTENTION cases and model runs
+    OpReport long_ops;
+    LongSettings long_settings;
+    std::vector<LongComparison> long_models;
     bool require_full = false;  // missing coverage fails the run
 
     // Top-1 agreement over every decisive position of the synthesized models' like-for-

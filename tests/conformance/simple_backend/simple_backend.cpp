@@ -12,6 +12,12 @@
 //   KV_SHORT        attention reads the KV cache one position short (the newest
 //                   position is left out)
 //   SOFTMAX_NOMAX   softmax without subtracting the maximum (overflows on large scores)
+//   DECODE_SPLIT    single-token attention past 512 cached positions split into blocks of
+//                   256 (flash-decode) whose partial sums are added without rescaling each
+//                   by exp(block max - overall max): only long contexts go wrong
+//   ROPE_TILE       in steps of more than 16 tokens, RoPE takes row r's position as
+//                   pos0 + r % 16 (the offset of its 16-row tile forgotten): only long
+//                   multi-token steps go wrong
 //
 // Weights are decoded row by row as they are used (core's blocks.hpp defines every
 // format); the KV cache stores floats already rounded to the cache type (F16, or
@@ -19,6 +25,7 @@
 #include <edgerun/plugin_sdk.hpp>
 #include <edgerun/quant/blocks.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -193,7 +200,11 @@ void op_rope(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
                 const double exponent = -2.0 * k / rp.n_rot;
 #endif
                 const double freq = std::pow(double(rp.freq_base), exponent) / (factors.empty() ? 1.0 : factors[k]);
+#ifdef PLANTED_FAULT_ROPE_TILE
+                const double angle = double(pos0 + r % 16) * freq * rp.freq_scale;  // FAULT
+#else
                 const double angle = double(pos0 + r) * freq * rp.freq_scale;
+#endif
                 // NORMAL rotates adjacent pairs, NEOX the two halves of the rotated part.
                 const int32_t a = rp.mode == ER_ROPE_NEOX ? k : 2 * k;
                 const int32_t b = rp.mode == ER_ROPE_NEOX ? k + half : 2 * k + 1;
@@ -220,7 +231,7 @@ void op_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
             round_to_cache(c.params.kv_type, v_at(pos0 + r, g), dv);
         }
     const int32_t group = ap.n_head / ap.n_head_kv;
-    std::vector<double> weights;
+    std::vector<double> weights, acc;
     for (int32_t r = 0; r < n; ++r) {
 #ifdef PLANTED_FAULT_KV_SHORT
         const int32_t n_pos = pos0 + r;  // FAULT: the newest position is left out
@@ -241,6 +252,16 @@ void op_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
                 weights[j] = double(ap.scale) * dot(q, k_at(j, g), dk);
                 max = std::fmax(max, weights[j]);
             }
+#ifdef PLANTED_FAULT_DECODE_SPLIT
+            if (n == 1 && n_pos > 512) {  // FAULT: blocks of 256, each with its own max, never rescaled
+                for (int32_t b = 0; b < n_pos; b += 256) {
+                    const int32_t end = std::min(n_pos, b + 256);
+                    double block_max = -INFINITY;
+                    for (int32_t j = b; j < end; ++j) block_max = std::fmax(block_max, weights[j]);
+                    for (int32_t j = b; j < end; ++j) weights[j] += max - block_max;
+                }
+            }
+#endif
             for (int32_t j = 0; j < n_pos; ++j) {
 #ifdef PLANTED_FAULT_SOFTMAX_NOMAX
                 weights[j] = float(std::exp(float(weights[j])));  // FAULT: overflows past 88
@@ -250,11 +271,12 @@ void op_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
                 sum += weights[j];
             }
             float* out = &p.f32[node.outputs[0]][(int64_t(r) * ap.n_head + h) * dv];
-            for (int64_t i = 0; i < dv; ++i) {
-                double acc = 0.0;
-                for (int32_t j = 0; j < n_pos; ++j) acc += weights[j] * v_at(j, g)[i];
-                out[i] = float(acc / sum);
+            acc.assign(size_t(dv), 0.0);  // position by position: reads each cached row in order
+            for (int32_t j = 0; j < n_pos; ++j) {
+                const float* v = v_at(j, g);
+                for (int64_t i = 0; i < dv; ++i) acc[i] += weights[j] * v[i];
             }
+            for (int64_t i = 0; i < dv; ++i) out[i] = float(acc[i] / sum);
         }
     }
 }
