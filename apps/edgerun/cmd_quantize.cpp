@@ -1,5 +1,5 @@
 // edgerun quantize: re-quantize a model file into the formats edge users run (Q4_K_M,
-// Q6_K, ...). Every tensor the recipe changes is decoded to float and quantized again;
+// Q6_K, ...). Every tensor the recipe changes is dequantized to float and quantized again;
 // the others are copied byte for byte. All metadata is copied, general.file_type set.
 #include "cli.hpp"
 #include "commands.hpp"
@@ -73,7 +73,7 @@ FileTypeInfo choose_file_type(const QuantizeOptions& o) {
     return *info;
 }
 
-// One tensor: decode its rows, check them, quantize them, into `out`.
+// One tensor: dequantize its rows, check them, quantize them, into `out`.
 void requantize(const er_tensor_desc& src, const TensorInfo& t, int32_t target, std::vector<uint8_t>& out,
                 int threads, tools::Progress& progress) {
     const int64_t n_per_row = t.ne[0], n_rows = rows_of(t);

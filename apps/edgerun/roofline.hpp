@@ -1,6 +1,6 @@
-// Bytes read per decoded token and the bandwidth roofline (BRIEF.md, "Roofline
-// arithmetic"): single-stream decode reads every weight matrix once per token, plus the
-// KV cache up to the current position, so tokens/s <= bandwidth / bytes-per-token.
+// Bytes read per decoded token and the bandwidth roofline: single-stream decode reads
+// every weight matrix once per token, plus the KV cache up to the current position, so
+// tokens/s <= bandwidth / bytes-per-token.
 // Shared by `edgerun inspect` and `edgerun bench`.
 #pragma once
 
@@ -29,7 +29,7 @@ struct Device {
     std::string_view description;
 };
 
-// Orin Nano, Orin Nano Super, Orin AGX, H100 (the data-sheet peaks in BRIEF.md).
+// Orin Nano, Orin Nano Super, Orin AGX, H100 (peak DRAM bandwidth from NVIDIA's data sheets).
 std::span<const Device> devices();
 const Device* find_device(std::string_view name);
 

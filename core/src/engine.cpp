@@ -114,7 +114,7 @@ Engine::Engine(const PluginRegistry& registry, const std::string& model_path, co
       decode_graph_(model_.build_graph(1)),
       backend_(choose_backend(registry, options, model_, decode_graph_, device_)),
       released_{&model_.file().iface(), model_.file().raw()},
-      weights_([&] {
+      backend_model_([&] {
           std::vector<uint32_t> usage = weight_usage(model_.weights(), {&prefill_graph_, &decode_graph_});
           auto params = sized<er_model_params>();
           params.weights = model_.weights().tensors().data();
@@ -142,7 +142,7 @@ std::unique_ptr<Runner> Engine::new_runner() const {
     params.n_head_kv = int32_t(hp.n_head_kv);
     params.head_dim_k = int32_t(hp.head_dim_k);
     params.head_dim_v = int32_t(hp.head_dim_v);
-    return std::make_unique<Runner>(weights_, params, prefill_graph_, decode_graph_);
+    return std::make_unique<Runner>(backend_model_, params, prefill_graph_, decode_graph_);
 }
 
 }  // namespace edgerun

@@ -125,7 +125,7 @@ void Plan::check_node(const er_node& node, int32_t index) {
             if (!allow_bias) throw fail("takes no bias");
             if (b >= static_cast<int32_t>(model_.weights.size())) throw fail("bias index " + std::to_string(b) + " does not exist");
             const WeightRef& bias = model_.weights[b];
-            if (bias.rows != 1 || bias.cols != w.rows || bias.decoded.empty())
+            if (bias.rows != 1 || bias.cols != w.rows || bias.dequantized.empty())
                 throw fail("bias '" + bias.name + "' must be one row of " + std::to_string(w.rows) + " values");
         }
     };
@@ -282,7 +282,7 @@ void Plan::build_ops(const er_graph& graph) {
                 for (int32_t k = 0; k < node.n_outputs; ++k) {
                     MatmulTarget& t = op.matmul.targets[k];
                     t.weight = &model_.weights[node.weights[k]];
-                    t.bias = node.op != ER_OP_LOGITS && node.biases[k] >= 0 ? model_.weights[node.biases[k]].decoded.data() : nullptr;
+                    t.bias = node.op != ER_OP_LOGITS && node.biases[k] >= 0 ? model_.weights[node.biases[k]].dequantized.data() : nullptr;
                     t.out = values_[node.outputs[k]].f32;
                     if (t.weight->dtype != 0) max_tile_width = std::max(max_tile_width, t.weight->cols);
                 }
@@ -292,7 +292,7 @@ void Plan::build_ops(const er_graph& graph) {
                 op.norm = node.params.rms_norm;
                 break;
             case ER_OP_ROPE: {
-                const float* factors = node.weights[0] >= 0 ? model_.weights[node.weights[0]].decoded.data() : nullptr;
+                const float* factors = node.weights[0] >= 0 ? model_.weights[node.weights[0]].dequantized.data() : nullptr;
                 const er_rope_params& p = node.params.rope;
                 // Nodes with the same rope settings share one table of cosines and sines.
                 for (int32_t r = 0; r < static_cast<int32_t>(ropes_.size()) && op.rope < 0; ++r) {
@@ -392,7 +392,7 @@ er_status Plan::execute(const er_step& step, er_error* err) {
                 }
                 break;
             case ER_OP_RMS_NORM:
-                run_rms_norm(values_[op.in[0]].f32, out.f32, n, out.width, op.norm.group, op.weight->decoded.data(),
+                run_rms_norm(values_[op.in[0]].f32, out.f32, n, out.width, op.norm.group, op.weight->dequantized.data(),
                              op.norm.eps, pool_);
                 break;
             case ER_OP_ROPE: run_rope(values_[op.in[0]].f32, out.f32, n, out.width, ropes_[op.rope], pool_); break;

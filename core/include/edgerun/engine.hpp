@@ -52,7 +52,7 @@ private:
     er_device_info device_{};  // before backend_: choosing the backend fills it
     Backend backend_;
     Released released_;
-    BackendModel weights_;
+    BackendModel backend_model_;  // the backend's copy of the weights (er_model); contexts share it
 };
 
 }  // namespace edgerun

@@ -1,6 +1,6 @@
 // What one decode step reads from memory, op by op, from the graph itself: the numbers
-// behind `--trace`, `bench`'s achieved bandwidth and the roofline (BRIEF: bytes/token =
-// weights read + KV read + activations).
+// behind `--trace`, `bench`'s achieved bandwidth and the roofline (bytes per token =
+// weights read + KV cache read + activations).
 #pragma once
 
 #include <edgerun/graph.hpp>

@@ -5,7 +5,7 @@
 // which the suite must catch:
 //
 //   ROPE_DIM        the rotation frequency of pair k taken from pair k + 1
-//   Q6K_SCALE       Q6_K weights decoded with the scales of each pair of 16-value
+//   Q6K_SCALE       Q6_K weights dequantized with the scales of each pair of 16-value
 //                   sub-blocks swapped
 //   RMS_EPS         RMSNorm with epsilon 1e-5 whatever the graph asks for
 //   GQA_MAP         query head h reads KV head h % n_head_kv instead of h / group
@@ -13,7 +13,7 @@
 //                   position is left out)
 //   SOFTMAX_NOMAX   softmax without subtracting the maximum (overflows on large scores)
 //
-// Weights are decoded row by row as they are used (core's blocks.hpp defines every
+// Weights are dequantized row by row as they are used (core's blocks.hpp defines every
 // format); the KV cache stores floats already rounded to the cache type (F16, or
 // llama.cpp's Q8_0 blocks), which gives the same numbers as storing the encoded bytes.
 #include <edgerun/plugin_sdk.hpp>
@@ -66,7 +66,7 @@ uint64_t bytes_per_row(int32_t dtype, int64_t cols) {
 bool weight_type_known(int32_t dtype) { return dtype >= 0 && bytes_per_row(dtype, 256) != 0; }
 
 #ifdef PLANTED_FAULT_Q6K_SCALE
-void decode_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
+void dequantize_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
     for (int64_t b = 0; b < n / 256; ++b) {
         quant::BlockQ6_K block;
         std::memcpy(&block, src + b * sizeof block, sizeof block);
@@ -77,17 +77,17 @@ void decode_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
 }
 #endif
 
-void decode_row(const Weight& w, int64_t row, float* out) {
+void dequantize_row(const Weight& w, int64_t row, float* out) {
     const uint8_t* src = w.data + uint64_t(row) * w.row_bytes;
 #ifdef PLANTED_FAULT_Q6K_SCALE
-    if (w.dtype == 14) return decode_q6_k_faulty(src, out, w.cols);
+    if (w.dtype == 14) return dequantize_q6_k_faulty(src, out, w.cols);
 #endif
     if (!quant::dequantize_row(w.dtype, src, out, w.cols)) throw Failure(ER_E_UNSUPPORTED, "cannot decode this type");
 }
 
-std::vector<float> decode_all(const Weight& w) {
+std::vector<float> dequantize_all(const Weight& w) {
     std::vector<float> out(size_t(w.cols * w.rows));
-    for (int64_t r = 0; r < w.rows; ++r) decode_row(w, r, out.data() + r * w.cols);
+    for (int64_t r = 0; r < w.rows; ++r) dequantize_row(w, r, out.data() + r * w.cols);
     return out;
 }
 
@@ -146,11 +146,11 @@ void op_matmul(Plan& p, const er_node& node, int32_t n, bool last_row_only) {
     for (int32_t k = 0; k < node.n_outputs; ++k) {
         const Weight& w = p.ctx->model->weights[node.weights[k]];
         std::vector<float> bias;
-        if (node.biases[k] >= 0) bias = decode_all(p.ctx->model->weights[node.biases[k]]);
+        if (node.biases[k] >= 0) bias = dequantize_all(p.ctx->model->weights[node.biases[k]]);
         std::vector<float>& out = p.f32[node.outputs[k]];
         std::vector<float> row(size_t(w.cols));
         for (int64_t j = 0; j < w.rows; ++j) {
-            decode_row(w, j, row.data());
+            dequantize_row(w, j, row.data());
             for (int32_t r = first; r < n; ++r)
                 out[(r - first) * w.rows + j] = dot(&x[r * width], row.data(), width) + (bias.empty() ? 0.0f : bias[j]);
         }
@@ -158,7 +158,7 @@ void op_matmul(Plan& p, const er_node& node, int32_t n, bool last_row_only) {
 }
 
 void op_rms_norm(Plan& p, const er_node& node, int32_t n) {
-    const std::vector<float> weight = decode_all(p.ctx->model->weights[node.weights[0]]);
+    const std::vector<float> weight = dequantize_all(p.ctx->model->weights[node.weights[0]]);
     const int64_t width = p.values[node.inputs[0]].width, group = node.params.rms_norm.group;
 #ifdef PLANTED_FAULT_RMS_EPS
     const double eps = 1e-5;  // FAULT
@@ -178,7 +178,7 @@ void op_rms_norm(Plan& p, const er_node& node, int32_t n) {
 void op_rope(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
     const er_rope_params& rp = node.params.rope;
     std::vector<float> factors;
-    if (node.weights[0] >= 0) factors = decode_all(p.ctx->model->weights[node.weights[0]]);
+    if (node.weights[0] >= 0) factors = dequantize_all(p.ctx->model->weights[node.weights[0]]);
     const int64_t width = p.values[node.inputs[0]].width;
     const int32_t half = rp.n_rot / 2;
     for (int32_t r = 0; r < n; ++r) {
@@ -271,7 +271,7 @@ void execute(Plan& p, const er_step& step) {
                 for (int32_t r = 0; r < n; ++r) {
                     const int32_t id = p.i32[node.inputs[0]][r];
                     if (id < 0 || id >= table.rows) throw Failure(ER_E_INVALID_ARGUMENT, "token id outside the vocabulary");
-                    decode_row(table, id, &p.f32[node.outputs[0]][r * width]);
+                    dequantize_row(table, id, &p.f32[node.outputs[0]][r * width]);
                 }
                 break;
             }
