@@ -30,7 +30,7 @@ MatrixSpec named_matrix(const std::string& name);
 // The product of presets and file types, and of each stress variant named (also a product).
 MatrixSpec product_matrix(const std::vector<std::string>& presets, const std::vector<std::string>& types,
                           const std::vector<std::string>& stresses = {});
-// The stress variants `edgerun synth --stress` makes (see apps/edgerun/synth_weights.hpp):
+// The stress variants `edgerun synth --stress` makes (see authoring/include/edgerun/authoring/synth_weights.hpp):
 // "attention-scale" (attention scores past where exp overflows), "small-activations"
 // (a residual stream whose mean square is comparable to RMSNorm's epsilon).
 const std::vector<std::string>& stress_variants();

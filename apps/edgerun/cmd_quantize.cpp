@@ -3,9 +3,10 @@
 // the others are copied byte for byte. All metadata is copied, general.file_type set.
 #include "cli.hpp"
 #include "commands.hpp"
-#include "model_recipe.hpp"
-#include "model_writer.hpp"
-#include "tensor_jobs.hpp"
+
+#include <edgerun/authoring/model_recipe.hpp>
+#include <edgerun/authoring/model_writer.hpp>
+#include <edgerun/authoring/tensor_jobs.hpp>
 
 #include <edgerun/model.hpp>
 #include <edgerun/quant/blocks.hpp>
@@ -21,8 +22,8 @@ namespace edgerun::cli {
 
 namespace {
 
-using tools::FileTypeInfo;
-using tools::TensorInfo;
+using authoring::FileTypeInfo;
+using authoring::TensorInfo;
 
 struct QuantizeOptions {
     std::string input, output, type, pure;
@@ -65,23 +66,23 @@ std::string shape_text(const TensorInfo& t) {
 FileTypeInfo choose_file_type(const QuantizeOptions& o) {
     if (o.type.empty() == o.pure.empty())
         throw Error("give exactly one of --type FILE_TYPE or --pure TYPE", ER_E_INVALID_ARGUMENT);
-    const auto info = o.pure.empty() ? tools::file_type_from_name(o.type) : tools::pure_file_type_from_name(o.pure);
+    const auto info = o.pure.empty() ? authoring::file_type_from_name(o.type) : authoring::pure_file_type_from_name(o.pure);
     if (!info)
         throw Error((o.pure.empty() ? "--type " + o.type : "--pure " + o.pure) + ": unknown; one of " +
-                        tools::file_type_names() + (o.pure.empty() ? "" : ", or a tensor type such as Q4_K"),
+                        authoring::file_type_names() + (o.pure.empty() ? "" : ", or a tensor type such as Q4_K"),
                     ER_E_INVALID_ARGUMENT);
     return *info;
 }
 
 // One tensor: dequantize its rows, check them, quantize them, into `out`.
 void requantize(const er_tensor_desc& src, const TensorInfo& t, int32_t target, std::vector<uint8_t>& out,
-                int threads, tools::Progress& progress) {
+                int threads, authoring::Progress& progress) {
     const int64_t n_per_row = t.ne[0], n_rows = rows_of(t);
     const uint64_t src_row = *row_bytes(src.dtype, n_per_row), dst_row = *row_bytes(target, n_per_row);
     out.resize(dst_row * uint64_t(n_rows));
     const int64_t chunk_rows = std::max<int64_t>(1, (int64_t(1) << 18) / n_per_row);
     const auto* in = static_cast<const uint8_t*>(src.data);
-    tools::parallel_rows(n_rows, chunk_rows, threads, [&](int64_t first, int64_t end) {
+    authoring::parallel_rows(n_rows, chunk_rows, threads, [&](int64_t first, int64_t end) {
         std::vector<float> rows(size_t((end - first) * n_per_row));
         for (int64_t r = first; r < end; ++r)
             quant::dequantize_row(src.dtype, in + uint64_t(r) * src_row, &rows[size_t((r - first) * n_per_row)], n_per_row);
@@ -104,9 +105,9 @@ int cmd_quantize(const std::vector<std::string>& args) {
     desc.add_options()
         ("input", po::value(&o.input)->required(), "model file to read (any type edgerun decodes)")
         ("output", po::value(&o.output), "model file to write (GGUF v3)")
-        ("type", po::value(&o.type), ("file type, llama.cpp's recipe: " + tools::file_type_names()).c_str())
+        ("type", po::value(&o.type), ("file type, llama.cpp's recipe: " + authoring::file_type_names()).c_str())
         ("pure", po::value(&o.pure), "one tensor type everywhere it fits (Q4_K, Q8_0, ... or a file type name)")
-        ("threads,t", po::value(&o.threads)->default_value(tools::default_thread_count()), "worker threads")
+        ("threads,t", po::value(&o.threads)->default_value(authoring::default_thread_count()), "worker threads")
         ("dry-run", po::bool_switch(&o.dry_run), "print each tensor's type and the sizes; write nothing");
     if (!parse(args, desc, common, "usage: edgerun quantize IN.gguf OUT.gguf --type Q4_K_M|Q5_K_M|Q6_K|Q8_0|Q4_0|F16|... [--pure TYPE]",
                {{"input", 1}, {"output", 1}}))
@@ -122,7 +123,7 @@ int cmd_quantize(const std::vector<std::string>& args) {
     ModelFile file(format_plugin_for(registry, o.input), o.input);
     const std::vector<er_tensor_desc> descs = file.tensors();
 
-    tools::RecipeParams recipe;
+    authoring::RecipeParams recipe;
     recipe.file_type = file_type.id;
     recipe.pure = !o.pure.empty();
     recipe.arch = meta_string(file, "general.architecture");
@@ -141,7 +142,7 @@ int cmd_quantize(const std::vector<std::string>& args) {
                         ER_E_FORMAT);
         tensors.push_back(std::move(t));
     }
-    const std::vector<int32_t> types = tools::plan_tensor_types(tensors, recipe);
+    const std::vector<int32_t> types = authoring::plan_tensor_types(tensors, recipe);
 
     uint64_t bytes_in = 0, bytes_out = 0, work = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -170,8 +171,8 @@ int cmd_quantize(const std::vector<std::string>& args) {
     }
 
     const auto start = std::chrono::steady_clock::now();
-    tools::InterruptGuard interrupt_guard;
-    tools::ModelWriter out(tools::writer_plugin_for(registry, o.output), o.output);
+    authoring::InterruptGuard interrupt_guard;
+    authoring::ModelWriter out(authoring::writer_plugin_for(registry, o.output), o.output);
     bool wrote_file_type = false, wrote_version = false;
     for (uint64_t i = 0; i < file.meta_count(); ++i) {
         auto [key, value] = file.meta_at(i);
@@ -183,7 +184,7 @@ int cmd_quantize(const std::vector<std::string>& args) {
             out.set_u32(key, 2);  // the block layouts of GGML_QNT_VERSION 2
             wrote_version = true;
         } else {
-            tools::copy_meta(file, key, value, out);
+            authoring::copy_meta(file, key, value, out);
         }
     }
     if (!wrote_version) out.set_u32("general.quantization_version", 2);
@@ -191,10 +192,10 @@ int cmd_quantize(const std::vector<std::string>& args) {
     for (size_t i = 0; i < tensors.size(); ++i)
         out.add_tensor(tensors[i].name, types[i], tensors[i].n_dims, tensors[i].ne.data());
 
-    tools::Progress progress(work, "w");
+    authoring::Progress progress(work, "w");
     std::vector<uint8_t> buffer;
     for (size_t i = 0; i < tensors.size(); ++i) {
-        tools::InterruptGuard::throw_if_interrupted();
+        authoring::InterruptGuard::throw_if_interrupted();
         progress.set_label(tensors[i].name);
         if (types[i] == tensors[i].dtype) {
             out.write_tensor(descs[i].data, descs[i].nbytes);
@@ -204,7 +205,7 @@ int cmd_quantize(const std::vector<std::string>& args) {
         }
         if (file.iface().release_range) file.iface().release_range(file.raw(), descs[i].data, descs[i].nbytes);
     }
-    tools::InterruptGuard::throw_if_interrupted();
+    authoring::InterruptGuard::throw_if_interrupted();
     out.finish();
     progress.finish();
 

@@ -1,4 +1,4 @@
-#include "tensor_jobs.hpp"
+#include <edgerun/authoring/tensor_jobs.hpp>
 
 #include <edgerun/host_api.hpp>
 
@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 namespace {
 
@@ -121,4 +121,4 @@ void Progress::draw(bool final) {
     std::fflush(stderr);
 }
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -1,11 +1,11 @@
-#include "synth_presets.hpp"
+#include <edgerun/authoring/synth_presets.hpp>
 
 #include <edgerun/dtype.hpp>
 
 #include <algorithm>
 #include <cmath>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 namespace {
 
@@ -116,4 +116,4 @@ std::vector<float> llama3_rope_factors(const Preset& p) {
     return factors;
 }
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

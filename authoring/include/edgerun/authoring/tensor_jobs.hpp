@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 int default_thread_count();
 
@@ -56,4 +56,4 @@ private:
     bool finished_ = false;
 };
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring
