@@ -2,10 +2,11 @@
 // decoding it costs per token (bytes read, and the bandwidth roofline on edge devices).
 #include "cli.hpp"
 #include "commands.hpp"
-#include "roofline.hpp"
 
 #include <edgerun/dtype.hpp>
 #include <edgerun/host_api.hpp>
+#include <edgerun/kv_type.hpp>
+#include <edgerun/roofline.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -235,9 +236,9 @@ void print_tensors(const std::vector<er_tensor_desc>& tensors) {
 }
 
 void print_cost(const std::vector<er_tensor_desc>& tensors, const std::optional<er_model_desc>& model, int64_t ctx,
-                roofline::KvType kv_type, const std::vector<const roofline::Device*>& targets,
+                int32_t kv_type, const std::vector<const roofline::Device*>& targets,
                 std::optional<double> bandwidth) {
-    std::cout << "\nbytes read per decoded token at context " << ctx << " (KV cache " << roofline::kv_type_name(kv_type) << ")\n";
+    std::cout << "\nbytes read per decoded token at context " << ctx << " (KV cache " << kv_type_name(kv_type) << ")\n";
     if (tensors.empty()) {
         std::cout << "  not applicable: the file has no tensors\n";
         return;
@@ -250,7 +251,7 @@ void print_cost(const std::vector<er_tensor_desc>& tensors, const std::optional<
     std::cout << "  KV cache     " << pad_left(std::to_string(b.kv), 12) << " bytes  " << pad_left(megabytes(b.kv), 10);
     if (model)
         std::cout << "  (" << g.n_layer << " layers x " << g.n_head_kv << " KV heads x (" << g.head_dim_k << " + "
-                  << g.head_dim_v << ") x " << ctx << " x " << fixed(roofline::kv_bytes_per_value(kv_type), 4) << " B)\n";
+                  << g.head_dim_v << ") x " << ctx << " x " << fixed(kv_bytes_per_value(kv_type), 4) << " B)\n";
     else
         std::cout << "  (unknown: no model hyperparameters)\n";
     std::cout << "  activations  " << pad_left(std::to_string(b.activations), 12) << " bytes  "
@@ -287,8 +288,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
         return 0;
 
     if (path.empty()) throw Error("inspect: no file given (usage: edgerun inspect FILE)", ER_E_INVALID_ARGUMENT);
-    const auto kv_type = roofline::parse_kv_type(kv_name);
-    if (!kv_type) throw Error("--kv-type: '" + kv_name + "' is not f16, f32 or q8", ER_E_INVALID_ARGUMENT);
+    const int32_t kv_type = parse_kv_type(kv_name);
     if (ctx < 0) throw Error("--ctx: must be positive", ER_E_INVALID_ARGUMENT);
     std::optional<double> chosen_bandwidth;
     if (bandwidth < 0 || !std::isfinite(bandwidth)) throw Error("--bandwidth: must be a positive number of GB/s", ER_E_INVALID_ARGUMENT);
@@ -314,7 +314,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     print_vocab(file);
     print_tensors(tensors);
     if (ctx == 0) ctx = model && model->n_ctx_train > 0 ? std::min(model->n_ctx_train, kDefaultContextCap) : kDefaultContextCap;
-    print_cost(tensors, model, ctx, *kv_type, targets, chosen_bandwidth);
+    print_cost(tensors, model, ctx, kv_type, targets, chosen_bandwidth);
     return 0;
 }
 

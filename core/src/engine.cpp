@@ -1,3 +1,4 @@
+#include <edgerun/backend_support.hpp>
 #include <edgerun/engine.hpp>
 #include <edgerun/plugin_registry.hpp>
 
@@ -33,26 +34,6 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
     for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
     return out;
 }
-
-}  // namespace
-
-int32_t parse_kv_type(const std::string& name) {
-    if (name == "f32") return ER_KV_F32;
-    if (name == "f16") return ER_KV_F16;
-    if (name == "q8") return ER_KV_Q8;
-    throw Error("--kv-type: '" + name + "' is not one of f32, f16, q8", ER_E_INVALID_ARGUMENT);
-}
-
-const char* kv_type_name(int32_t kv_type) {
-    switch (kv_type) {
-        case ER_KV_F32: return "f32";
-        case ER_KV_F16: return "f16";
-        case ER_KV_Q8: return "q8";
-        default: return "?";
-    }
-}
-
-namespace {
 
 // The backend asked for, or the highest-scoring one that has a device and runs every op.
 Backend choose_backend(const PluginRegistry& registry, const EngineOptions& options, const Model& model,

@@ -30,9 +30,6 @@ struct StepTraffic {
     uint64_t total() const { return weight_bytes + kv_bytes; }
 };
 
-// Bytes one KV cache element pair costs in storage, per value (f32 4, f16 2, q8 34/32).
-double kv_bytes_per_value(int32_t kv_type);
-
 // The traffic of one decode step of `graph` (built for one token) with `kv_len`
 // positions in the cache.
 StepTraffic decode_traffic(const Graph& graph, const WeightTable& weights, int64_t kv_len, int32_t kv_type);
