@@ -6,7 +6,9 @@
 #include <edgerun/dtype.hpp>
 #include <edgerun/host_api.hpp>
 #include <edgerun/kv_type.hpp>
+#include <edgerun/model.hpp>
 #include <edgerun/roofline.hpp>
+#include <edgerun/traffic.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -116,31 +118,6 @@ std::string dtype_label(int32_t id) {
     return info ? std::string(info->name) : "type" + std::to_string(id);
 }
 
-// The format plugin whose probe scores the file highest.
-const Plugin& pick_format(const PluginRegistry& registry, const std::string& path) {
-    const Plugin* best = nullptr;
-    int32_t best_score = 0;
-    std::string first_error;
-    std::string tried;
-    for (const Plugin* plugin : registry.of_kind(ER_PLUGIN_FORMAT)) {
-        tried += (tried.empty() ? "" : ", ") + std::string(plugin->name());
-        er_error err{};
-        int32_t score = 0;
-        if (plugin->iface<er_format_iface>()->probe(path.c_str(), &score, &err) != ER_OK) {
-            if (first_error.empty()) first_error = err.message;
-            continue;
-        }
-        if (score > best_score) {
-            best_score = score;
-            best = plugin;
-        }
-    }
-    if (best) return *best;
-    if (!first_error.empty()) throw Error(first_error, ER_E_IO);
-    if (tried.empty()) throw Error("no format plugin found (see edgerun plugins)", ER_E_NOT_FOUND);
-    throw Error(path + ": no format plugin recognises this file (tried " + tried + ")", ER_E_FORMAT);
-}
-
 void print_metadata(const ModelFile& file) {
     const uint64_t n = file.meta_count();
     std::cout << "\nmetadata (" << n << " keys)\n";
@@ -235,16 +212,46 @@ void print_tensors(const std::vector<er_tensor_desc>& tensors) {
     row("total", all);
 }
 
-void print_cost(const std::vector<er_tensor_desc>& tensors, const std::optional<er_model_desc>& model, int64_t ctx,
-                int32_t kv_type, const std::vector<const roofline::Device*>& targets,
-                std::optional<double> bandwidth) {
-    std::cout << "\nbytes read per decoded token at context " << ctx << " (KV cache " << kv_type_name(kv_type) << ")\n";
-    if (tensors.empty()) {
-        std::cout << "  not applicable: the file has no tensors\n";
-        return;
+// What one decode step reads. From the decode graph, counted as `bench` and `--trace`
+// count it (decode_traffic), when edgerun builds a graph for the file's architecture;
+// otherwise estimated from the tensor table, and labelled so.
+struct DecodeCost {
+    roofline::TokenBytes bytes;
+    roofline::Geometry geometry;
+    std::string estimate_reason;  // empty: counted from the decode graph
+};
+
+DecodeCost decode_cost(const std::vector<er_tensor_desc>& tensors, const std::optional<er_model_desc>& model, int64_t ctx,
+                       int32_t kv_type) {
+    std::string reason = "no model hyperparameters";
+    if (model) {
+        try {
+            const HParams hp = hparams_from_desc(*model);
+            const WeightTable weights(tensors);
+            const Graph graph = find_architecture(hp.arch).build(hp, weights, 1);
+            const roofline::Geometry g = roofline::geometry_of(hp);
+            return {roofline::bytes_per_token(decode_traffic(graph, weights, ctx, kv_type), g), g, ""};
+        } catch (const Error& e) {
+            reason = e.what();
+        }
     }
     const roofline::Geometry g = model ? roofline::geometry_of(*model) : roofline::Geometry{};
-    const roofline::TokenBytes b = roofline::bytes_per_token(tensors, g, ctx, kv_type);
+    return {roofline::bytes_per_token(tensors, g, ctx, kv_type), g, reason};
+}
+
+void print_cost(const std::vector<er_tensor_desc>& tensors, const std::optional<er_model_desc>& model, int64_t ctx,
+                int32_t kv_type, const std::vector<const roofline::Device*>& targets, std::optional<double> bandwidth) {
+    std::cout << "\nbytes read per decoded token at context " << ctx << " (KV cache " << kv_type_name(kv_type);
+    if (tensors.empty()) {
+        std::cout << ")\n  not applicable: the file has no tensors\n";
+        return;
+    }
+    const DecodeCost cost = decode_cost(tensors, model, ctx, kv_type);
+    if (!cost.estimate_reason.empty())
+        std::cout << "; estimated from the tensor table, no decode graph: " << escape_line(cost.estimate_reason, 120);
+    std::cout << ")\n";
+    const roofline::TokenBytes& b = cost.bytes;
+    const roofline::Geometry& g = cost.geometry;
     std::cout << "  weights      " << pad_left(std::to_string(b.weights), 12) << " bytes  " << pad_left(megabytes(b.weights), 10)
               << "  (LM head " << megabytes(b.lm_head) << (b.tied_embeddings ? ", tied: token_embd read in full" : "")
               << "; embedding lookups read one row)\n";
@@ -303,7 +310,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     }
 
     PluginRegistry registry = load_plugins(common);
-    const Plugin& format = pick_format(registry, path);
+    const Plugin& format = format_plugin_for(registry, path);
     ModelFile file(format, path);
     // Read everything that can fail before printing, so a bad file prints one error line.
     const std::vector<er_tensor_desc> tensors = file.tensors();
