@@ -1,5 +1,6 @@
 #include "plan.hpp"
 
+#include <edgerun/argmax.hpp>
 #include <edgerun/plugin_sdk.hpp>
 
 #include <algorithm>
@@ -432,14 +433,11 @@ er_status Plan::argmax(int32_t value, int32_t* token, er_error* err) {
         return set_errorf(err, ER_E_INVALID_ARGUMENT, "value %d is not an F32 output of this graph", value);
     const Value& v = values_[value];
     if (v.rows == 0) return set_errorf(err, ER_E_STATE, "argmax of output %d: no step has run yet", value);
-    const float* row = v.f32 + static_cast<int64_t>(v.rows - 1) * v.width;
-    // Ties go to the lowest id; NaNs never win (an all-NaN row gives 0).
-    int64_t best = 0;
-    float best_value = -std::numeric_limits<float>::infinity();
-    bool found = false;
-    for (int64_t i = 0; i < v.width; ++i)
-        if (row[i] > best_value || (!found && row[i] == best_value)) best = i, best_value = row[i], found = true;
-    *token = static_cast<int32_t>(best);
+    const Argmax best = argmax_logits(v.f32 + static_cast<int64_t>(v.rows - 1) * v.width, v.width);
+    if (best.non_finite >= 0)
+        return set_errorf(err, ER_E_INTERNAL, "argmax of output %d: the logit of token %lld is not finite", value,
+                          static_cast<long long>(best.non_finite));
+    *token = static_cast<int32_t>(best.index);
     return ER_OK;
 }
 

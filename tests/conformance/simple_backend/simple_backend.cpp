@@ -16,9 +16,11 @@
 // Weights are dequantized row by row as they are used (core's blocks.hpp defines every
 // format); the KV cache stores floats already rounded to the cache type (F16, or
 // llama.cpp's Q8_0 blocks), which gives the same numbers as storing the encoded bytes.
+#include <edgerun/dtype.hpp>
 #include <edgerun/plugin_sdk.hpp>
 #include <edgerun/quant/blocks.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -45,25 +47,22 @@ struct Weight {
     const uint8_t* data = nullptr;
 };
 
-uint64_t bytes_per_row(int32_t dtype, int64_t cols) {
-    switch (dtype) {
-        case 0: return uint64_t(cols) * 4;
-        case 1: case 30: return uint64_t(cols) * 2;
-        case 2: return uint64_t(cols / 32) * sizeof(quant::BlockQ4_0);
-        case 3: return uint64_t(cols / 32) * sizeof(quant::BlockQ4_1);
-        case 6: return uint64_t(cols / 32) * sizeof(quant::BlockQ5_0);
-        case 7: return uint64_t(cols / 32) * sizeof(quant::BlockQ5_1);
-        case 8: return uint64_t(cols / 32) * sizeof(quant::BlockQ8_0);
-        case 10: return uint64_t(cols / 256) * sizeof(quant::BlockQ2_K);
-        case 11: return uint64_t(cols / 256) * sizeof(quant::BlockQ3_K);
-        case 12: return uint64_t(cols / 256) * sizeof(quant::BlockQ4_K);
-        case 13: return uint64_t(cols / 256) * sizeof(quant::BlockQ5_K);
-        case 14: return uint64_t(cols / 256) * sizeof(quant::BlockQ6_K);
-        default: return 0;
-    }
+using edgerun::DType;
+
+// The weight types this backend runs: what a model file stores that blocks.hpp dequantizes
+// (not Q8_1 and Q8_K, which only ever hold activations).
+constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                                  DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                                  DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+bool weight_type_known(int32_t dtype) {
+    return std::find(std::begin(kWeightTypes), std::end(kWeightTypes), DType(dtype)) != std::end(kWeightTypes);
 }
 
-bool weight_type_known(int32_t dtype) { return dtype >= 0 && bytes_per_row(dtype, 256) != 0; }
+// 0 for a type this backend does not run, or a row that is not whole blocks.
+uint64_t bytes_per_row(int32_t dtype, int64_t cols) {
+    return weight_type_known(dtype) ? edgerun::row_bytes(dtype, cols).value_or(0) : 0;
+}
 
 #ifdef PLANTED_FAULT_Q6K_SCALE
 void dequantize_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
@@ -80,7 +79,7 @@ void dequantize_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
 void dequantize_row(const Weight& w, int64_t row, float* out) {
     const uint8_t* src = w.data + uint64_t(row) * w.row_bytes;
 #ifdef PLANTED_FAULT_Q6K_SCALE
-    if (w.dtype == 14) return dequantize_q6_k_faulty(src, out, w.cols);
+    if (w.dtype == int32_t(DType::Q6_K)) return dequantize_q6_k_faulty(src, out, w.cols);
 #endif
     if (!quant::dequantize_row(w.dtype, src, out, w.cols)) throw Failure(ER_E_UNSUPPORTED, "cannot decode this type");
 }
