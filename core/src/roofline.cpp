@@ -41,31 +41,27 @@ WeightRead weight_read(std::string_view name) {
     return WeightRead::Whole;
 }
 
-Geometry geometry_of(const HParams& hp) {
+namespace {
+
+// HParams and er_model_desc name these fields alike.
+template <class Hyperparameters>
+Geometry geometry_from(const Hyperparameters& h) {
     Geometry g;
-    g.n_layer = hp.n_layer;
-    g.n_head = hp.n_head;
-    g.n_head_kv = hp.n_head_kv;
-    g.head_dim_k = hp.head_dim_k;
-    g.head_dim_v = hp.head_dim_v;
-    g.n_embd = hp.n_embd;
-    g.n_ff = hp.n_ff;
-    g.n_vocab = hp.n_vocab;
+    g.n_layer = h.n_layer;
+    g.n_head = h.n_head;
+    g.n_head_kv = h.n_head_kv;
+    g.head_dim_k = h.head_dim_k;
+    g.head_dim_v = h.head_dim_v;
+    g.n_embd = h.n_embd;
+    g.n_ff = h.n_ff;
+    g.n_vocab = h.n_vocab;
     return g;
 }
 
-Geometry geometry_of(const er_model_desc& d) {
-    Geometry g;
-    g.n_layer = d.n_layer;
-    g.n_head = d.n_head;
-    g.n_head_kv = d.n_head_kv;
-    g.head_dim_k = d.head_dim_k;
-    g.head_dim_v = d.head_dim_v;
-    g.n_embd = d.n_embd;
-    g.n_ff = d.n_ff;
-    g.n_vocab = d.n_vocab;
-    return g;
-}
+}  // namespace
+
+Geometry geometry_of(const HParams& hparams) { return geometry_from(hparams); }
+Geometry geometry_of(const er_model_desc& desc) { return geometry_from(desc); }
 
 TokenBytes weight_bytes_per_token(std::span<const er_tensor_desc> tensors) {
     TokenBytes out;
