@@ -58,7 +58,7 @@ bool is_k_quant(int32_t t) { return t >= int32_t(DType::Q2_K) && t <= int32_t(DT
 
 }  // namespace
 
-TEST_CASE("file type names: case-insensitive, file types only; --pure also takes tensor types") {
+TEST_CASE("file type names: case-insensitive, file types only, and --pure also takes tensor types") {
     REQUIRE(file_type_from_name("q4_k_m"));
     CHECK(file_type_from_name("q4_k_m")->id == FileType::MOSTLY_Q4_K_M);
     CHECK(file_type_from_name("Q4_K_M")->default_type == DType::Q4_K);
@@ -122,7 +122,7 @@ TEST_CASE("rows that are not whole K-quant blocks fall back: Q4_K to Q5_0, Q6_K 
     }
 }
 
-TEST_CASE("--pure: the one type on every quantizable tensor; F16 and F32 files convert every matrix") {
+TEST_CASE("--pure: the one type on every quantizable tensor, and F16 and F32 files convert every matrix") {
     const auto tensors = llama_table(4, 512, 1024, 1000);
     for (FileType ft : {FileType::MOSTLY_Q8_0, FileType::MOSTLY_Q4_0, FileType::MOSTLY_F16, FileType::ALL_F32}) {
         const auto types = plan_tensor_types(tensors, params(ft, 4, true));

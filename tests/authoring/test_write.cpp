@@ -64,7 +64,7 @@ std::vector<float> values_of(const er_tensor_desc& t) {
 
 }  // namespace
 
-TEST_CASE("synthesize: the same bytes on 1 and 3 threads; the runtime opens it with the planned types") {
+TEST_CASE("synthesize: the same bytes on 1 and 3 threads, and the runtime opens it with the planned types") {
     const std::string one = temp_path("qwen2-q4km-1.gguf"), three = temp_path("qwen2-q4km-3.gguf");
     const SynthSummary made = synthesize(registry(), spec_for("qwen2.5-0.5b", "Q4_K_M", 1), one);
     synthesize(registry(), spec_for("qwen2.5-0.5b", "Q4_K_M", 3), three);
@@ -92,7 +92,7 @@ TEST_CASE("synthesize: the same bytes on 1 and 3 threads; the runtime opens it w
     }
 }
 
-TEST_CASE("requantize: F16 to F32 keeps every value exactly; the plan's sizes are the written file's") {
+TEST_CASE("requantize: F16 to F32 keeps every value exactly, and the plan's sizes are the written file's") {
     const std::string source = temp_path("smol-f16.gguf"), target = temp_path("smol-f32.gguf");
     synthesize(registry(), spec_for("smollm2-135m", "F16", 2), source);
     const ModelFile in(format_plugin_for(registry(), source), source);
