@@ -114,7 +114,7 @@ std::string default_models_dir() {
 }
 
 struct MatrixOptions {
-    std::string matrix = "ci", presets, types, stress, models_dir = default_models_dir(), edgerun = default_edgerun_binary();
+    std::string matrix = "ci", presets, types, stress, models_dir = default_models_dir();
     int32_t layers = 2, vocab = 4096;
 };
 
@@ -126,18 +126,17 @@ void add_matrix_options(po::options_description& desc, MatrixOptions& m) {
         ("stress", po::value(&m.stress), "... and these stress variants of each (attention-scale,small-activations)")
         ("layers", po::value(&m.layers)->default_value(m.layers), "layers of the synthesized models")
         ("vocab", po::value(&m.vocab)->default_value(m.vocab), "vocabulary of the synthesized models (test-only reduction)")
-        ("models-dir", po::value(&m.models_dir)->default_value(m.models_dir), "where synthesized models are cached")
-        ("edgerun", po::value(&m.edgerun)->default_value(m.edgerun), "the edgerun binary that synthesizes them");
+        ("models-dir", po::value(&m.models_dir)->default_value(m.models_dir), "where synthesized models are cached");
 }
 
-std::vector<ModelEntry> matrix_models(const MatrixOptions& m) {
+std::vector<ModelEntry> matrix_models(const PluginRegistry& registry, const MatrixOptions& m) {
     MatrixSpec spec = !m.presets.empty() || !m.types.empty() || !m.stress.empty()
                           ? product_matrix(split(m.presets.empty() ? "qwen3-0.6b" : m.presets),
                                            split(m.types.empty() ? "Q4_K_M" : m.types), split(m.stress))
                           : named_matrix(m.matrix);
     spec.layers = m.layers;
     spec.vocab = m.vocab;
-    return synthesize(spec, m.edgerun, m.models_dir);
+    return synthesize(registry, spec, m.models_dir);
 }
 
 void add_sequence_options(po::options_description& desc, SequenceSettings& s) {
@@ -213,7 +212,7 @@ int cmd_run(const std::vector<std::string>& args) {
     }
     if (wants("models")) {
         report.models_run = true;
-        std::vector<ModelEntry> entries = matrix_models(matrix);
+        std::vector<ModelEntry> entries = matrix_models(registry, matrix);
         for (const auto& m : models) entries.push_back({m, false});
         report.models = run_model_level(registry, cand, ref, entries, model_options);
     }
@@ -299,7 +298,8 @@ int cmd_synth(const std::vector<std::string>& args) {
     add_matrix_options(desc, matrix);
     add_common(desc, common);
     if (!parse(args, desc, "usage: edgerun-conformance synth [--matrix ci|full] [--models-dir DIR]")) return 0;
-    for (const ModelEntry& m : matrix_models(matrix)) std::cout << m.path << "\n";
+    const PluginRegistry registry = make_registry(common, {});
+    for (const ModelEntry& m : matrix_models(registry, matrix)) std::cout << m.path << "\n";
     return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "model_suite.hpp"
 
+#include <edgerun/backend_support.hpp>
 #include <edgerun/engine.hpp>
 #include <edgerun/text/tokenizer.hpp>
 

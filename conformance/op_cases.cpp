@@ -5,6 +5,7 @@
 #include "op_suite.hpp"
 
 #include <edgerun/dtype.hpp>
+#include <edgerun/kv_type.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -246,13 +247,12 @@ struct AttentionShape {
 };
 
 OpCase attention_case(int32_t kv_type, const AttentionShape& s) {
-    static const char* kv_names[] = {"F32", "F16", "Q8"};
     int32_t n_ctx = 0, max_tokens = 1;
     for (int32_t n : s.steps) n_ctx += n, max_tokens = std::max(max_tokens, n);
     OpCase c;
     char label[192];
     std::snprintf(label, sizeof label, "ATTENTION %s cache, %d heads / %d KV heads of %d, %zu steps to position %d%s",
-                  kv_names[kv_type], s.n_head, s.n_head_kv, s.head_dim, s.steps.size(), n_ctx - 1, s.note);
+                  kv_type_label(kv_type), s.n_head, s.n_head_kv, s.head_dim, s.steps.size(), n_ctx - 1, s.note);
     c.label = label;
     c.query = query_for(ER_OP_ATTENTION, -1, kv_type, s.head_dim);
     std::mt19937 rng(seed_of(c.label));

@@ -2,6 +2,8 @@
 #include "metrics.hpp"
 #include "thresholds.hpp"
 
+#include <edgerun/backend_support.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>

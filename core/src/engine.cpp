@@ -1,3 +1,4 @@
+#include <edgerun/backend_support.hpp>
 #include <edgerun/engine.hpp>
 #include <edgerun/plugin_registry.hpp>
 
@@ -33,26 +34,6 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
     for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
     return out;
 }
-
-}  // namespace
-
-int32_t parse_kv_type(const std::string& name) {
-    if (name == "f32") return ER_KV_F32;
-    if (name == "f16") return ER_KV_F16;
-    if (name == "q8") return ER_KV_Q8;
-    throw Error("--kv-type: '" + name + "' is not one of f32, f16, q8", ER_E_INVALID_ARGUMENT);
-}
-
-const char* kv_type_name(int32_t kv_type) {
-    switch (kv_type) {
-        case ER_KV_F32: return "f32";
-        case ER_KV_F16: return "f16";
-        case ER_KV_Q8: return "q8";
-        default: return "?";
-    }
-}
-
-namespace {
 
 // The backend asked for, or the highest-scoring one that has a device and runs every op.
 Backend choose_backend(const PluginRegistry& registry, const EngineOptions& options, const Model& model,
@@ -114,7 +95,7 @@ Engine::Engine(const PluginRegistry& registry, const std::string& model_path, co
       decode_graph_(model_.build_graph(1)),
       backend_(choose_backend(registry, options, model_, decode_graph_, device_)),
       released_{&model_.file().iface(), model_.file().raw()},
-      weights_([&] {
+      backend_model_([&] {
           std::vector<uint32_t> usage = weight_usage(model_.weights(), {&prefill_graph_, &decode_graph_});
           auto params = sized<er_model_params>();
           params.weights = model_.weights().tensors().data();
@@ -142,7 +123,7 @@ std::unique_ptr<Runner> Engine::new_runner() const {
     params.n_head_kv = int32_t(hp.n_head_kv);
     params.head_dim_k = int32_t(hp.head_dim_k);
     params.head_dim_v = int32_t(hp.head_dim_v);
-    return std::make_unique<Runner>(weights_, params, prefill_graph_, decode_graph_);
+    return std::make_unique<Runner>(backend_model_, params, prefill_graph_, decode_graph_);
 }
 
 }  // namespace edgerun

@@ -1,7 +1,7 @@
 // Matrix products against stored (usually quantized) weights.
 //
 // Decode (few rows): a GEMV per row whose inner loop decodes and multiplies in one pass
-// (RowKernels::dot). Prefill: a tile of kGemmTileRows weight rows is decoded to F32
+// (RowKernels::dot). Prefill: a tile of kGemmTileRows weight rows is dequantized to F32
 // once and multiplied with every row of x by OpenBLAS sgemm, called single-threaded
 // from our own pool. Tiles have a fixed size, so each output element comes from a
 // call of the same shape whatever the thread count: the result is deterministic.

@@ -3,6 +3,7 @@
 // contexts (Runners) that share them.
 #pragma once
 
+#include <edgerun/kv_type.hpp>
 #include <edgerun/model.hpp>
 #include <edgerun/runner.hpp>
 
@@ -21,9 +22,6 @@ struct EngineOptions {
     int32_t n_batch = 256;        // most tokens per prefill step
     int32_t kv_type = ER_KV_F16;
 };
-
-int32_t parse_kv_type(const std::string& name);  // "f32", "f16", "q8"; Error otherwise
-const char* kv_type_name(int32_t kv_type);
 
 class Engine {
 public:
@@ -52,7 +50,7 @@ private:
     er_device_info device_{};  // before backend_: choosing the backend fills it
     Backend backend_;
     Released released_;
-    BackendModel weights_;
+    BackendModel backend_model_;  // the backend's copy of the weights (er_model); contexts share it
 };
 
 }  // namespace edgerun
