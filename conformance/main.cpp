@@ -222,7 +222,8 @@ int cmd_run(const std::vector<std::string>& args) {
         report.long_ops = run_op_level(cand, ref, split(ops), OpCases::Long);
         MatrixOptions long_matrix = matrix;
         long_matrix.presets = long_presets, long_matrix.types = long_types, long_matrix.stress.clear();
-        report.long_models = run_long_level(registry, cand, ref, matrix_models(long_matrix), model_options, long_settings);
+        report.long_models = run_long_level(registry, cand, ref, matrix_models(registry, long_matrix), model_options,
+                                             long_settings);
     }
     print_report(report, std::cout, verbose);
     if (!json_path.empty()) write_json_report(report, json_path);
