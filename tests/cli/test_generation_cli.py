@@ -131,6 +131,22 @@ def bench_json():
               report["bytes_per_token"] > 90e6, report)
     except (ValueError, KeyError) as e:
         check("bench prints JSON", False, f"{e}: {r.stdout}")
+        return
+    # -d: the same tests with tokens already in the cache (llama-bench's -d); every
+    # repetition's figure is listed, and decoding over the deeper cache reads more bytes.
+    r = run("bench", "-m", MODEL, "-p", "8", "-n", "4", "-d", "64", "-r", "2", "--json", "--threads", "2")
+    check("bench -d exits 0", r.returncode == 0, r.stderr)
+    try:
+        deep = json.loads(r.stdout)
+        check("bench -d reports its depth", deep["n_depth"] == 64, deep)
+        check("bench lists each repetition", len(deep["pp_tok_s_samples"]) == 2 and len(deep["tg_tok_s_samples"]) == 2
+              and len(deep["ttft_ms_samples"]) == 2 and min(deep["tg_tok_s_samples"]) > 0, deep)
+        check("a deeper cache is more bytes per token", deep["bytes_per_token"] > report["bytes_per_token"],
+              (deep["bytes_per_token"], report["bytes_per_token"]))
+    except (ValueError, KeyError) as e:
+        check("bench -d prints JSON", False, f"{e}: {r.stdout}")
+    r = run("bench", "-m", MODEL, "-p", "8", "-n", "4", "-d", "100000", "--ctx-size", "512")
+    check("bench refuses a depth beyond the context", r.returncode != 0 and "exceed the context" in r.stderr, r.stderr)
 
 
 for test in (generation_to_stdout_only, errors_before_work, common_options_before_the_command, ctrl_c_stops_cleanly, chat_reuses_cache, eval_writes_npy,
