@@ -302,8 +302,9 @@ def markdown_table(doc):
     """One table per model: rows test x depth x KV; llama.cpp and edgerun side by side."""
     dev = doc["device"].get("name", "unknown device")
     peak = doc["copy_peak"]["gb_s"]
-    lines = [f"Device: {dev}; copy peak {peak['median']:.0f} GB/s (median); edgerun {doc['commit']}"
-             if peak else f"Device: {dev}; copy peak not measured ({doc['copy_peak']['error']}); edgerun {doc['commit']}",
+    edgerun = f"edgerun {doc['commit']} (backend {doc.get('settings', {}).get('backend', '?')})"
+    lines = [f"Device: {dev}; copy peak {peak['median']:.0f} GB/s (median); {edgerun}"
+             if peak else f"Device: {dev}; copy peak not measured ({doc['copy_peak']['error']}); {edgerun}",
              "", "tok/s: median (min–max) over the repetitions; decode at context D: tg with D tokens cached.", ""]
     for m in doc["models"]:
         lines += [f"### {m['name']}", ""]
