@@ -57,7 +57,8 @@ def parse_args(argv):
     p.add_argument("--repetitions", "-r", type=int, default=5)
     p.add_argument("--kv", default="f16,q8_0", help="KV types: f16, q8_0 or both (default)")
     p.add_argument("--only", choices=("both", "edgerun", "llama.cpp"), default="both", help="which runtimes to run")
-    p.add_argument("--timeout", type=float, default=900, help="seconds one benchmark command may take")
+    p.add_argument("--timeout", type=float, default=300,
+                   help="seconds one benchmark command may take (default 300: a device call has 600 in all)")
     p.add_argument("--commit", default=None, help="edgerun commit measured (default: git rev-parse HEAD, if any)")
     p.add_argument("--out", required=True, help="results JSON; the table goes next to it as .md")
     p.add_argument("--append", action="store_true", help="keep the models already in --out")
