@@ -63,7 +63,10 @@ def parse_args(argv):
     p.add_argument("--out", required=True, help="results JSON; the table goes next to it as .md")
     p.add_argument("--append", action="store_true", help="keep the models already in --out")
     args = p.parse_args(argv)
-    args.depths = [int(d) for d in args.depths.split(",") if d != ""]
+    try:
+        args.depths = [int(d) for d in args.depths.split(",") if d != ""]
+    except ValueError:
+        p.error(f"--depths {args.depths}: give token counts separated by commas, e.g. 0,4096,32768")
     kv = [k for k in args.kv.split(",") if k]
     unknown = [k for k in kv if k not in ("f16", "q8_0")]
     if unknown or not kv:
@@ -87,7 +90,8 @@ def run_command(cmd, timeout):
         return record, ""
     except subprocess.TimeoutExpired as e:
         record["error"] = f"timed out after {timeout:.0f} s"
-        record["stderr_tail"] = (e.stderr or b"")[-4000:].decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")[-4000:]
+        tail = e.stderr or b""  # bytes even under text=True, on some Python versions
+        record["stderr_tail"] = (tail.decode(errors="replace") if isinstance(tail, bytes) else tail)[-4000:]
         return record, ""
     record["seconds"] = round(time.monotonic() - start, 3)
     record["rc"] = done.returncode
