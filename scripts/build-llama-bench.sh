@@ -63,20 +63,25 @@ jobs=${JOBS:-$(nproc)}
 cuda_flags=(-DGGML_CUDA=$cuda)
 # One GPU: NCCL (multi-GPU) would only add a library the binary needs at run time.
 [ $cuda = ON ] && cuda_flags+=(-DCMAKE_CUDA_ARCHITECTURES="$arch" -DGGML_CUDA_NCCL=OFF)
-if [ ! -f "$build/obj/CMakeCache.txt" ]; then
-  echo "build-llama-bench: configuring ($flavour) in $build/obj" >&2
-  cmake -S "$src" -B "$build/obj" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+# The commit the sdist vendors (scripts/llamacpp-cuda-source.sh wrote it down): llama.cpp's
+# own lookup would run git in whatever repository the build sits in.
+commit=$(sed -n 's/^llama.cpp commit: //p' "$src/EDGERUN_SOURCE" 2>/dev/null)
+[ -n "$commit" ] || commit=unknown
+echo "build-llama-bench: llama.cpp ${commit:0:12} ($(head -n 1 "$src/EDGERUN_SOURCE" 2>/dev/null || echo 'source unknown'))" >&2
+generator_flags=("${generator[@]}")
+[ -f "$build/obj/CMakeCache.txt" ] && generator_flags=()  # an existing build keeps its generator
+echo "build-llama-bench: configuring ($flavour) in $build/obj" >&2
+cmake -S "$src" -B "$build/obj" "${generator_flags[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DLLAMA_BUILD_COMMIT="${commit:0:12}" -DLLAMA_BUILD_NUMBER=0 \
     -DBUILD_SHARED_LIBS=OFF "${cuda_flags[@]}" \
     -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
     -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF > "$build/configure.log" 2>&1 || {
       tail -n 40 "$build/configure.log" >&2
-      rm -f "$build/obj/CMakeCache.txt"
       echo "build-llama-bench: configure failed (log above, whole log in $build/configure.log)" >&2
       exit 1
     }
-fi
 echo "build-llama-bench: configured in $((SECONDS - start)) s" >&2
 [ $configure_only -eq 1 ] && exit 0
 

@@ -58,9 +58,15 @@ src=$work/llama_cpp_python-$version/vendor/llama.cpp
   echo "llamacpp-cuda-source: the sdist has no vendor/llama.cpp/tools/llama-bench" >&2
   exit 1
 }
-# Where the source came from, for the results JSON (build-llama-bench.sh prints it).
-echo "llama-cpp-python==$version sdist, vendor/llama.cpp repacked by scripts/llamacpp-cuda-source.sh" \
-  > "$src/EDGERUN_SOURCE"
+# Where the source came from. The sdist's git metadata (left out above) names the llama.cpp
+# commit it vendors; build-llama-bench.sh compiles it into llama-bench's build_commit, which
+# would otherwise be whatever repository the build happens to sit in.
+tar -xzf "$sdist" -C "$work" "llama_cpp_python-$version/.git/modules/vendor/llama.cpp/HEAD"
+commit=$(cat "$work/llama_cpp_python-$version/.git/modules/vendor/llama.cpp/HEAD")
+{
+  echo "llama-cpp-python==$version sdist, vendor/llama.cpp repacked by scripts/llamacpp-cuda-source.sh"
+  echo "llama.cpp commit: $commit"
+} > "$src/EDGERUN_SOURCE"
 mv "$src" "$work/llama.cpp"
 tar -C "$work" -cf - llama.cpp | xz -T0 -6 > "$work/archive.tar.xz"
 mv "$work/archive.tar.xz" "$archive"
