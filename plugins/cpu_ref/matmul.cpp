@@ -1,10 +1,13 @@
 // Matrix products against stored (usually quantized) weights.
 //
-// Decode (few rows): a GEMV per row whose inner loop decodes and multiplies in one pass
-// (RowKernels::dot). Prefill: a tile of kGemmTileRows weight rows is decoded to F32
-// once and multiplied with every row of x by OpenBLAS sgemm, called single-threaded
-// from our own pool. Tiles have a fixed size, so each output element comes from a
-// call of the same shape whatever the thread count: the result is deterministic.
+// Steps of up to kMaxDotRows rows (decode, batched decode of several sequences, short
+// prompts): each weight row is decoded once and multiplied with every row of x
+// (RowKernels::dot_multi), each product bit-identical to a one-row step's, so a row
+// gives the same result whichever rows it shares a step with. Longer steps (prefill):
+// a tile of kGemmTileRows weight rows is decoded to F32 once and multiplied with every
+// row of x by OpenBLAS sgemm, called single-threaded from our own pool. Tiles have a
+// fixed size, so each output element comes from a call of the same shape whatever the
+// thread count: the result is deterministic.
 #include "ops.hpp"
 
 #include <cblas.h>
@@ -52,14 +55,11 @@ void gemv(const MatmulOp& op, int32_t n_rows, ThreadPool& pool) {
         const WeightRef& w = *target.weight;
         const int64_t r0 = (task - map.begin[t]) * rows_per_task;
         const int64_t r1 = std::min(r0 + rows_per_task, w.rows);
-        const DotFn dot = w.kernels->dot;
+        const DotMultiFn dot_multi = w.kernels->dot_multi;
         for (int64_t r = r0; r < r1; ++r) {
-            const uint8_t* row = w.row(r);
-            for (int32_t i = 0; i < n_rows; ++i) {
-                float v = dot(row, op.x + i * op.width, op.width);
-                if (target.bias) v += target.bias[r];
-                target.out[i * w.rows + r] = v;
-            }
+            dot_multi(w.row(r), op.x, op.width, n_rows, op.width, target.out + r, w.rows);
+            if (target.bias)
+                for (int32_t i = 0; i < n_rows; ++i) target.out[i * w.rows + r] += target.bias[r];
         }
     });
 }
