@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "engine_options.hpp"
 
+#include <edgerun/batch_runner.hpp>
 #include <edgerun/random.hpp>
 #include <edgerun/traffic.hpp>
 
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <numeric>
 
@@ -66,12 +68,109 @@ std::string json_escape(const std::string& s) {
     return out;
 }
 
+std::vector<int32_t> parse_sequence_counts(const std::string& list) {
+    std::vector<int32_t> out;
+    size_t at = 0;
+    while (at <= list.size()) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, comma - at);
+        char* end = nullptr;
+        const long n = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || n < 1 || n > 1024)
+            throw Error("--sequences: '" + item + "' is not a count of 1 to 1024 (e.g. 1,2,4,8,16)", ER_E_INVALID_ARGUMENT);
+        out.push_back(int32_t(n));
+        at = comma + 1;
+    }
+    return out;
+}
+
+struct BatchResult {
+    int32_t sequences = 0;
+    bool batched = false;
+    Stats tok_s;  // aggregate: tokens of all sequences per second
+};
+
+// n_gen decode steps of `n_seqs` sequences at once (each starts from one random token,
+// then takes its argmax): the aggregate tokens per second a server decoding that many
+// conversations gets.
+BatchResult bench_batch(const Engine& engine, int32_t n_seqs, int n_gen, int repetitions, Pcg64& rng) {
+    auto batch = engine.new_batch_runner(n_seqs);
+    const int64_t n_vocab = batch->n_vocab();
+    std::vector<int32_t> tokens(size_t(n_seqs), 0);
+    std::vector<SequenceFeed> feeds(static_cast<size_t>(n_seqs));
+    for (int32_t s = 0; s < n_seqs; ++s) feeds[size_t(s)] = SequenceFeed{s, std::span<const int32_t>(&tokens[size_t(s)], 1)};
+    auto step = [&] {
+        batch->feed(feeds);
+        for (int32_t s = 0; s < n_seqs; ++s) {
+            const auto logits = batch->logits(s);
+            tokens[size_t(s)] = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        }
+    };
+    auto restart = [&] {
+        for (int32_t s = 0; s < n_seqs; ++s) {
+            batch->rewind(s, 0);
+            tokens[size_t(s)] = int32_t(rng.next() % uint64_t(n_vocab));
+        }
+    };
+    restart();
+    for (int i = 0; i < std::min(n_gen, 4); ++i) step();  // warm-up, not timed
+    std::vector<double> rates;
+    for (int r = 0; r < repetitions; ++r) {
+        restart();
+        const auto start = Clock::now();
+        for (int i = 0; i < n_gen; ++i) step();
+        rates.push_back(double(n_gen) * n_seqs / seconds_since(start));
+    }
+    return BatchResult{n_seqs, batch->batched(), stats_of(rates)};
+}
+
+int print_batch(const Engine& engine, const std::string& model_path, const std::vector<int32_t>& counts, int n_gen,
+                int repetitions, bool json) {
+    Pcg64 rng = Pcg64::from_seed(1234);
+    std::vector<BatchResult> results;
+    for (int32_t n : counts) results.push_back(bench_batch(engine, n, n_gen, repetitions, rng));
+    const std::string backend_name(engine.backend().plugin().name());
+    const int32_t threads = engine.options().n_threads;
+    // Against the one-sequence row when it was measured.
+    double single = 0;
+    for (const BatchResult& r : results)
+        if (r.sequences == 1) single = r.tok_s.mean;
+    if (json) {
+        std::printf("{\"model\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", \"threads\": %d, \"kv_type\": \"%s\", "
+                    "\"n_gen\": %d, \"repetitions\": %d, \"batch\": [",
+                    json_escape(model_path).c_str(), backend_name.c_str(), json_escape(engine.device().name).c_str(),
+                    threads, kv_type_name(engine.options().kv_type), n_gen, repetitions);
+        for (size_t i = 0; i < results.size(); ++i)
+            std::printf("%s{\"sequences\": %d, \"batched\": %s, \"tok_s\": %.3f, \"tok_s_stddev\": %.3f}", i ? ", " : "",
+                        results[i].sequences, results[i].batched ? "true" : "false", results[i].tok_s.mean,
+                        results[i].tok_s.stddev);
+        std::printf("]}\n");
+        return 0;
+    }
+    std::printf("model: %s\nbackend: %s on %s, threads %d, KV %s; %d decode steps per sequence\n\n",
+                engine.model().hparams().name.c_str(), backend_name.c_str(), engine.device().name, threads,
+                kv_type_name(engine.options().kv_type), n_gen);
+    std::printf("| %9s | %-18s | %16s | %14s | %s\n", "sequences", "steps", "aggregate t/s", "per sequence", "vs 1");
+    std::printf("|-----------|--------------------|------------------|----------------|------\n");
+    for (const BatchResult& r : results) {
+        std::printf("| %9d | %-18s | %7.2f ± %6.2f | %14.2f | ", r.sequences,
+                    r.batched ? "shared" : (r.sequences == 1 ? "alone" : "one at a time"), r.tok_s.mean, r.tok_s.stddev,
+                    r.tok_s.mean / r.sequences);
+        if (single > 0)
+            std::printf("%.2fx\n", r.tok_s.mean / single);
+        else
+            std::printf("-\n");
+    }
+    return 0;
+}
+
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& args) {
     CommonOptions common;
     ModelOptions model_options;
     int n_prompt = 512, n_gen = 128, repetitions = 3;
+    std::string sequences;
     bool json = false;
     po::options_description desc("edgerun bench options");
     add_model_options(desc, model_options);
@@ -79,11 +178,24 @@ int cmd_bench(const std::vector<std::string>& args) {
         ("n-prompt,p", po::value(&n_prompt)->default_value(n_prompt), "prompt tokens to process (0: skip)")
         ("n-gen,n", po::value(&n_gen)->default_value(n_gen), "tokens to generate (0: skip)")
         ("repetitions,r", po::value(&repetitions)->default_value(repetitions), "runs of each test")
+        ("sequences", po::value(&sequences),
+         "instead: decode this many sequences together, -n tokens each (a list: 1,2,4,8,16), aggregate t/s")
         ("json", po::bool_switch(&json), "print one JSON object instead of the table");
-    if (!parse(args, desc, common, "usage: edgerun bench -m MODEL [--backend B] [-p 512] [-n 128] [-r 3] [--json]"))
+    if (!parse(args, desc, common,
+               "usage: edgerun bench -m MODEL [--backend B] [-p 512] [-n 128] [-r 3] [--sequences 1,2,4,8,16] [--json]"))
         return 0;
     if (n_prompt < 0 || n_gen < 0 || repetitions < 1)
         throw Error("-p and -n must be >= 0 and -r >= 1", ER_E_INVALID_ARGUMENT);
+    if (!sequences.empty()) {
+        const std::vector<int32_t> counts = parse_sequence_counts(sequences);
+        if (n_gen < 1) throw Error("--sequences needs -n of at least 1", ER_E_INVALID_ARGUMENT);
+        EngineOptions engine_options = resolve(model_options);
+        if (engine_options.n_ctx == 0) engine_options.n_ctx = n_gen + 1;
+        PluginRegistry registry = load_plugins(common);
+        Engine engine(registry, model_options.model, engine_options);
+        if (n_gen > engine.n_ctx()) throw Error("-n exceeds the context of " + std::to_string(engine.n_ctx()), ER_E_INVALID_ARGUMENT);
+        return print_batch(engine, model_options.model, counts, n_gen, repetitions, json);
+    }
 
     EngineOptions engine_options = resolve(model_options);
     if (engine_options.n_ctx == 0) engine_options.n_ctx = std::max(n_prompt, n_gen) + 1;

@@ -25,7 +25,7 @@ using DotRowsFn = void (*)(const void* rows, uint64_t stride, int64_t n_rows, co
 using WeightedSumFn = void (*)(const void* rows, uint64_t stride, const float* weights, int64_t n_rows, float* y,
                                int64_t n);
 using DotMultiFn = void (*)(const void* row, const float* x, int64_t x_stride, int32_t n_x, int64_t n, float* out,
-                            int64_t out_stride);
+                            int64_t out_stride, float* scratch);
 
 // The most vectors one dot_multi call takes: the rows of a step that the matmul runs
 // through it (larger steps go to BLAS).
@@ -38,9 +38,10 @@ inline constexpr int32_t kMaxDotRows = 16;
 //
 // For the matmul of a step of several rows, dot_multi is one stored row against up to
 // kMaxDotRows vectors: out[i * out_stride] = dot(row, x + i * x_stride) for i < n_x. The
-// row is decoded once (a span at a time) for all of them, and each vector's sum keeps
-// the canonical lane order, so every result is bit-identical to dot() of that vector
-// alone: a row of a batched step is the row of a step of its own.
+// row is decoded once into `scratch` (n floats) for all of them (one vector: the fused
+// dot() itself), and each vector's sum keeps the canonical lane order, so every result
+// is bit-identical to dot() of that vector alone: a row of a batched step is the row of
+// a step of its own.
 struct RowKernels {
     DotFn dot;          // sum_i w_i * x_i over n values
     DequantFn dequant;  // y[i] = w_i

@@ -269,50 +269,49 @@ void weighted_sum(const void* rows, uint64_t stride, const float* weights, int64
     for (int64_t j = 0; j < n_rows; ++j) kAxpy(weights[j], static_cast<const uint8_t*>(rows) + j * stride, y, n);
 }
 
-// dot() of one stored row with n_x vectors (kernels.hpp, dot_multi): the row decoded a
-// span at a time into a buffer every vector reads, each vector's 32 lanes fed in the
-// order dot() feeds them, so each result has dot()'s bits.
-inline constexpr int64_t kSpan = 256;  // a whole number of blocks of every type
-
-template <void (*kDequant)(const void*, float*, int64_t), uint64_t (*kOffset)(int64_t)>
-void dot_multi(const void* row, const float* x, int64_t x_stride, int32_t n_x, int64_t n, float* out,
-               int64_t out_stride) {
-    Lanes acc[kMaxDotRows];
-    alignas(32) float w[kSpan];
-    for (int64_t i0 = 0; i0 < n; i0 += kSpan) {
-        const int64_t len = n - i0 < kSpan ? n - i0 : kSpan;
-        const int64_t full = len / 32 * 32;
-        kDequant(static_cast<const uint8_t*>(row) + kOffset(i0), w, len);
-        for (int32_t r = 0; r < n_x; ++r) {
-            const float* xr = x + r * x_stride + i0;
-            for (int64_t c = 0; c < full; c += 32) {
-                const __m256 wv[4] = {_mm256_load_ps(w + c), _mm256_load_ps(w + c + 8), _mm256_load_ps(w + c + 16),
-                                      _mm256_load_ps(w + c + 24)};
-                acc[r].fma32(wv, xr + c);
-            }
+// dot() of one stored row with n_x vectors (kernels.hpp, dot_multi): the row decoded
+// once into `w`, then the vectors in groups of up to three whose 32 lanes each stay in
+// registers (12 accumulators and one weight register), every lane fed in the order
+// dot() feeds it, so each result has dot()'s bits.
+template <int G>
+void dot_group(const float* w, const float* x, int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
+    __m256 acc[G][4];
+    for (int g = 0; g < G; ++g)
+        for (int k = 0; k < 4; ++k) acc[g][k] = _mm256_setzero_ps();
+    const int64_t full = n / 32 * 32;
+    for (int64_t c = 0; c < full; c += 32)
+        for (int k = 0; k < 4; ++k) {
+            const __m256 wk = _mm256_loadu_ps(w + c + 8 * k);
+            for (int g = 0; g < G; ++g) acc[g][k] = _mm256_fmadd_ps(wk, _mm256_loadu_ps(x + g * x_stride + c + 8 * k), acc[g][k]);
         }
-        if (full < len) {  // the tail of a plain row (the last span): lanes 0.. in order, as Plain::dot
-            for (int32_t r = 0; r < n_x; ++r) {
-                const float* xr = x + r * x_stride + i0;
-                float lanes[kLanes];
-                acc[r].store(lanes);
-                for (int64_t i = full; i < len; ++i) lanes[i - full] = __builtin_fmaf(w[i], xr[i], lanes[i - full]);
-                out[r * out_stride] = lane_sum(lanes);
-            }
-            return;
+    for (int g = 0; g < G; ++g) {
+        Lanes lanes;
+        for (int k = 0; k < 4; ++k) lanes.a[k] = acc[g][k];
+        if (full == n) {
+            out[g * out_stride] = lanes.sum();
+            continue;
         }
+        // The tail of a plain row: lanes 0.. in order, as Plain::dot.
+        float tail[kLanes];
+        lanes.store(tail);
+        const float* xg = x + g * x_stride;
+        for (int64_t i = full; i < n; ++i) tail[i - full] = __builtin_fmaf(w[i], xg[i], tail[i - full]);
+        out[g * out_stride] = lane_sum(tail);
     }
-    for (int32_t r = 0; r < n_x; ++r) out[r * out_stride] = acc[r].sum();
 }
 
-template <int kQK, int kBytes>
-uint64_t block_offset(int64_t i0) {
-    return uint64_t(i0 / kQK) * kBytes;
-}
-
-template <int kBytesPerValue>
-uint64_t plain_offset(int64_t i0) {
-    return uint64_t(i0) * kBytesPerValue;
+template <float (*kDot)(const void*, const float*, int64_t), void (*kDequant)(const void*, float*, int64_t)>
+void dot_multi(const void* row, const float* x, int64_t x_stride, int32_t n_x, int64_t n, float* out,
+               int64_t out_stride, float* scratch) {
+    if (n_x == 1) {
+        out[0] = kDot(row, x, n);
+        return;
+    }
+    kDequant(row, scratch, n);
+    int32_t r = 0;
+    for (; r + 3 <= n_x; r += 3) dot_group<3>(scratch, x + r * x_stride, x_stride, n, out + r * out_stride, out_stride);
+    if (n_x - r == 2) dot_group<2>(scratch, x + r * x_stride, x_stride, n, out + r * out_stride, out_stride);
+    if (n_x - r == 1) dot_group<1>(scratch, x + r * x_stride, x_stride, n, out + r * out_stride, out_stride);
 }
 
 // weighted_sum for rows whose 32-value chunks decode on their own (plain types and
@@ -367,7 +366,7 @@ void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weight
                 });                                                                                    \
         }                                                                                              \
         static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum<&axpy>,  \
-                                            &dot_multi<&dequant, &block_offset<(QK), (kBytes)>>};       \
+                                            &dot_multi<&dot, &dequant>};                                 \
     };
 
 ER_AVX2_QUANT(Q4_0, 32, 18, decode_q4_0)
@@ -391,7 +390,7 @@ struct Q8_0 : Q8_0_rows {
     }
     static float load1(const uint8_t*, int64_t) { return 0.0f; }  // rows are whole blocks
     static constexpr RowKernels kernels{&dot,           &dequant, &axpy, &dot_rows<&dot>, &weighted_sum_chunked<Q8_0>,
-                                        &dot_multi<&dequant, &block_offset<32, 34>>};
+                                        &dot_multi<&dot, &dequant>};
 };
 
 // ------------------------------------------------------------ plain rows --
@@ -458,7 +457,7 @@ struct Plain {
     }
     static float load1(const uint8_t* row, int64_t i) { return plain_value<kType>(row, i); }
     static constexpr RowKernels kernels{&dot,           &dequant, &axpy, &dot_rows<&dot>, &weighted_sum_chunked<Plain>,
-                                        &dot_multi<&dequant, &plain_offset<kType == 0 ? 4 : 2>>};
+                                        &dot_multi<&dot, &dequant>};
 };
 
 }  // namespace

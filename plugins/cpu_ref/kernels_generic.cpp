@@ -44,37 +44,23 @@ void weighted_sum(const void* rows, uint64_t stride, const float* weights, int64
     for (int64_t j = 0; j < n_rows; ++j) kAxpy(weights[j], static_cast<const uint8_t*>(rows) + j * stride, y, n);
 }
 
-// dot() of one stored row with n_x vectors, the row decoded kSpan values at a time into
-// a buffer all vectors read: per vector the same fused multiply-adds into the same lanes
-// as dot() (element i into lane i % 32), so the same bits. `kRowBytes(i0)` is the byte
-// offset of element i0 (a multiple of kSpan) in the row.
-inline constexpr int64_t kSpan = 256;  // a whole number of blocks of every type
-
-template <DequantFn kDequant, uint64_t (*kOffset)(int64_t)>
+// dot() of one stored row with n_x vectors: the row decoded once into `scratch`, then
+// per vector the same fused multiply-adds into the same lanes as dot() (element i into
+// lane i % 32), so the same bits.
+template <DotFn kDot, DequantFn kDequant>
 void dot_multi(const void* row, const float* x, int64_t x_stride, int32_t n_x, int64_t n, float* out,
-               int64_t out_stride) {
-    float acc[kMaxDotRows][kLanes] = {};
-    float w[kSpan];
-    for (int64_t i0 = 0; i0 < n; i0 += kSpan) {
-        const int64_t len = n - i0 < kSpan ? n - i0 : kSpan;
-        kDequant(static_cast<const uint8_t*>(row) + kOffset(i0), w, len);
-        for (int32_t r = 0; r < n_x; ++r) {
-            const float* xr = x + r * x_stride + i0;
-            for (int64_t c = 0; c < len; c += kLanes)
-                lanes_fma(acc[r], w + c, xr + c, len - c < kLanes ? int(len - c) : kLanes);
-        }
+               int64_t out_stride, float* scratch) {
+    if (n_x == 1) {
+        out[0] = kDot(row, x, n);
+        return;
     }
-    for (int32_t r = 0; r < n_x; ++r) out[r * out_stride] = lane_sum(acc[r]);
-}
-
-template <int kBytesPerValue>
-uint64_t plain_offset(int64_t i0) {
-    return uint64_t(i0) * kBytesPerValue;
-}
-
-template <int kQK, int kBytes>
-uint64_t block_offset(int64_t i0) {
-    return uint64_t(i0 / kQK) * kBytes;
+    kDequant(row, scratch, n);
+    for (int32_t r = 0; r < n_x; ++r) {
+        const float* xr = x + r * x_stride;
+        float acc[kLanes] = {};
+        for (int64_t i = 0; i < n; i += kLanes) lanes_fma(acc, scratch + i, xr + i, n - i < kLanes ? int(n - i) : kLanes);
+        out[r * out_stride] = lane_sum(acc);
+    }
 }
 
 // ---------------------------------------------------------- plain types --
@@ -168,7 +154,7 @@ struct Quant {
 
     static constexpr RowKernels kernels{&dot,           &dequant,
                                         &axpy,          &dot_rows<&dot>,
-                                        &weighted_sum<&axpy>, &dot_multi<&dequant, &block_offset<Dec::kQK, Dec::kBytes>>};
+                                        &weighted_sum<&axpy>, &dot_multi<&dot, &dequant>};
 };
 
 template <int32_t kType>
@@ -178,7 +164,7 @@ struct Plain {
                                         &axpy_plain<kType>,
                                         &dot_rows<&dot_plain<kType>>,
                                         &weighted_sum<&axpy_plain<kType>>,
-                                        &dot_multi<&dequant_plain<kType>, &plain_offset<kType == 0 ? 4 : 2>>};
+                                        &dot_multi<&dot_plain<kType>, &dequant_plain<kType>>};
 };
 
 }  // namespace

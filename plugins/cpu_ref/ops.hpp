@@ -46,14 +46,17 @@ struct MatmulOp {
     MatmulTarget targets[ER_NODE_MAX_IO];
 };
 
-// Per-thread room for one dequantized tile: kGemmTileRows * max width floats each.
-struct TileScratch {
-    float* data = nullptr;
-    int64_t floats_per_thread = 0;
+// Per-thread room for one dequantized tile of kGemmTileRows weight rows (BLAS steps) and
+// for one decoded weight row (dot_multi steps of several rows), max width floats each.
+struct MatmulScratch {
+    float* tiles = nullptr;
+    int64_t tile_floats_per_thread = 0;
+    float* rows = nullptr;
+    int64_t row_floats_per_thread = 0;
 };
 
 // out_t[r, :] = x[r, :] · W_tᵀ (+ bias_t) for r < n_rows.
-void run_matmul(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const TileScratch& scratch);
+void run_matmul(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const MatmulScratch& scratch);
 
 // Calls OpenBLAS once so its lazily created state exists before any step runs, and pins
 // its own threading to one thread (cpu_ref runs BLAS from its own pool).

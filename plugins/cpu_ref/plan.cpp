@@ -265,7 +265,7 @@ void Plan::assign_buffers(const er_graph& graph) {
 
 void Plan::build_ops(const er_graph& graph) {
     const int32_t n_threads = pool_.size();
-    int64_t max_tile_width = 0;
+    int64_t max_tile_width = 0, max_matmul_width = 0;
     for (int32_t i = 0; i < graph.n_nodes; ++i) {
         const er_node& node = graph.nodes[i];
         Op op;
@@ -285,6 +285,7 @@ void Plan::build_ops(const er_graph& graph) {
                     t.bias = node.op != ER_OP_LOGITS && node.biases[k] >= 0 ? model_.weights[node.biases[k]].decoded.data() : nullptr;
                     t.out = values_[node.outputs[k]].f32;
                     if (t.weight->dtype != 0) max_tile_width = std::max(max_tile_width, t.weight->cols);
+                    max_matmul_width = std::max(max_matmul_width, t.weight->cols);
                 }
                 break;
             case ER_OP_RMS_NORM:
@@ -322,10 +323,16 @@ void Plan::build_ops(const er_graph& graph) {
         ops_.push_back(op);
     }
     if (max_tokens_ >= kGemmMinRows && max_tile_width > 0) {
-        tile_scratch_.floats_per_thread = round_up(kGemmTileRows * max_tile_width, kAlignFloats);
-        tiles_.assign(static_cast<size_t>(tile_scratch_.floats_per_thread * n_threads), 0.0f);
-        tile_scratch_.data = tiles_.data();
+        matmul_scratch_.tile_floats_per_thread = round_up(kGemmTileRows * max_tile_width, kAlignFloats);
+        tiles_.assign(static_cast<size_t>(matmul_scratch_.tile_floats_per_thread * n_threads), 0.0f);
+        matmul_scratch_.tiles = tiles_.data();
         scratch_bytes_ += tiles_.size() * sizeof(float);
+    }
+    if (max_tokens_ >= 2 && max_matmul_width > 0) {
+        matmul_scratch_.row_floats_per_thread = round_up(max_matmul_width, kAlignFloats);
+        decoded_rows_.assign(static_cast<size_t>(matmul_scratch_.row_floats_per_thread * n_threads), 0.0f);
+        matmul_scratch_.rows = decoded_rows_.data();
+        scratch_bytes_ += decoded_rows_.size() * sizeof(float);
     }
     row_seq_.assign(static_cast<size_t>(max_tokens_), 0);
     row_pos_.assign(static_cast<size_t>(max_tokens_), 0);
@@ -418,7 +425,7 @@ er_status Plan::read_rows(const er_step& step, er_error* err) {
 
 void Plan::run_logits(const Op& op, int32_t n) {
     if (n_logit_rows_ == n) {
-        run_matmul(op.matmul, n, pool_, tile_scratch_);
+        run_matmul(op.matmul, n, pool_, matmul_scratch_);
         return;
     }
     if (n_logit_rows_ == 0) return;
@@ -431,7 +438,7 @@ void Plan::run_logits(const Op& op, int32_t n) {
                         static_cast<size_t>(some.width) * sizeof(float));
         some.x = logits_in_.data();
     }
-    run_matmul(some, n_logit_rows_, pool_, tile_scratch_);
+    run_matmul(some, n_logit_rows_, pool_, matmul_scratch_);
 }
 
 er_status Plan::execute(const er_step& step, er_error* err) {
@@ -459,7 +466,7 @@ er_status Plan::execute(const er_step& step, er_error* err) {
         const Value& out = values_[op.out];
         switch (op.kind) {
             case ER_OP_EMBED: run_embed(values_[op.in[0]].i32, n, *op.weight, out.f32, pool_); break;
-            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: run_matmul(op.matmul, n, pool_, tile_scratch_); break;
+            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: run_matmul(op.matmul, n, pool_, matmul_scratch_); break;
             case ER_OP_LOGITS: run_logits(op, n); break;
             case ER_OP_RMS_NORM:
                 run_rms_norm(values_[op.in[0]].f32, out.f32, n, out.width, op.norm.group, op.weight->decoded.data(),

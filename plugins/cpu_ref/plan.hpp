@@ -77,8 +77,9 @@ private:
     int32_t n_logit_rows_ = 0;
     std::vector<float> logits_in_;  // LOGITS' input rows gathered when only some ask
     std::vector<float> tiles_;   // per-thread dequantized weight tiles (prefill)
+    std::vector<float> decoded_rows_;  // per-thread decoded weight row (steps of 2 to kMaxDotRows rows)
     std::vector<float> scores_;  // per-thread attention scores
-    TileScratch tile_scratch_;
+    MatmulScratch matmul_scratch_;
     int64_t scores_per_thread_ = 0;
     uint64_t scratch_bytes_ = 0;
 };

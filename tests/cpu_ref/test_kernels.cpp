@@ -111,7 +111,8 @@ TEST_CASE("dot_multi: every vector's result has the bits of dot() of that vector
                     const void* row = static_cast<const uint8_t*>(w.descs()[id].data) + r * row_size;
                     for (int32_t n_x : {1, 2, 3, 4, 7, kMaxDotRows}) {
                         std::vector<float> got(size_t(n_x) * 2, -1.0f), want(size_t(n_x) * 2, -1.0f);
-                        k->dot_multi(row, x.data(), stride, n_x, width, got.data(), 2);
+                        std::vector<float> scratch(size_t(width), 0.0f);
+                        k->dot_multi(row, x.data(), stride, n_x, width, got.data(), 2, scratch.data());
                         for (int32_t i = 0; i < n_x; ++i) want[size_t(i) * 2] = k->dot(row, x.data() + i * stride, width);
                         CAPTURE(n_x);
                         CHECK(cpu_ref_test::bit_equal(got, want));  // odd slots untouched: still -1
