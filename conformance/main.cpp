@@ -156,7 +156,7 @@ int cmd_run(const std::vector<std::string>& args) {
     Common common;
     MatrixOptions matrix;
     SequenceSettings sequence;
-    std::string candidate, reference = "cpu_ref", candidate_options, reference_options, levels = "ops,models", ops, kv, ref_kv = "same", json_path;
+    std::string candidate, reference = "cpu_ref", candidate_options, reference_options, levels = "ops,models,batch", ops, kv, ref_kv = "same", json_path;
     std::vector<std::string> models;
     bool require_full = false, verbose = false;
     po::options_description desc("edgerun-conformance run");
@@ -165,7 +165,7 @@ int cmd_run(const std::vector<std::string>& args) {
         ("reference,r", po::value(&reference)->default_value(reference), "the backend it is compared with")
         ("candidate-options", po::value(&candidate_options), "the candidate's backend options (key=value,...)")
         ("reference-options", po::value(&reference_options), "the reference's backend options")
-        ("levels", po::value(&levels)->default_value(levels), "ops, models, or both")
+        ("levels", po::value(&levels)->default_value(levels), "ops, models, batch (several sequences in one step), or several")
         ("ops", po::value(&ops), "only these ops (comma separated names: MATMUL,ROPE,...)")
         ("model,m", po::value(&models)->composing(), "a real model file to add to the matrix (repeatable)")
         ("kv", po::value(&kv), "the candidate's KV cache types: f32,f16,q8 (default: every one it supports)")
@@ -194,15 +194,25 @@ int cmd_run(const std::vector<std::string>& args) {
         report.ops_run = true;
         report.ops = run_op_level(cand, ref, split(ops));
     }
+    std::vector<ModelEntry> entries;
+    if (wants("models") || wants("batch")) {
+        entries = matrix_models(matrix);
+        for (const auto& m : models) entries.push_back({m, false});
+    }
     if (wants("models")) {
         report.models_run = true;
-        std::vector<ModelEntry> entries = matrix_models(matrix);
-        for (const auto& m : models) entries.push_back({m, false});
         ModelLevelOptions options;
         for (const auto& k : split(kv)) options.kv_types.push_back(parse_kv_type(k));
         options.reference_kv = ref_kv == "same" ? -1 : parse_kv_type(ref_kv);
         options.sequence = sequence;
         report.models = run_model_level(registry, cand, ref, entries, options);
+    }
+    if (wants("batch")) {
+        report.batch_run = true;
+        BatchLevelOptions options;
+        for (const auto& k : split(kv)) options.kv_types.push_back(parse_kv_type(k));
+        options.exact = cand.plugin == ref.plugin;  // the reference backend promises identical bits
+        report.batch = run_batch_level(registry, cand, entries, options);
     }
     print_report(report, std::cout, verbose);
     if (!json_path.empty()) write_json_report(report, json_path);

@@ -1,6 +1,7 @@
 // The suite's verdict: a readable table on standard output and the same facts as JSON.
 #pragma once
 
+#include "batch_suite.hpp"
 #include "model_suite.hpp"
 #include "op_suite.hpp"
 
@@ -17,6 +18,8 @@ struct SuiteReport {
     bool models_run = false;
     SequenceSettings sequence;
     std::vector<ModelComparison> models;
+    bool batch_run = false;
+    std::vector<BatchComparison> batch;
     bool require_full = false;  // missing coverage fails the run
 
     // Top-1 agreement over every decisive position of the synthesized models' like-for-

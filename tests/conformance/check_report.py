@@ -14,6 +14,8 @@
   first disagreement, or non-finite logits) and its greedy run names its first divergent
   token (repeatable).
 --failing-models TEXT: every failing model comparison is of a model whose name contains TEXT.
+--failing-batch: some batch comparison (sequences stepped together against each alone)
+  fails and says how; without it, none may fail.
 """
 import argparse
 import json
@@ -36,6 +38,7 @@ def main():
     ap.add_argument("--models-pass", action="store_true")
     ap.add_argument("--diverges-on", action="append", default=[])
     ap.add_argument("--failing-models", default="")
+    ap.add_argument("--failing-batch", action="store_true")
     ap.add_argument("--missing", action="append", default=[])
     ap.add_argument("--passing-models", type=int, default=0)
     ap.add_argument("--fetch-model", help="scripts/fetch-model.sh: add the real SmolLM2 when it can be fetched")
@@ -117,6 +120,16 @@ def main():
             problems.append(f"models other than '{args.failing_models}' fail: {others}")
     if args.models_pass and failed:
         problems.append(f"{len(failed)} model comparisons fail; expected the models level to pass")
+    batch = report.get("batch", {}).get("comparisons", [])
+    batch_failed = [c for c in batch if c["status"] in ("FAIL", "error")]
+    if args.failing_batch:
+        named = [f"{c['model']} ({c['candidate']}): {c['problems'][0]}" for c in batch_failed if c["problems"]]
+        if not named:
+            problems.append("no batch comparison fails")
+        else:
+            print("batch failures:\n  " + "\n  ".join(named))
+    elif batch_failed:
+        problems.append(f"{len(batch_failed)} batch comparisons fail: {[c['model'] for c in batch_failed]}")
     passing = sum(c["status"] == "pass" for c in comparisons)
     if passing < args.passing_models:
         problems.append(f"{passing} model comparisons pass, expected at least {args.passing_models}")
