@@ -275,7 +275,7 @@ enum {
                                outputs share one input so a backend may fuse them */
     ER_OP_RMS_NORM = 4,     /* out = in[0] / rms(in[0] over groups of params.rms_norm.group)
                                * weights[0] (weights[0] has `group` elements) */
-    ER_OP_ROPE = 5,         /* out = in[0] with rotary embedding at the step's positions;
+    ER_OP_ROPE = 5,         /* out = in[0] with rotary embedding at each row's position;
                                weights[0] OPTIONAL per-dimension frequency factors */
     ER_OP_ATTENTION = 6,    /* in q, k, v: append each row's k, v to the cache of `layer` at
                                its sequence and position, then causal grouped-query attention
