@@ -38,10 +38,10 @@ inline constexpr int32_t kMaxDotRows = 16;
 //
 // For the matmul of a step of several rows, dot_multi is one stored row against up to
 // kMaxDotRows vectors: out[i * out_stride] = dot(row, x + i * x_stride) for i < n_x. The
-// row is decoded once into `scratch` (n floats) for all of them (one vector: the fused
-// dot() itself), and each vector's sum keeps the canonical lane order, so every result
-// is bit-identical to dot() of that vector alone: a row of a batched step is the row of
-// a step of its own.
+// row is decoded once for every few vectors (in registers) or once for all of them (into
+// `scratch`, n floats), and each vector's sum keeps the canonical lane order, so every
+// result is bit-identical to dot() of that vector alone: a row of a batched step is the
+// row of a step of its own.
 struct RowKernels {
     DotFn dot;          // sum_i w_i * x_i over n values
     DequantFn dequant;  // y[i] = w_i

@@ -109,7 +109,7 @@ TEST_CASE("dot_multi: every vector's result has the bits of dot() of that vector
                 const RowKernels* k = row_kernels(dtype, isa);
                 for (int64_t r = 0; r < 2; ++r) {
                     const void* row = static_cast<const uint8_t*>(w.descs()[id].data) + r * row_size;
-                    for (int32_t n_x : {1, 2, 3, 4, 7, kMaxDotRows}) {
+                    for (int32_t n_x : {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, kMaxDotRows}) {
                         std::vector<float> got(size_t(n_x) * 2, -1.0f), want(size_t(n_x) * 2, -1.0f);
                         std::vector<float> scratch(size_t(width), 0.0f);
                         k->dot_multi(row, x.data(), stride, n_x, width, got.data(), 2, scratch.data());
