@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <numeric>
 
 namespace edgerun::cli {
@@ -90,45 +91,56 @@ struct BatchResult {
     Stats tok_s;  // aggregate: tokens of all sequences per second
 };
 
-// n_gen decode steps of `n_seqs` sequences at once (each starts from one random token,
-// then takes its argmax): the aggregate tokens per second a server decoding that many
-// conversations gets.
-BatchResult bench_batch(const Engine& engine, int32_t n_seqs, int n_gen, int repetitions, Pcg64& rng) {
-    auto batch = engine.new_batch_runner(n_seqs);
-    const int64_t n_vocab = batch->n_vocab();
-    std::vector<int32_t> tokens(size_t(n_seqs), 0);
-    std::vector<SequenceFeed> feeds(static_cast<size_t>(n_seqs));
-    for (int32_t s = 0; s < n_seqs; ++s) feeds[size_t(s)] = SequenceFeed{s, std::span<const int32_t>(&tokens[size_t(s)], 1)};
-    auto step = [&] {
-        batch->feed(feeds);
-        for (int32_t s = 0; s < n_seqs; ++s) {
-            const auto logits = batch->logits(s);
-            tokens[size_t(s)] = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-        }
-    };
-    auto restart = [&] {
-        for (int32_t s = 0; s < n_seqs; ++s) {
-            batch->rewind(s, 0);
-            tokens[size_t(s)] = int32_t(rng.next() % uint64_t(n_vocab));
-        }
-    };
-    restart();
-    for (int i = 0; i < std::min(n_gen, 4); ++i) step();  // warm-up, not timed
-    std::vector<double> rates;
-    for (int r = 0; r < repetitions; ++r) {
-        restart();
-        const auto start = Clock::now();
-        for (int i = 0; i < n_gen; ++i) step();
-        rates.push_back(double(n_gen) * n_seqs / seconds_since(start));
+// `n_seqs` sequences decoded together (each starts from one random token, then takes its
+// argmax): the aggregate tokens per second a server decoding that many conversations gets.
+class BatchDecode {
+public:
+    BatchDecode(const Engine& engine, int32_t n_seqs)
+        : batch_(engine.new_batch_runner(n_seqs)), tokens_(size_t(n_seqs), 0), feeds_(static_cast<size_t>(n_seqs)) {
+        for (int32_t s = 0; s < n_seqs; ++s) feeds_[size_t(s)] = SequenceFeed{s, std::span<const int32_t>(&tokens_[size_t(s)], 1)};
     }
-    return BatchResult{n_seqs, batch->batched(), stats_of(rates)};
-}
+
+    bool batched() const { return batch_->batched(); }
+
+    // n_gen steps from position 0; returns tokens of all sequences per second.
+    double run(int n_gen, Pcg64& rng) {
+        const int32_t n_seqs = batch_->n_seqs();
+        for (int32_t s = 0; s < n_seqs; ++s) {
+            batch_->rewind(s, 0);
+            tokens_[size_t(s)] = int32_t(rng.next() % uint64_t(batch_->n_vocab()));
+        }
+        const auto start = Clock::now();
+        for (int i = 0; i < n_gen; ++i) {
+            batch_->feed(feeds_);
+            for (int32_t s = 0; s < n_seqs; ++s) {
+                const auto logits = batch_->logits(s);
+                tokens_[size_t(s)] = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            }
+        }
+        return double(n_gen) * n_seqs / seconds_since(start);
+    }
+
+private:
+    std::unique_ptr<BatchRunner> batch_;
+    std::vector<int32_t> tokens_;
+    std::vector<SequenceFeed> feeds_;
+};
 
 int print_batch(const Engine& engine, const std::string& model_path, const std::vector<int32_t>& counts, int n_gen,
                 int repetitions, bool json) {
     Pcg64 rng = Pcg64::from_seed(1234);
+    std::vector<std::unique_ptr<BatchDecode>> decodes;
+    for (int32_t n : counts) {
+        decodes.push_back(std::make_unique<BatchDecode>(engine, n));
+        decodes.back()->run(std::min(n_gen, 4), rng);  // warm-up, not timed
+    }
+    // Repetitions interleave the counts, so that on a shared machine every count sees
+    // the same mix of quiet and busy moments.
+    std::vector<std::vector<double>> rates(counts.size());
+    for (int r = 0; r < repetitions; ++r)
+        for (size_t i = 0; i < counts.size(); ++i) rates[i].push_back(decodes[i]->run(n_gen, rng));
     std::vector<BatchResult> results;
-    for (int32_t n : counts) results.push_back(bench_batch(engine, n, n_gen, repetitions, rng));
+    for (size_t i = 0; i < counts.size(); ++i) results.push_back(BatchResult{counts[i], decodes[i]->batched(), stats_of(rates[i])});
     const std::string backend_name(engine.backend().plugin().name());
     const int32_t threads = engine.options().n_threads;
     // Against the one-sequence row when it was measured.
