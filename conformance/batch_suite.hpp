@@ -22,6 +22,7 @@ struct BatchComparison {
     int32_t sequences = 0;
     int32_t rows = 0;       // rows compared
     int32_t differing_rows = 0;
+    int32_t non_finite_rows = 0;  // rows not finite alone: only checked for identical bits
     double worst_nmse = 0;  // over a row's logits
     SequenceSummary summary;
     std::string status;     // "pass", "FAIL", "missing", "error"

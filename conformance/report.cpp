@@ -209,7 +209,7 @@ void write_json_report(const SuiteReport& r, const std::string& path) {
         json batch = json::array();
         for (const BatchComparison& c : r.batch)
             batch.push_back(json{{"model", c.model}, {"candidate", c.candidate}, {"steps", c.steps}, {"exact", c.exact},
-                                 {"sequences", c.sequences}, {"rows", c.rows}, {"differing_rows", c.differing_rows},
+                                 {"sequences", c.sequences}, {"rows", c.rows}, {"differing_rows", c.differing_rows}, {"non_finite_rows", c.non_finite_rows},
                                  {"worst_nmse", c.worst_nmse}, {"status", c.status}, {"problems", c.problems}});
         j["batch"] = json{{"comparisons", batch}};
     }
