@@ -184,13 +184,19 @@ std::vector<BatchComparison> run_batch_level(const PluginRegistry& registry, con
 void print_batch_report(const std::vector<BatchComparison>& comparisons, std::ostream& out) {
     out << "== batch: " << kSequences
         << " sequences of different lengths and positions stepped together, each row against the sequence alone ==\n";
-    char line[512];
-    std::snprintf(line, sizeof line, "%-34s %-18s %-14s %6s %9s %11s  %s\n", "model", "candidate", "steps", "rows",
-                  "differing", "worst NMSE", "status");
+    // Columns as wide as their longest entry (stress models and plugin files have long names).
+    int model_w = 34, cand_w = 18;
+    for (const BatchComparison& c : comparisons) {
+        model_w = std::max(model_w, int(c.model.size()));
+        cand_w = std::max(cand_w, int(c.candidate.size()));
+    }
+    char line[1024];
+    std::snprintf(line, sizeof line, "%-*s %-*s %-14s %6s %9s %11s  %s\n", model_w, "model", cand_w, "candidate", "steps",
+                  "rows", "differing", "worst NMSE", "status");
     out << line;
     for (const BatchComparison& c : comparisons) {
-        std::snprintf(line, sizeof line, "%-34s %-18s %-14s %6d %9d %11.2e  %s%s\n", c.model.c_str(), c.candidate.c_str(),
-                      c.steps.c_str(), c.rows, c.differing_rows, c.worst_nmse, c.status.c_str(),
+        std::snprintf(line, sizeof line, "%-*s %-*s %-14s %6d %9d %11.2e  %s%s\n", model_w, c.model.c_str(), cand_w,
+                      c.candidate.c_str(), c.steps.c_str(), c.rows, c.differing_rows, c.worst_nmse, c.status.c_str(),
                       c.exact && c.status == "pass" ? " (bit-identical)" : "");
         out << line;
         if (c.non_finite_rows > 0)
