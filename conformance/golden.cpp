@@ -109,7 +109,7 @@ GoldenTrace read_trace(const std::string& path) {
         t.reference = j.at("reference").at("backend");
         t.device = j.at("reference").at("device");
         const json& s = j.at("settings");
-        t.kv_type = parse_kv_type(s.at("kv_type"));
+        t.kv_type = parse_kv_type(s.at("kv_type").get<std::string>());
         t.sequence.n_batch = s.at("n_batch");
         t.sequence.teacher_tokens = s.at("teacher_tokens");
         t.sequence.prompt_tokens = s.at("prompt_tokens");

@@ -1,8 +1,10 @@
 // edgerun-conformance: proves a backend plugin right against a reference (cpu_ref by
-// default) at three levels (ops, teacher-forced model runs, greedy generation), and
+// default) at its levels (ops; teacher-forced model runs and greedy generation; long
+// contexts, unaligned steps and rewinds), and
 // records and checks golden traces for machines where the reference cannot run.
 //
 //   edgerun-conformance run --candidate NAME|PLUGIN.so [--reference cpu_ref] [--matrix ci] [-m MODEL]...
+//                           [--levels ops,models,long]
 //   edgerun-conformance record -m MODEL -o TRACE.json [--backend cpu_ref] [--kv f32]
 //   edgerun-conformance check --trace TRACE.json --candidate NAME|PLUGIN.so [-m MODEL]
 //   edgerun-conformance synth [--matrix ci]          make the model matrix only
@@ -112,7 +114,7 @@ std::string default_models_dir() {
 }
 
 struct MatrixOptions {
-    std::string matrix = "ci", presets, types, stress, models_dir = default_models_dir(), edgerun = default_edgerun_binary();
+    std::string matrix = "ci", presets, types, stress, models_dir = default_models_dir();
     int32_t layers = 2, vocab = 4096;
 };
 
@@ -124,18 +126,17 @@ void add_matrix_options(po::options_description& desc, MatrixOptions& m) {
         ("stress", po::value(&m.stress), "... and these stress variants of each (attention-scale,small-activations)")
         ("layers", po::value(&m.layers)->default_value(m.layers), "layers of the synthesized models")
         ("vocab", po::value(&m.vocab)->default_value(m.vocab), "vocabulary of the synthesized models (test-only reduction)")
-        ("models-dir", po::value(&m.models_dir)->default_value(m.models_dir), "where synthesized models are cached")
-        ("edgerun", po::value(&m.edgerun)->default_value(m.edgerun), "the edgerun binary that synthesizes them");
+        ("models-dir", po::value(&m.models_dir)->default_value(m.models_dir), "where synthesized models are cached");
 }
 
-std::vector<ModelEntry> matrix_models(const MatrixOptions& m) {
+std::vector<ModelEntry> matrix_models(const PluginRegistry& registry, const MatrixOptions& m) {
     MatrixSpec spec = !m.presets.empty() || !m.types.empty() || !m.stress.empty()
                           ? product_matrix(split(m.presets.empty() ? "qwen3-0.6b" : m.presets),
                                            split(m.types.empty() ? "Q4_K_M" : m.types), split(m.stress))
                           : named_matrix(m.matrix);
     spec.layers = m.layers;
     spec.vocab = m.vocab;
-    return synthesize(spec, m.edgerun, m.models_dir);
+    return synthesize(registry, spec, m.models_dir);
 }
 
 void add_sequence_options(po::options_description& desc, SequenceSettings& s) {
@@ -156,7 +157,10 @@ int cmd_run(const std::vector<std::string>& args) {
     Common common;
     MatrixOptions matrix;
     SequenceSettings sequence;
-    std::string candidate, reference = "cpu_ref", candidate_options, reference_options, levels = "ops,models,batch", ops, kv, ref_kv = "same", json_path;
+    std::string candidate, reference = "cpu_ref", candidate_options, reference_options, levels = "ops,models,long,batch", ops,
+        kv, ref_kv = "same", json_path;
+    std::string long_presets = "smollm2-135m", long_types = "Q8_0";
+    LongSettings long_settings;
     std::vector<std::string> models;
     bool require_full = false, verbose = false;
     po::options_description desc("edgerun-conformance run");
@@ -165,7 +169,11 @@ int cmd_run(const std::vector<std::string>& args) {
         ("reference,r", po::value(&reference)->default_value(reference), "the backend it is compared with")
         ("candidate-options", po::value(&candidate_options), "the candidate's backend options (key=value,...)")
         ("reference-options", po::value(&reference_options), "the reference's backend options")
-        ("levels", po::value(&levels)->default_value(levels), "ops, models, batch (several sequences in one step), or several")
+        ("levels", po::value(&levels)->default_value(levels),
+         "ops, models, long (long contexts, every step shape), batch (several sequences in one step); comma separated")
+        ("long-presets", po::value(&long_presets)->default_value(long_presets), "the long level's synthesized models: these presets ...")
+        ("long-types", po::value(&long_types)->default_value(long_types), "... in these file types")
+        ("long-positions", po::value(&long_settings.positions)->default_value(long_settings.positions), "the long level's positions per run")
         ("ops", po::value(&ops), "only these ops (comma separated names: MATMUL,ROPE,...)")
         ("model,m", po::value(&models)->composing(), "a real model file to add to the matrix (repeatable)")
         ("kv", po::value(&kv), "the candidate's KV cache types: f32,f16,q8 (default: every one it supports)")
@@ -189,23 +197,38 @@ int cmd_run(const std::vector<std::string>& args) {
     report.require_full = require_full;
     report.sequence = sequence;
     const auto level_list = split(levels);
+    for (const auto& level : level_list)
+        if (level != "ops" && level != "models" && level != "long" && level != "batch")
+            throw Error("--levels " + level + ": one of ops, models, long, batch", ER_E_INVALID_ARGUMENT);
+    if (long_settings.positions < long_settings.rewind_from)
+        throw Error("--long-positions must be at least " + std::to_string(long_settings.rewind_from) + " (the rewind run's)",
+                    ER_E_INVALID_ARGUMENT);
     auto wants = [&](const char* level) { return std::find(level_list.begin(), level_list.end(), level) != level_list.end(); };
+    ModelLevelOptions model_options;
+    for (const auto& k : split(kv)) model_options.kv_types.push_back(parse_kv_type(k));
+    model_options.reference_kv = ref_kv == "same" ? -1 : parse_kv_type(ref_kv);
+    model_options.sequence = sequence;
     if (wants("ops")) {
         report.ops_run = true;
         report.ops = run_op_level(cand, ref, split(ops));
     }
     std::vector<ModelEntry> entries;
     if (wants("models") || wants("batch")) {
-        entries = matrix_models(matrix);
+        entries = matrix_models(registry, matrix);
         for (const auto& m : models) entries.push_back({m, false});
     }
     if (wants("models")) {
         report.models_run = true;
-        ModelLevelOptions options;
-        for (const auto& k : split(kv)) options.kv_types.push_back(parse_kv_type(k));
-        options.reference_kv = ref_kv == "same" ? -1 : parse_kv_type(ref_kv);
-        options.sequence = sequence;
-        report.models = run_model_level(registry, cand, ref, entries, options);
+        report.models = run_model_level(registry, cand, ref, entries, model_options);
+    }
+    if (wants("long")) {
+        report.long_run = true;
+        report.long_settings = long_settings;
+        report.long_ops = run_op_level(cand, ref, split(ops), OpCases::Long);
+        MatrixOptions long_matrix = matrix;
+        long_matrix.presets = long_presets, long_matrix.types = long_types, long_matrix.stress.clear();
+        report.long_models = run_long_level(registry, cand, ref, matrix_models(registry, long_matrix), model_options,
+                                             long_settings);
     }
     if (wants("batch")) {
         report.batch_run = true;
@@ -288,7 +311,8 @@ int cmd_synth(const std::vector<std::string>& args) {
     add_matrix_options(desc, matrix);
     add_common(desc, common);
     if (!parse(args, desc, "usage: edgerun-conformance synth [--matrix ci|full] [--models-dir DIR]")) return 0;
-    for (const ModelEntry& m : matrix_models(matrix)) std::cout << m.path << "\n";
+    const PluginRegistry registry = make_registry(common, {});
+    for (const ModelEntry& m : matrix_models(registry, matrix)) std::cout << m.path << "\n";
     return 0;
 }
 

@@ -1,12 +1,13 @@
 #include "matrix.hpp"
 
+#include <edgerun/authoring/synthesize.hpp>
+#include <edgerun/authoring/tensor_jobs.hpp>
 #include <edgerun/host_api.hpp>
+#include <edgerun/interrupt.hpp>
 
 #include <algorithm>
-#include <cstdlib>
+#include <cstdio>
 #include <filesystem>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace edgerun::conformance {
 
@@ -15,10 +16,29 @@ namespace {
 const std::vector<std::string> kTypes = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q5_K_M", "Q6_K"};
 const std::vector<std::string> kStressVariants = {"attention-scale", "small-activations"};
 
-std::string shell_quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
+// What `edgerun synth --preset P --type T --layers L --vocab V --stress S --seed 1` makes.
+authoring::SynthSpec synth_spec(const MatrixEntry& entry, int32_t layers, int32_t vocab) {
+    const authoring::Preset* preset = authoring::find_preset(entry.preset);
+    if (!preset)
+        throw Error("preset " + entry.preset + ": unknown; one of " + authoring::preset_names(), ER_E_INVALID_ARGUMENT);
+    const auto file_type = authoring::file_type_from_name(entry.type);
+    if (!file_type)
+        throw Error("type " + entry.type + ": unknown; one of " + authoring::file_type_names(), ER_E_INVALID_ARGUMENT);
+    const auto stress = entry.stress.empty() ? authoring::Stress::None : authoring::stress_from_name(entry.stress);
+    if (!stress) throw Error("stress " + entry.stress + ": unknown; one of " + authoring::stress_names(), ER_E_INVALID_ARGUMENT);
+    if (layers < 1 || layers > 1024) throw Error("--layers must be between 1 and 1024", ER_E_INVALID_ARGUMENT);
+    if (vocab < 4096 || vocab > preset->n_vocab)
+        throw Error("--vocab must be between 4096 and " + entry.preset + "'s " + std::to_string(preset->n_vocab),
+                    ER_E_INVALID_ARGUMENT);
+    authoring::SynthSpec spec;
+    spec.preset = *preset;
+    spec.preset.n_vocab = vocab;
+    spec.n_layer = layers;
+    spec.file_type = *file_type;
+    spec.seed = 1;
+    spec.stress = *stress;
+    spec.threads = authoring::default_thread_count();
+    return spec;
 }
 
 }  // namespace
@@ -58,36 +78,23 @@ MatrixSpec named_matrix(const std::string& name) {
     return spec;
 }
 
-std::string default_edgerun_binary() {
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-        const auto next = self.parent_path() / "edgerun";
-        if (std::filesystem::exists(next, ec)) return next.string();
-    }
-    return "edgerun";
-}
-
-std::vector<ModelEntry> synthesize(const MatrixSpec& spec, const std::string& edgerun, const std::string& dir) {
+std::vector<ModelEntry> synthesize(const PluginRegistry& registry, const MatrixSpec& spec, const std::string& dir) {
     std::vector<ModelEntry> out;
     if (spec.models.empty()) return out;
     std::filesystem::create_directories(dir);
-    for (const auto& [preset, type, entry_layers, stress] : spec.models) {
-        const int32_t layers = entry_layers > 0 ? entry_layers : spec.layers;
-        const std::string file = dir + "/" + preset + "-" + type + "-l" + std::to_string(layers) + "-v" +
-                                 std::to_string(spec.vocab) + (stress.empty() ? "" : "-" + stress) + ".gguf";
+    for (const MatrixEntry& entry : spec.models) {
+        const int32_t layers = entry.layers > 0 ? entry.layers : spec.layers;
+        const std::string file = dir + "/" + entry.preset + "-" + entry.type + "-l" + std::to_string(layers) + "-v" +
+                                 std::to_string(spec.vocab) + (entry.stress.empty() ? "" : "-" + entry.stress) + ".gguf";
         if (!std::filesystem::exists(file)) {
-            const std::string command = shell_quote(edgerun) + " synth --preset " + shell_quote(preset) + " --type " +
-                                        shell_quote(type) + " --layers " + std::to_string(layers) + " --vocab " +
-                                        std::to_string(spec.vocab) +
-                                        (stress.empty() ? "" : " --stress " + shell_quote(stress)) + " --seed 1 -o " +
-                                        shell_quote(file) + " 2>&1";
-            const std::string what = preset + " " + type + (stress.empty() ? "" : " (stress " + stress + ")");
+            const std::string what = entry.preset + " " + entry.type + (entry.stress.empty() ? "" : " (stress " + entry.stress + ")");
             std::fprintf(stderr, "conformance: synthesizing %s\n", what.c_str());
-            const int status = std::system(command.c_str());
-            if (status != 0 || !std::filesystem::exists(file))
-                throw Error("could not synthesize " + what + " (" + command + " exited with " +
-                            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+            const InterruptGuard interrupt_guard;  // Ctrl-C leaves no half-written file behind
+            try {
+                authoring::synthesize(registry, synth_spec(entry, layers, spec.vocab), file);
+            } catch (const Error& e) {
+                throw Error("could not synthesize " + what + ": " + e.what(), e.code());
+            }
         }
         out.push_back({file, true});
     }

@@ -1,12 +1,17 @@
 // The model matrix: synthesized presets (every architecture, every weight type the
-// synthesizer writes, a few layers, a reduced vocabulary) made with `edgerun synth` and
-// cached by name, plus any real model files given.
+// synthesizer writes, a few layers, a reduced vocabulary) made by the authoring library
+// (the same files `edgerun synth` writes) and cached by name, plus any real model files
+// given.
 #pragma once
 
 #include "model_suite.hpp"
 
 #include <string>
 #include <vector>
+
+namespace edgerun {
+class PluginRegistry;
+}
 
 namespace edgerun::conformance {
 
@@ -30,16 +35,14 @@ MatrixSpec named_matrix(const std::string& name);
 // The product of presets and file types, and of each stress variant named (also a product).
 MatrixSpec product_matrix(const std::vector<std::string>& presets, const std::vector<std::string>& types,
                           const std::vector<std::string>& stresses = {});
-// The stress variants `edgerun synth --stress` makes (see apps/edgerun/synth_weights.hpp):
+// The stress variants `edgerun synth --stress` makes (see authoring/include/edgerun/authoring/synth_weights.hpp):
 // "attention-scale" (attention scores past where exp overflows), "small-activations"
 // (a residual stream whose mean square is comparable to RMSNorm's epsilon).
 const std::vector<std::string>& stress_variants();
 
-// Makes whatever is not in `dir` yet (file names say preset, type, layers and vocabulary)
-// by running `edgerun synth` at `edgerun`; returns the files in matrix order.
-std::vector<ModelEntry> synthesize(const MatrixSpec& spec, const std::string& edgerun, const std::string& dir);
-
-// The edgerun binary next to this program, else "edgerun" from PATH.
-std::string default_edgerun_binary();
+// Makes whatever is not in `dir` yet (file names say preset, type, layers and vocabulary;
+// seed 1), writing through the format plugins of `registry`; returns the files in matrix
+// order.
+std::vector<ModelEntry> synthesize(const PluginRegistry& registry, const MatrixSpec& spec, const std::string& dir);
 
 }  // namespace edgerun::conformance

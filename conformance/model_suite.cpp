@@ -1,5 +1,6 @@
 #include "model_suite.hpp"
 
+#include <edgerun/backend_support.hpp>
 #include <edgerun/engine.hpp>
 #include <edgerun/text/tokenizer.hpp>
 
@@ -111,6 +112,8 @@ ModelComparison compare_runs(const BackendRun& cand, const BackendRun& ref, Comp
     return c;
 }
 
+}  // namespace
+
 std::vector<int32_t> supported_kv_types(const Backend& backend, const Model& model, const ModelLevelOptions& options,
                                         std::vector<std::string>& missing) {
     const Graph decode = model.build_graph(1);
@@ -125,8 +128,6 @@ std::vector<int32_t> supported_kv_types(const Backend& backend, const Model& mod
     }
     return out;
 }
-
-}  // namespace
 
 std::vector<ModelComparison> run_model_level(const PluginRegistry& registry, const BackendSpec& candidate,
                                              const BackendSpec& reference, const std::vector<ModelEntry>& models,

@@ -68,6 +68,11 @@ struct ModelLevelOptions {
     SequenceSettings sequence;
 };
 
+// The candidate's KV cache types (of those asked for) that it runs the model with; what it
+// lacks for the others is added to `missing`.
+std::vector<int32_t> supported_kv_types(const Backend& backend, const Model& model, const ModelLevelOptions& options,
+                                        std::vector<std::string>& missing);
+
 std::vector<ModelComparison> run_model_level(const PluginRegistry& registry, const BackendSpec& candidate,
                                              const BackendSpec& reference, const std::vector<ModelEntry>& models,
                                              const ModelLevelOptions& options);

@@ -5,6 +5,7 @@
 #include "op_suite.hpp"
 
 #include <edgerun/dtype.hpp>
+#include <edgerun/kv_type.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -246,13 +247,12 @@ struct AttentionShape {
 };
 
 OpCase attention_case(int32_t kv_type, const AttentionShape& s) {
-    static const char* kv_names[] = {"F32", "F16", "Q8"};
     int32_t n_ctx = 0, max_tokens = 1;
     for (int32_t n : s.steps) n_ctx += n, max_tokens = std::max(max_tokens, n);
     OpCase c;
     char label[192];
     std::snprintf(label, sizeof label, "ATTENTION %s cache, %d heads / %d KV heads of %d, %zu steps to position %d%s",
-                  kv_names[kv_type], s.n_head, s.n_head_kv, s.head_dim, s.steps.size(), n_ctx - 1, s.note);
+                  kv_type_label(kv_type), s.n_head, s.n_head_kv, s.head_dim, s.steps.size(), n_ctx - 1, s.note);
     c.label = label;
     c.query = query_for(ER_OP_ATTENTION, -1, kv_type, s.head_dim);
     std::mt19937 rng(seed_of(c.label));
@@ -275,6 +275,70 @@ OpCase attention_case(int32_t kv_type, const AttentionShape& s) {
                             {v, random_values(size_t(kv_width * n), rng)}},
                            {}});
         pos += n;
+    }
+    return c;
+}
+
+// ------------------------------------------------ long-context attention --
+
+// A GPU attention kernel changes strategy with the KV length: a flash-decode split, a
+// tile, a ring buffer or a block table ends at a power of two. This case fills the cache
+// past every power of two from 32 to 4096 in multi-token steps of unaligned sizes, and at
+// each boundary b runs single-token steps at KV lengths b - 1, b and b + 1, each twice:
+// once with random keys (attention spread over the whole cache: a wrong split or a lost
+// range shows) and once again at the same position with the newest key along the query
+// of the group's first head (the newest position carries about half the weight: an
+// off-by-one shows). The second step overwrites the first's cache row, as a rewind does.
+// Every step is judged on its own.
+OpCase long_attention_case(int32_t kv_type, int32_t head_dim) {
+    static const char* kv_names[] = {"F32", "F16", "Q8"};
+    constexpr int32_t n_head = 4, n_head_kv = 2, group = n_head / n_head_kv, last_boundary = 4096, max_fill = 251;
+    OpCase c;
+    char label[192];
+    std::snprintf(label, sizeof label,
+                  "ATTENTION %s cache, %d heads / %d KV heads of %d, KV lengths across every power of two 32..%d",
+                  kv_names[kv_type], n_head, n_head_kv, head_dim, last_boundary);
+    c.label = label;
+    c.query = query_for(ER_OP_ATTENTION, -1, kv_type, head_dim);
+    c.judge_each_step = true;
+    std::mt19937 rng(seed_of(c.label));
+    c.weights = std::make_shared<WeightSet>();
+    const WeightTable table = c.weights->table();
+    GraphBuilder g(table, max_fill);
+    const int64_t q_width = int64_t(n_head) * head_dim, kv_width = int64_t(n_head_kv) * head_dim;
+    const int32_t q = g.input(q_width), k = g.input(kv_width), v = g.input(kv_width);
+    const float scale = 1.0f / std::sqrt(float(head_dim));
+    const int32_t y = g.attention(q, k, v, 0, er_attention_params{n_head, n_head_kv, head_dim, head_dim, scale});
+    g.mark_output(y);
+    c.graph = g.finish();
+    c.outputs = {y};
+    c.context = context_for(last_boundary + 1, max_fill, kv_type, n_head_kv, head_dim);
+    auto random_step = [&](int32_t pos0, int32_t n) {
+        return OpStep{n, pos0, true,
+                      {{q, random_values(size_t(q_width * n), rng)},
+                       {k, random_values(size_t(kv_width * n), rng)},
+                       {v, random_values(size_t(kv_width * n), rng)}},
+                      {}};
+    };
+    int32_t pos = 0;
+    for (int32_t boundary = 32; boundary <= last_boundary; boundary *= 2) {
+        while (pos < boundary - 2) {  // fill up to the step at KV length boundary - 1
+            const int32_t n = std::min(max_fill, boundary - 2 - pos);
+            c.steps.push_back(random_step(pos, n));
+            pos += n;
+        }
+        for (; pos <= boundary; ++pos) {  // KV lengths boundary - 1, boundary, boundary + 1
+            c.steps.push_back(random_step(pos, 1));
+            OpStep self = random_step(pos, 1);
+            std::vector<float>& query = self.inputs[0].second;
+            std::vector<float>& key = self.inputs[1].second;
+            // Score of the newest key about log(KV length) above the others': half the weight.
+            const float gain = (std::log(float(pos + 1)) + 0.5f) / std::sqrt(float(head_dim));
+            for (int32_t kv = 0; kv < n_head_kv; ++kv)
+                for (int32_t i = 0; i < head_dim; ++i)
+                    key[size_t(kv * head_dim + i)] = gain * query[size_t(kv * group * head_dim + i)];
+            c.steps.push_back(std::move(self));
+        }
     }
     return c;
 }
@@ -356,5 +420,8 @@ std::vector<OpCase> make_cases(int32_t op, int32_t variant) {
     return out;
 }
 
+std::vector<OpCase> make_long_attention_cases(int32_t kv_type) {
+    return {long_attention_case(kv_type, 64), long_attention_case(kv_type, 128)};
+}
 
 }  // namespace edgerun::conformance

@@ -2,10 +2,13 @@
 #include "metrics.hpp"
 #include "thresholds.hpp"
 
+#include <edgerun/backend_support.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
+#include <span>
 
 namespace edgerun::conformance {
 
@@ -17,7 +20,7 @@ Backend BackendSpec::create() const {
     return Backend(*plugin, params);
 }
 
-std::vector<float> run_case(const Backend& backend, const OpCase& c) {
+std::vector<float> run_case(const Backend& backend, const OpCase& c, std::vector<size_t>* step_ends) {
     auto model_params = sized<er_model_params>();
     model_params.weights = c.weights->descs().data();
     model_params.n_weights = int64_t(c.weights->descs().size());
@@ -37,6 +40,7 @@ std::vector<float> run_case(const Backend& backend, const OpCase& c) {
             out.resize(at + size_t(rows * c.graph.values[value].width));
             plan.get_output(value, out.data() + at, rows);
         }
+        if (step_ends) step_ends->push_back(out.size());
     }
     return out;
 }
@@ -50,15 +54,40 @@ namespace {
 const int32_t kOps[] = {ER_OP_EMBED, ER_OP_MATMUL, ER_OP_MATMUL_MULTI, ER_OP_LOGITS, ER_OP_RMS_NORM,
                         ER_OP_ROPE, ER_OP_ATTENTION, ER_OP_SWIGLU, ER_OP_ADD};
 
+std::string describe_step(const OpCase& c, size_t index) {
+    const OpStep& s = c.steps[index];
+    std::string text = std::to_string(s.n_tokens) + (s.n_tokens == 1 ? " token at position " : " tokens at positions ") +
+                       std::to_string(s.pos0) + (s.n_tokens == 1 ? "" : ".." + std::to_string(s.pos0 + s.n_tokens - 1));
+    if (c.query.op == ER_OP_ATTENTION) text += " (KV length " + std::to_string(s.pos0 + s.n_tokens) + ")";
+    return text + ", step " + std::to_string(index + 1) + " of " + std::to_string(c.steps.size());
+}
+
+// The first step whose own output fails (non-finite, or NMSE over the threshold), or -1.
+int64_t first_failing_step(std::span<const float> got, std::span<const float> want, const std::vector<size_t>& ends,
+                           double max_nmse) {
+    size_t begin = 0;
+    for (size_t i = 0; i < ends.size(); ++i) {
+        const OpError e = compare_outputs(got.subspan(begin, ends[i] - begin), want.subspan(begin, ends[i] - begin));
+        if (e.non_finite || !(e.nmse <= max_nmse)) return int64_t(i);
+        begin = ends[i];
+    }
+    return -1;
+}
+
 OpResult compare_case(const Backend& candidate, const Backend& reference, const OpCase& c) {
     OpResult r;
     r.label = c.label;
     r.op = c.query.op;
     const OpThreshold t = op_threshold(c.query.op, c.query.weight_dtype, c.query.kv_type);
     r.threshold = t.max_nmse;
+    if (c.query.op == ER_OP_ATTENTION)
+        for (const OpStep& s : c.steps)
+            if (s.n_tokens == 1 && std::find(r.kv_lengths.begin(), r.kv_lengths.end(), s.pos0 + 1) == r.kv_lengths.end())
+                r.kv_lengths.push_back(s.pos0 + 1);
     std::vector<float> want;
+    std::vector<size_t> ends;
     try {
-        want = run_case(reference, c);
+        want = run_case(reference, c, &ends);
     } catch (const std::exception& e) {
         r.status = "error";
         r.message = std::string("the reference failed: ") + e.what();
@@ -69,14 +98,22 @@ OpResult compare_case(const Backend& candidate, const Backend& reference, const 
         if (got.size() != want.size()) throw Error("output has " + std::to_string(got.size()) + " values, not " + std::to_string(want.size()));
         const OpError e = compare_outputs(got, want);
         r.nmse = e.nmse, r.max_abs = e.max_abs, r.non_finite = e.non_finite;
+        const int64_t step = first_failing_step(got, want, ends, t.max_nmse);
+        if (step >= 0) r.first_failing_step = describe_step(c, size_t(step));
+        const std::string where = step >= 0 ? "; first failing step: " + r.first_failing_step : "";
         if (e.non_finite) {
             r.status = "FAIL";
-            r.message = "non-finite values (inf or NaN) where the reference is finite";
+            r.message = "non-finite values (inf or NaN) where the reference is finite" + where;
         } else if (!(e.nmse <= t.max_nmse)) {
             char text[160];
             std::snprintf(text, sizeof text, "NMSE %.3g > %.0e (max |diff| %.3g)", e.nmse, t.max_nmse, e.max_abs);
             r.status = "FAIL";
-            r.message = text;
+            r.message = text + where;
+        } else if (c.judge_each_step && step >= 0) {
+            char text[160];
+            std::snprintf(text, sizeof text, "NMSE %.3g over the whole output, but a step alone is over %.0e", e.nmse, t.max_nmse);
+            r.status = "FAIL";
+            r.message = text + where;
         } else {
             r.status = "pass";
         }
@@ -90,7 +127,7 @@ OpResult compare_case(const Backend& candidate, const Backend& reference, const 
 }  // namespace
 
 OpReport run_op_level(const BackendSpec& candidate_spec, const BackendSpec& reference_spec,
-                      const std::vector<std::string>& only_ops) {
+                      const std::vector<std::string>& only_ops, OpCases which) {
     const Backend candidate = candidate_spec.create();
     const Backend reference = reference_spec.create();
     OpReport report;
@@ -113,8 +150,11 @@ OpReport run_op_level(const BackendSpec& candidate_spec, const BackendSpec& refe
     };
     for (int32_t op : kOps) {
         if (!only_ops.empty() && std::find(only_ops.begin(), only_ops.end(), op_name(op)) == only_ops.end()) continue;
+        if (which == OpCases::Long && op != ER_OP_ATTENTION) continue;
         for (int32_t variant : op_variants(op)) {
-            for (const OpCase& c : make_cases(op, variant)) {
+            const std::vector<OpCase> cases =
+                which == OpCases::Long ? make_long_attention_cases(variant) : make_cases(op, variant);
+            for (const OpCase& c : cases) {
                 if (!reference.supports(c.query)) {
                     note(not_referenced, c.query);
                 } else if (!candidate.supports(c.query)) {

@@ -43,6 +43,9 @@ struct OpCase {
     er_context_params context{};
     std::vector<OpStep> steps;
     std::vector<int32_t> outputs;  // compared after every step
+    // Judge every step on its own as well as the whole output: in a case of thousands of
+    // positions, one wrong single-token step is far below the whole output's NMSE bar.
+    bool judge_each_step = false;
 };
 
 // The cases of one op for one weight type (ops with a weight), KV cache type
@@ -52,6 +55,11 @@ std::vector<OpCase> make_cases(int32_t op, int32_t variant);
 // The op's variants: weight types, KV cache types, or {-1}.
 std::vector<int32_t> op_variants(int32_t op);
 
+// The long level's ATTENTION cases for one KV cache type: caches filled past every power
+// of two from 32 to 4096, single-token steps at each boundary's KV lengths (one short, on
+// it, one past), head sizes 64 and 128, grouped heads.
+std::vector<OpCase> make_long_attention_cases(int32_t kv_type);
+
 struct OpResult {
     std::string label;
     int32_t op = 0;
@@ -59,6 +67,8 @@ struct OpResult {
     double nmse = 0, threshold = 0, max_abs = 0;
     bool non_finite = false;
     std::string message;     // why it failed
+    std::string first_failing_step;  // "1 token at position 512 (KV length 513)"; empty: none alone
+    std::vector<int32_t> kv_lengths;  // ATTENTION: the KV lengths its single-token steps read
 };
 
 struct OpReport {
@@ -69,11 +79,15 @@ struct OpReport {
     int32_t failures() const;
 };
 
+// Which cases: the ops level's, or the long level's (long-context ATTENTION only).
+enum class OpCases { Standard, Long };
+
 // `only_ops`: op names to run (empty: all).
 OpReport run_op_level(const BackendSpec& candidate, const BackendSpec& reference,
-                      const std::vector<std::string>& only_ops = {});
+                      const std::vector<std::string>& only_ops = {}, OpCases which = OpCases::Standard);
 
-// Runs one case on one backend: the outputs of every step, concatenated.
-std::vector<float> run_case(const Backend& backend, const OpCase& c);
+// Runs one case on one backend: the outputs of every step, concatenated; `step_ends`
+// (when given) gets where each step's outputs end.
+std::vector<float> run_case(const Backend& backend, const OpCase& c, std::vector<size_t>* step_ends = nullptr);
 
 }  // namespace edgerun::conformance

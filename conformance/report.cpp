@@ -62,6 +62,44 @@ json comparison_json(const ModelComparison& c) {
     return j;
 }
 
+json ops_json(const OpReport& ops) {
+    json cases = json::array();
+    for (const OpResult& res : ops.results) {
+        json c{{"op", op_name(res.op)}, {"case", res.label}, {"status", res.status}, {"nmse", res.non_finite ? -1.0 : res.nmse},
+               {"threshold", res.threshold}, {"max_abs", res.max_abs}, {"non_finite", res.non_finite},
+               {"message", res.message}};
+        if (!res.first_failing_step.empty()) c["first_failing_step"] = res.first_failing_step;
+        cases.push_back(c);
+    }
+    return json{{"cases", cases}, {"missing", ops.missing}, {"not_tested_by_reference", ops.not_referenced}};
+}
+
+json long_json(const LongComparison& c) {
+    const ModelThresholds& t = model_thresholds(c.kind);
+    json j{{"model", c.model}, {"run", c.run}, {"schedule", c.schedule}, {"candidate", c.candidate},
+           {"reference", c.reference}, {"status", c.status}, {"problems", c.problems}};
+    if (c.status == "pass" || c.status == "FAIL") {
+        j["comparison"] = c.kind == Comparison::Exact ? "same cache type" : "INT8 vs F16 cache";
+        j["positions"] = c.positions;
+        j["steps"] = c.steps;
+        j["step_sizes"] = c.step_sizes;
+        j["max_kv_length"] = c.max_kv_length;
+        j["decisive_top1_agreement"] = c.summary.decisive_top1();
+        j["first_disagreement"] = c.summary.first_disagreement;
+        j["mean_kl"] = c.summary.mean_kl;
+        j["max_kl"] = c.summary.max_kl;
+        j["max_kl_position"] = c.summary.max_kl_position;
+        j["max_logit_diff_sd"] = c.summary.max_diff_sd;
+        j["max_logit_diff_position"] = c.summary.max_diff_position;
+        j["finite"] = c.summary.finite;
+        j["first_failing_position"] = c.first_failing;
+        if (c.first_failing >= 0) j["first_failing_step"] = c.first_failing_step;
+        j["thresholds"] = json{{"min_top1", t.min_top1}, {"max_mean_kl", t.max_mean_kl}, {"max_kl", t.max_kl},
+                               {"max_logit_diff_sd", t.max_logit_diff}, {"tie_gap", t.tie_gap}};
+    }
+    return j;
+}
+
 }  // namespace
 
 double SuiteReport::pooled_top1(int32_t* decisive) const {
@@ -74,8 +112,9 @@ double SuiteReport::pooled_top1(int32_t* decisive) const {
 }
 
 int32_t SuiteReport::missing_count() const {
-    int32_t n = int32_t(ops.missing.size());
+    int32_t n = int32_t(ops.missing.size() + long_ops.missing.size());
     for (const ModelComparison& c : models) n += c.status == "missing";
+    for (const LongComparison& c : long_models) n += c.status == "missing";
     for (const BatchComparison& c : batch) n += c.status == "missing";
     return n;
 }
@@ -87,6 +126,13 @@ std::vector<std::string> SuiteReport::problems() const {
     for (const ModelComparison& c : models)
         if (c.status == "FAIL" || c.status == "error")
             for (const std::string& p : c.problems) out.push_back("models: " + c.model + " " + c.candidate + " vs " + c.reference + ": " + p);
+    for (const OpResult& r : long_ops.results)
+        if (r.status != "pass") out.push_back("long: " + r.label + ": " + r.message);
+    for (const LongComparison& c : long_models)
+        if (c.status == "FAIL" || c.status == "error")
+            for (const std::string& p : c.problems)
+                out.push_back("long: " + c.model + " " + c.candidate + (c.run.empty() ? "" : " " + c.run) + " vs " +
+                              c.reference + ": " + p);
     for (const BatchComparison& c : batch)
         if (c.status == "FAIL" || c.status == "error")
             for (const std::string& p : c.problems) out.push_back("batch: " + c.model + " " + c.candidate + ": " + p);
@@ -127,39 +173,92 @@ void print_comparisons(const std::vector<ModelComparison>& comparisons, std::ost
     }
 }
 
+namespace {
+
+void print_ops(const OpReport& ops, std::ostream& out, bool verbose) {
+    std::map<int32_t, std::vector<const OpResult*>> by_op;
+    for (const OpResult& res : ops.results) by_op[res.op].push_back(&res);
+    char line[256];
+    std::snprintf(line, sizeof line, "%-13s %6s %6s %6s   %s\n", "op", "cases", "pass", "fail", "worst NMSE (threshold)");
+    out << line;
+    for (const auto& [op, results] : by_op) {
+        int pass = 0;
+        const OpResult* worst = results.front();
+        for (const OpResult* res : results) {
+            pass += res->status == "pass";
+            if (res->nmse / res->threshold > worst->nmse / worst->threshold || res->status != "pass") worst = res;
+        }
+        std::snprintf(line, sizeof line, "%-13s %6zu %6d %6zu   %.2e (%.0e) %s\n", op_name(op), results.size(), pass,
+                      results.size() - size_t(pass), worst->nmse, worst->threshold, worst->label.c_str());
+        out << line;
+    }
+    for (const OpResult& res : ops.results)
+        if (res.status != "pass" || verbose)
+            out << "  " << (res.status == "pass" ? "pass " : res.status + " ") << res.label << ": "
+                << (res.status == "pass" ? fmt("NMSE %.2e", res.nmse) : res.message) << "\n";
+    if (!ops.missing.empty()) {
+        out << "missing coverage (the candidate says it does not run these):\n";
+        for (const auto& m : ops.missing) out << "  " << m << "\n";
+    }
+    if (!ops.not_referenced.empty()) {
+        out << "not tested (the reference does not run these either):\n";
+        for (const auto& m : ops.not_referenced) out << "  " << m << "\n";
+    }
+}
+
+void print_long(const SuiteReport& r, std::ostream& out, bool verbose) {
+    const LongSettings& s = r.long_settings;
+    out << "\n== long: KV caches past every power of two to 4096; models fed one token per step and in chunks of ";
+    for (size_t i = 0; i < s.chunks.size(); ++i) out << (i ? ", " : "") << s.chunks[i];
+    out << " over " << s.positions << " positions, and rewound from " << s.rewind_from << " to " << s.rewind_to << " ==\n";
+    if (!r.long_ops.results.empty() || !r.long_ops.missing.empty()) print_ops(r.long_ops, out, verbose);
+    int model_w = 34, cand_w = 16;
+    for (const LongComparison& c : r.long_models) {
+        model_w = std::max(model_w, int(c.model.size()));
+        cand_w = std::max(cand_w, int(c.candidate.size()));
+    }
+    char line[1024];
+    std::snprintf(line, sizeof line, "%-*s %-*s %-7s %9s %6s %7s %9s %9s %8s  %s\n", model_w, "model", cand_w, "candidate",
+                  "run", "positions", "steps", "top-1", "mean KL", "max KL", "max|d|sd", "status");
+    out << line;
+    for (const LongComparison& c : r.long_models) {
+        if (c.status == "missing" || c.status == "error") {
+            std::snprintf(line, sizeof line, "%-*s %-*s %-7s %s\n", model_w, c.model.c_str(), cand_w, c.candidate.c_str(),
+                          c.run.c_str(), c.status == "missing" ? "MISSING (not run)" : "ERROR");
+        } else {
+            std::snprintf(line, sizeof line, "%-*s %-*s %-7s %9d %6d %6.2f%% %9.2e %9.2e %8.3f  %s\n", model_w, c.model.c_str(),
+                          cand_w, c.candidate.c_str(), c.run.c_str(), c.positions, c.steps, 100 * c.summary.decisive_top1(),
+                          c.summary.mean_kl, c.summary.max_kl, c.summary.max_diff_sd, c.status.c_str());
+        }
+        out << line;
+        for (const std::string& p : c.problems) out << "    " << (c.status == "missing" ? "lacks " : "") << p << "\n";
+    }
+    for (const LongComparison& c : r.long_models)
+        if (!c.reference.empty()) {
+            out << "reference: " << c.reference << "\n";
+            break;
+        }
+    for (const LongCoverage& m : long_coverage(r.long_models)) {
+        out << "covered: " << m.model << ": positions 0.." << m.positions - 1 << ", KV lengths 1.." << m.max_kv_length
+            << ", " << m.steps << " candidate steps of ";
+        for (size_t i = 0; i < m.step_sizes.size(); ++i) out << (i ? ", " : "") << m.step_sizes[i];
+        out << " tokens\n";
+    }
+    for (const OpResult& res : r.long_ops.results) {
+        out << "covered: " << res.label << ": single-token steps at KV lengths";
+        for (size_t i = 0; i < res.kv_lengths.size(); ++i) out << (i ? ", " : " ") << res.kv_lengths[i];
+        out << "\n";
+    }
+}
+
+}  // namespace
+
 void print_report(const SuiteReport& r, std::ostream& out, bool verbose) {
     out << "edgerun conformance: candidate " << r.candidate << " (" << r.candidate_device << ")\n"
         << "                     reference " << r.reference << " (" << r.reference_device << ")\n";
     if (r.ops_run) {
         out << "\n== ops: every supported op and type against the reference (NMSE over whole outputs) ==\n";
-        std::map<int32_t, std::vector<const OpResult*>> by_op;
-        for (const OpResult& res : r.ops.results) by_op[res.op].push_back(&res);
-        char line[256];
-        std::snprintf(line, sizeof line, "%-13s %6s %6s %6s   %s\n", "op", "cases", "pass", "fail", "worst NMSE (threshold)");
-        out << line;
-        for (const auto& [op, results] : by_op) {
-            int pass = 0;
-            const OpResult* worst = results.front();
-            for (const OpResult* res : results) {
-                pass += res->status == "pass";
-                if (res->nmse / res->threshold > worst->nmse / worst->threshold || res->status != "pass") worst = res;
-            }
-            std::snprintf(line, sizeof line, "%-13s %6zu %6d %6zu   %.2e (%.0e) %s\n", op_name(op), results.size(), pass,
-                          results.size() - size_t(pass), worst->nmse, worst->threshold, worst->label.c_str());
-            out << line;
-        }
-        for (const OpResult& res : r.ops.results)
-            if (res.status != "pass" || verbose)
-                out << "  " << (res.status == "pass" ? "pass " : res.status + " ") << res.label << ": "
-                    << (res.status == "pass" ? fmt("NMSE %.2e", res.nmse) : res.message) << "\n";
-        if (!r.ops.missing.empty()) {
-            out << "missing coverage (the candidate says it does not run these):\n";
-            for (const auto& m : r.ops.missing) out << "  " << m << "\n";
-        }
-        if (!r.ops.not_referenced.empty()) {
-            out << "not tested (the reference does not run these either):\n";
-            for (const auto& m : r.ops.not_referenced) out << "  " << m << "\n";
-        }
+        print_ops(r.ops, out, verbose);
     }
     if (r.models_run) {
         out << "\n== models: teacher-forced " << r.sequence.teacher_tokens << " tokens; greedy " << r.sequence.greedy_tokens
@@ -169,6 +268,7 @@ void print_report(const SuiteReport& r, std::ostream& out, bool verbose) {
         const double pooled = r.pooled_top1(&decisive);
         if (decisive > 0) out << "pooled top-1 agreement over the synthesized presets: " << fmt("%.2f%%", 100 * pooled) << " of " << decisive << " decisive positions\n";
     }
+    if (r.long_run) print_long(r, out, verbose);
     if (r.batch_run) {
         out << "\n";
         print_batch_report(r.batch, out);
@@ -188,14 +288,7 @@ void write_json_report(const SuiteReport& r, const std::string& path) {
     j["passed"] = problems.empty();
     j["problems"] = problems;
     j["thresholds"] = describe_thresholds();
-    if (r.ops_run) {
-        json cases = json::array();
-        for (const OpResult& res : r.ops.results)
-            cases.push_back(json{{"op", op_name(res.op)}, {"case", res.label}, {"status", res.status}, {"nmse", res.non_finite ? -1.0 : res.nmse},
-                                 {"threshold", res.threshold}, {"max_abs", res.max_abs}, {"non_finite", res.non_finite},
-                                 {"message", res.message}});
-        j["ops"] = json{{"cases", cases}, {"missing", r.ops.missing}, {"not_tested_by_reference", r.ops.not_referenced}};
-    }
+    if (r.ops_run) j["ops"] = ops_json(r.ops);
     if (r.models_run) {
         json models = json::array();
         for (const ModelComparison& c : r.models) models.push_back(comparison_json(c));
@@ -204,6 +297,20 @@ void write_json_report(const SuiteReport& r, const std::string& path) {
         j["models"] = json{{"teacher_tokens", r.sequence.teacher_tokens}, {"prompt_tokens", r.sequence.prompt_tokens},
                            {"greedy_tokens", r.sequence.greedy_tokens}, {"pooled_top1_synthesized", pooled},
                            {"pooled_decisive_positions", decisive}, {"comparisons", models}};
+    }
+    if (r.long_run) {
+        json models = json::array();
+        for (const LongComparison& c : r.long_models) models.push_back(long_json(c));
+        json coverage = json::array();
+        for (const LongCoverage& m : long_coverage(r.long_models))
+            coverage.push_back(json{{"model", m.model}, {"positions", m.positions}, {"max_kv_length", m.max_kv_length},
+                                    {"steps", m.steps}, {"step_sizes", m.step_sizes}});
+        json op_coverage = json::array();
+        for (const OpResult& res : r.long_ops.results) op_coverage.push_back(json{{"case", res.label}, {"kv_lengths", res.kv_lengths}});
+        j["long"] = json{{"positions", r.long_settings.positions}, {"chunks", r.long_settings.chunks},
+                         {"rewind_from", r.long_settings.rewind_from}, {"rewind_to", r.long_settings.rewind_to},
+                         {"ops", ops_json(r.long_ops)}, {"comparisons", models},
+                         {"coverage", json{{"models", coverage}, {"ops", op_coverage}}}};
     }
     if (r.batch_run) {
         json batch = json::array();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "batch_suite.hpp"
+#include "long_suite.hpp"
 #include "model_suite.hpp"
 #include "op_suite.hpp"
 
@@ -20,6 +21,10 @@ struct SuiteReport {
     std::vector<ModelComparison> models;
     bool batch_run = false;
     std::vector<BatchComparison> batch;
+    bool long_run = false;      // the long level: long-context ATTENTION cases and model runs
+    OpReport long_ops;
+    LongSettings long_settings;
+    std::vector<LongComparison> long_models;
     bool require_full = false;  // missing coverage fails the run
 
     // Top-1 agreement over every decisive position of the synthesized models' like-for-

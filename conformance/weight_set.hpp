@@ -40,7 +40,7 @@ private:
 // real models have a few: they stress per-block activation scales).
 std::vector<float> random_values(size_t n, std::mt19937& rng, float sd = 1.0f, bool outliers = false);
 
-// The weight types a model may hold that the suite tests (every type blocks.hpp decodes
+// The weight types a model may hold that the suite tests (every type blocks.hpp dequantizes
 // except the activation-only Q8_1 and Q8_K).
 const std::vector<int32_t>& weight_types();
 

@@ -18,7 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-build/cuda12}
-python=${PYTHON:-python3}
+source scripts/venv.sh
+python=$(project_python)
 pkgs=$work/pkgs
 mkdir -p "$work"
 

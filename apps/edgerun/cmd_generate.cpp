@@ -7,6 +7,7 @@
 #include "output_file.hpp"
 #include "trace.hpp"
 
+#include <edgerun/interrupt.hpp>
 #include <edgerun/text/tokenizer.hpp>
 
 #include <cstdio>
@@ -50,11 +51,11 @@ int cmd_generate(const std::vector<std::string>& args) {
         print_decode_trace(stderr, engine.model().build_graph(1), engine.model().weights(),
                            int64_t(tokens.size()), engine_options.kv_type);
 
-    std::atomic<bool>* interrupted = install_interrupt_handler();
+    InterruptGuard interrupt_guard;
     GenerationStats stats = generator.generate(tokens, generation.settings, [](std::string_view text) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);
-    }, interrupted);
+    }, InterruptGuard::flag());
     print_summary(stats, engine, *runner);
     if (!tokens_out.empty()) {
         auto list = [](const std::vector<int32_t>& ids) {

@@ -2,10 +2,13 @@
 // decoding it costs per token (bytes read, and the bandwidth roofline on edge devices).
 #include "cli.hpp"
 #include "commands.hpp"
-#include "roofline.hpp"
 
 #include <edgerun/dtype.hpp>
 #include <edgerun/host_api.hpp>
+#include <edgerun/kv_type.hpp>
+#include <edgerun/model.hpp>
+#include <edgerun/roofline.hpp>
+#include <edgerun/traffic.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -115,31 +118,6 @@ std::string dtype_label(int32_t id) {
     return info ? std::string(info->name) : "type" + std::to_string(id);
 }
 
-// The format plugin whose probe scores the file highest.
-const Plugin& pick_format(const PluginRegistry& registry, const std::string& path) {
-    const Plugin* best = nullptr;
-    int32_t best_score = 0;
-    std::string first_error;
-    std::string tried;
-    for (const Plugin* plugin : registry.of_kind(ER_PLUGIN_FORMAT)) {
-        tried += (tried.empty() ? "" : ", ") + std::string(plugin->name());
-        er_error err{};
-        int32_t score = 0;
-        if (plugin->iface<er_format_iface>()->probe(path.c_str(), &score, &err) != ER_OK) {
-            if (first_error.empty()) first_error = err.message;
-            continue;
-        }
-        if (score > best_score) {
-            best_score = score;
-            best = plugin;
-        }
-    }
-    if (best) return *best;
-    if (!first_error.empty()) throw Error(first_error, ER_E_IO);
-    if (tried.empty()) throw Error("no format plugin found (see edgerun plugins)", ER_E_NOT_FOUND);
-    throw Error(path + ": no format plugin recognises this file (tried " + tried + ")", ER_E_FORMAT);
-}
-
 void print_metadata(const ModelFile& file) {
     const uint64_t n = file.meta_count();
     std::cout << "\nmetadata (" << n << " keys)\n";
@@ -234,23 +212,53 @@ void print_tensors(const std::vector<er_tensor_desc>& tensors) {
     row("total", all);
 }
 
-void print_cost(const std::vector<er_tensor_desc>& tensors, const std::optional<er_model_desc>& model, int64_t ctx,
-                roofline::KvType kv_type, const std::vector<const roofline::Device*>& targets,
-                std::optional<double> bandwidth) {
-    std::cout << "\nbytes read per decoded token at context " << ctx << " (KV cache " << roofline::kv_type_name(kv_type) << ")\n";
-    if (tensors.empty()) {
-        std::cout << "  not applicable: the file has no tensors\n";
-        return;
+// What one decode step reads. From the decode graph, counted as `bench` and `--trace`
+// count it (decode_traffic), when edgerun builds a graph for the file's architecture;
+// otherwise estimated from the tensor table, and labelled so.
+struct DecodeCost {
+    roofline::TokenBytes bytes;
+    roofline::Geometry geometry;
+    std::string estimate_reason;  // empty: counted from the decode graph
+};
+
+DecodeCost decode_cost(const std::vector<er_tensor_desc>& tensors, const std::optional<er_model_desc>& model, int64_t ctx,
+                       int32_t kv_type) {
+    std::string reason = "no model hyperparameters";
+    if (model) {
+        try {
+            const HParams hp = hparams_from_desc(*model);
+            const WeightTable weights(tensors);
+            const Graph graph = find_architecture(hp.arch).build(hp, weights, 1);
+            const roofline::Geometry g = roofline::geometry_of(hp);
+            return {roofline::bytes_per_token(decode_traffic(graph, weights, ctx, kv_type), g), g, ""};
+        } catch (const Error& e) {
+            reason = e.what();
+        }
     }
     const roofline::Geometry g = model ? roofline::geometry_of(*model) : roofline::Geometry{};
-    const roofline::TokenBytes b = roofline::bytes_per_token(tensors, g, ctx, kv_type);
+    return {roofline::bytes_per_token(tensors, g, ctx, kv_type), g, reason};
+}
+
+void print_cost(const std::vector<er_tensor_desc>& tensors, const std::optional<er_model_desc>& model, int64_t ctx,
+                int32_t kv_type, const std::vector<const roofline::Device*>& targets, std::optional<double> bandwidth) {
+    std::cout << "\nbytes read per decoded token at context " << ctx << " (KV cache " << kv_type_name(kv_type);
+    if (tensors.empty()) {
+        std::cout << ")\n  not applicable: the file has no tensors\n";
+        return;
+    }
+    const DecodeCost cost = decode_cost(tensors, model, ctx, kv_type);
+    if (!cost.estimate_reason.empty())
+        std::cout << "; estimated from the tensor table, no decode graph: " << escape_line(cost.estimate_reason, 120);
+    std::cout << ")\n";
+    const roofline::TokenBytes& b = cost.bytes;
+    const roofline::Geometry& g = cost.geometry;
     std::cout << "  weights      " << pad_left(std::to_string(b.weights), 12) << " bytes  " << pad_left(megabytes(b.weights), 10)
               << "  (LM head " << megabytes(b.lm_head) << (b.tied_embeddings ? ", tied: token_embd read in full" : "")
               << "; embedding lookups read one row)\n";
     std::cout << "  KV cache     " << pad_left(std::to_string(b.kv), 12) << " bytes  " << pad_left(megabytes(b.kv), 10);
     if (model)
         std::cout << "  (" << g.n_layer << " layers x " << g.n_head_kv << " KV heads x (" << g.head_dim_k << " + "
-                  << g.head_dim_v << ") x " << ctx << " x " << fixed(roofline::kv_bytes_per_value(kv_type), 4) << " B)\n";
+                  << g.head_dim_v << ") x " << ctx << " x " << fixed(kv_bytes_per_value(kv_type), 4) << " B)\n";
     else
         std::cout << "  (unknown: no model hyperparameters)\n";
     std::cout << "  activations  " << pad_left(std::to_string(b.activations), 12) << " bytes  "
@@ -287,8 +295,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
         return 0;
 
     if (path.empty()) throw Error("inspect: no file given (usage: edgerun inspect FILE)", ER_E_INVALID_ARGUMENT);
-    const auto kv_type = roofline::parse_kv_type(kv_name);
-    if (!kv_type) throw Error("--kv-type: '" + kv_name + "' is not f16, f32 or q8", ER_E_INVALID_ARGUMENT);
+    const int32_t kv_type = parse_kv_type(kv_name);
     if (ctx < 0) throw Error("--ctx: must be positive", ER_E_INVALID_ARGUMENT);
     std::optional<double> chosen_bandwidth;
     if (bandwidth < 0 || !std::isfinite(bandwidth)) throw Error("--bandwidth: must be a positive number of GB/s", ER_E_INVALID_ARGUMENT);
@@ -303,7 +310,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     }
 
     PluginRegistry registry = load_plugins(common);
-    const Plugin& format = pick_format(registry, path);
+    const Plugin& format = format_plugin_for(registry, path);
     ModelFile file(format, path);
     // Read everything that can fail before printing, so a bad file prints one error line.
     const std::vector<er_tensor_desc> tensors = file.tensors();
@@ -314,7 +321,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     print_vocab(file);
     print_tensors(tensors);
     if (ctx == 0) ctx = model && model->n_ctx_train > 0 ? std::min(model->n_ctx_train, kDefaultContextCap) : kDefaultContextCap;
-    print_cost(tensors, model, ctx, *kv_type, targets, chosen_bandwidth);
+    print_cost(tensors, model, ctx, kv_type, targets, chosen_bandwidth);
     return 0;
 }
 

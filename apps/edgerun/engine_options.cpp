@@ -4,9 +4,14 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <thread>
 
 namespace edgerun::cli {
+namespace {
+// Past this a thread pool only adds contention; llama.cpp caps at the same figure.
+constexpr int kMaxThreads = 512;
+}  // namespace
 
 void add_model_options(po::options_description& desc, ModelOptions& options) {
     desc.add_options()
@@ -37,6 +42,11 @@ std::string default_model_path() {
 EngineOptions resolve(ModelOptions& options) {
     if (options.model.empty()) options.model = default_model_path();
     if (options.engine.n_threads < 0) throw Error("--threads must be >= 0", ER_E_INVALID_ARGUMENT);
+    if (options.engine.n_threads > kMaxThreads)
+        throw Error("--threads " + std::to_string(options.engine.n_threads) + " is more than edgerun starts (at most " +
+                        std::to_string(kMaxThreads) + "; this machine has " +
+                        std::to_string(std::thread::hardware_concurrency()) + " hardware threads)",
+                    ER_E_INVALID_ARGUMENT);
     if (const unsigned cores = std::thread::hardware_concurrency(); cores > 0 && unsigned(options.engine.n_threads) > cores)
         spdlog::warn("--threads {} is more than the {} hardware threads here: expect it to run slower, not faster",
                      options.engine.n_threads, cores);

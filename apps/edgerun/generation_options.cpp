@@ -4,18 +4,11 @@
 
 #include <sys/resource.h>
 
-#include <csignal>
 #include <cstdio>
 
 namespace edgerun::cli {
 
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-void on_interrupt(int) {
-    if (g_interrupted.exchange(true)) std::_Exit(130);  // the second Ctrl-C: leave now
-}
 
 double rate(int32_t n, double seconds) { return seconds > 0 ? n / seconds : 0.0; }
 
@@ -50,14 +43,6 @@ Sampler make_sampler(const PluginRegistry& registry, const GenerationOptions& op
     const Plugin* plugin = registry.find(ER_PLUGIN_SAMPLER, options.sampler_plugin);
     if (!plugin) throw Error("no sampler plugin named '" + options.sampler_plugin + "'", ER_E_INVALID_ARGUMENT);
     return Sampler(*plugin, options.sampler, n_vocab);
-}
-
-std::atomic<bool>* install_interrupt_handler() {
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, nullptr);
-    return &g_interrupted;
 }
 
 void print_summary(const GenerationStats& stats, const Engine& engine, const Runner& runner) {

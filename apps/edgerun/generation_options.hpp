@@ -6,8 +6,6 @@
 
 #include <edgerun/generate.hpp>
 
-#include <atomic>
-
 namespace edgerun {
 class Engine;
 }
@@ -25,9 +23,6 @@ void add_generation_options(po::options_description& desc, GenerationOptions& op
 
 // A sampler from the options (seed, temperature, ...), through the sampler plugin.
 Sampler make_sampler(const PluginRegistry& registry, const GenerationOptions& options, int32_t n_vocab);
-
-// Set by Ctrl-C (SIGINT) once installed; a second Ctrl-C ends the process at once.
-std::atomic<bool>* install_interrupt_handler();
 
 // "prompt: N tokens in T ms (R tok/s)" and the like, to stderr.
 void print_summary(const GenerationStats& stats, const Engine& engine, const Runner& runner);

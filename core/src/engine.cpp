@@ -1,3 +1,4 @@
+#include <edgerun/backend_support.hpp>
 #include <edgerun/engine.hpp>
 #include <edgerun/plugin_registry.hpp>
 
@@ -33,26 +34,6 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
     for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
     return out;
 }
-
-}  // namespace
-
-int32_t parse_kv_type(const std::string& name) {
-    if (name == "f32") return ER_KV_F32;
-    if (name == "f16") return ER_KV_F16;
-    if (name == "q8") return ER_KV_Q8;
-    throw Error("--kv-type: '" + name + "' is not one of f32, f16, q8", ER_E_INVALID_ARGUMENT);
-}
-
-const char* kv_type_name(int32_t kv_type) {
-    switch (kv_type) {
-        case ER_KV_F32: return "f32";
-        case ER_KV_F16: return "f16";
-        case ER_KV_Q8: return "q8";
-        default: return "?";
-    }
-}
-
-namespace {
 
 // The backend asked for, or the highest-scoring one that has a device and runs every op.
 Backend choose_backend(const PluginRegistry& registry, const EngineOptions& options, const Model& model,
@@ -114,7 +95,7 @@ Engine::Engine(const PluginRegistry& registry, const std::string& model_path, co
       decode_graph_(model_.build_graph(1)),
       backend_(choose_backend(registry, options, model_, decode_graph_, device_)),
       released_{&model_.file().iface(), model_.file().raw()},
-      weights_([&] {
+      backend_model_([&] {
           std::vector<uint32_t> usage = weight_usage(model_.weights(), {&prefill_graph_, &decode_graph_});
           auto params = sized<er_model_params>();
           params.weights = model_.weights().tensors().data();
@@ -147,23 +128,23 @@ er_context_params Engine::context_params() const {
 }
 
 std::unique_ptr<Runner> Engine::new_runner() const {
-    return std::make_unique<Runner>(weights_, context_params(), prefill_graph_, decode_graph_);
+    return std::make_unique<Runner>(backend_model_, context_params(), prefill_graph_, decode_graph_);
 }
 
 std::unique_ptr<BatchRunner> Engine::new_batch_runner(int32_t n_seqs, bool one_at_a_time) const {
     if (n_seqs < 1) throw Error("a batch needs at least one sequence", ER_E_INVALID_ARGUMENT);
     er_context_params params = context_params();
     if (one_at_a_time || n_seqs == 1 || device_.max_seqs < n_seqs)
-        return std::make_unique<BatchRunner>(weights_, params, n_seqs, prefill_graph_, decode_graph_);
+        return std::make_unique<BatchRunner>(backend_model_, params, n_seqs, prefill_graph_, decode_graph_);
     params.n_seqs = n_seqs;
     // The decode step of every sequence at once; prefill keeps its n_batch rows (more
     // when the sequences outnumber them).
     const Graph batch = model_.build_graph(n_seqs);
     if (n_seqs > params.n_batch) {
         params.n_batch = n_seqs;
-        return std::make_unique<BatchRunner>(weights_, params, batch, batch);
+        return std::make_unique<BatchRunner>(backend_model_, params, batch, batch);
     }
-    return std::make_unique<BatchRunner>(weights_, params, prefill_graph_, batch);
+    return std::make_unique<BatchRunner>(backend_model_, params, prefill_graph_, batch);
 }
 
 }  // namespace edgerun

@@ -105,9 +105,7 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
     const bool greedy = sampler_.is_greedy();
     const int32_t n_vocab = int32_t(runner_.n_vocab());
     start = Clock::now();
-    int32_t token = greedy ? int32_t(std::max_element(runner_.last_logits().begin(), runner_.last_logits().end()) -
-                                     runner_.last_logits().begin())
-                           : sampler_.sample(runner_.last_logits().data(), n_vocab);
+    int32_t token = greedy ? runner_.greedy_token() : sampler_.sample(runner_.last_logits().data(), n_vocab);
     while (true) {
         if (!settings.ignore_eos && tokenizer_.is_eog(token)) {
             stats.stop_reason = "eog";

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <system_error>
 
 namespace edgerun {
 
@@ -58,26 +59,34 @@ HParams hparams_from_desc(const er_model_desc& desc) {
 }
 
 const Plugin& format_plugin_for(const PluginRegistry& registry, const std::string& path) {
+    // The OS's words too ("No such file or directory"), as a probe that fails to open the
+    // file would say.
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) throw Error(path + ": no such file", ER_E_IO);
-    if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not a model file", ER_E_IO);
+    const auto status = std::filesystem::status(path, ec);
+    if (!std::filesystem::exists(status))
+        throw Error(path + ": no such file (" +
+                        (ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory)).message() + ")",
+                    ER_E_IO);
+    if (std::filesystem::is_directory(status))
+        throw Error(path + ": " + std::make_error_code(std::errc::is_a_directory).message() + ", not a model file",
+                    ER_E_IO);
     const Plugin* best = nullptr;
     int32_t best_score = 0;
-    std::string last_error;
+    std::string first_error, tried;
     for (const Plugin* plugin : registry.of_kind(ER_PLUGIN_FORMAT)) {
+        tried += (tried.empty() ? "" : ", ") + std::string(plugin->name());
         int32_t score = 0;
         er_error err{};
         if (plugin->iface<er_format_iface>()->probe(path.c_str(), &score, &err) != ER_OK) {
-            last_error = std::string(plugin->name()) + ": " + err.message;
+            if (first_error.empty()) first_error = std::string(plugin->name()) + ": " + err.message;
             continue;
         }
         if (score > best_score) best = plugin, best_score = score;
     }
     if (best) return *best;
-    if (registry.of_kind(ER_PLUGIN_FORMAT).empty())
-        throw Error("no model format plugin was found (see `edgerun plugins`)", ER_E_UNSUPPORTED);
-    if (!last_error.empty()) throw Error(path + ": " + last_error, ER_E_IO);
-    throw Error(path + ": not a model file any format plugin reads", ER_E_FORMAT);
+    if (tried.empty()) throw Error("no model format plugin was found (see `edgerun plugins`)", ER_E_UNSUPPORTED);
+    if (!first_error.empty()) throw Error(path + ": " + first_error, ER_E_IO);
+    throw Error(path + ": no format plugin recognises this file (tried " + tried + ")", ER_E_FORMAT);
 }
 
 Model::Model(ModelFile file, HParams hparams, WeightTable weights, const Architecture* arch)

@@ -1,3 +1,4 @@
+#include <edgerun/argmax.hpp>
 #include <edgerun/runner.hpp>
 
 #include <algorithm>
@@ -59,14 +60,27 @@ void Runner::feed(std::span<const int32_t> tokens, float* all_out) {
 int32_t Runner::feed_greedy(int32_t token) {
     if (!decode_.has_argmax()) {
         feed(std::span<const int32_t>(&token, 1));
-        return static_cast<int32_t>(std::max_element(logits_.begin(), logits_.end()) - logits_.begin());
+        return greedy_token();
     }
     if (position_ + 1 > params_.n_ctx)
         throw Error("context is full: " + std::to_string(params_.n_ctx) + " positions used", ER_E_INVALID_ARGUMENT);
     decode_.set_input(decode_tokens_, &token, 1);
     decode_.execute(1, position_, false);
     position_ += 1;
-    return decode_.argmax(decode_logits_);
+    try {
+        return decode_.argmax(decode_logits_);
+    } catch (const Error& e) {
+        throw Error("position " + std::to_string(position_ - 1) + ": " + e.what(), e.code());
+    }
+}
+
+int32_t Runner::greedy_token() const {
+    const Argmax best = argmax_logits(logits_.data(), n_vocab_);
+    if (best.non_finite >= 0)
+        throw Error("position " + std::to_string(position_ - 1) + ": the logit of token " +
+                        std::to_string(best.non_finite) + " is not finite",
+                    ER_E_INTERNAL);
+    return static_cast<int32_t>(best.index);
 }
 
 void Runner::rewind(int32_t position) {

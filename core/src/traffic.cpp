@@ -1,17 +1,9 @@
 #include <edgerun/dtype.hpp>
 #include <edgerun/host_api.hpp>
+#include <edgerun/kv_type.hpp>
 #include <edgerun/traffic.hpp>
 
 namespace edgerun {
-
-double kv_bytes_per_value(int32_t kv_type) {
-    switch (kv_type) {
-        case ER_KV_F32: return 4.0;
-        case ER_KV_F16: return 2.0;
-        case ER_KV_Q8: return 34.0 / 32.0;
-        default: return 0.0;
-    }
-}
 
 StepTraffic decode_traffic(const Graph& graph, const WeightTable& weights, int64_t kv_len, int32_t kv_type) {
     StepTraffic step;

@@ -60,7 +60,7 @@ struct Weight {
 
 // Row `r` of a weight as floats. A Q8_0 block is 32 values: one fp16 scale d and 32
 // signed bytes q; value i is d * q[i].
-void decode_row(const Weight& w, int64_t r, float* out) {
+void dequantize_row(const Weight& w, int64_t r, float* out) {
     const uint8_t* src = w.data + uint64_t(r) * w.row_bytes();
     if (w.dtype == kF32) {
         std::memcpy(out, src, size_t(w.cols) * sizeof(float));
@@ -74,9 +74,9 @@ void decode_row(const Weight& w, int64_t r, float* out) {
     }
 }
 
-std::vector<float> decode(const Weight& w) {
+std::vector<float> dequantize(const Weight& w) {
     std::vector<float> out(size_t(w.cols * w.rows));
-    for (int64_t r = 0; r < w.rows; ++r) decode_row(w, r, out.data() + r * w.cols);
+    for (int64_t r = 0; r < w.rows; ++r) dequantize_row(w, r, out.data() + r * w.cols);
     return out;
 }
 
@@ -142,11 +142,11 @@ void run_matmul(Plan& p, const er_node& node, const float* x, int32_t n) {
     const int64_t width = p.values[node.inputs[0]].width;
     for (int32_t k = 0; k < node.n_outputs; ++k) {
         const Weight& w = p.ctx->model->weights[node.weights[k]];
-        const std::vector<float> bias = node.biases[k] >= 0 ? decode(p.ctx->model->weights[node.biases[k]]) : std::vector<float>();
+        const std::vector<float> bias = node.biases[k] >= 0 ? dequantize(p.ctx->model->weights[node.biases[k]]) : std::vector<float>();
         float* out = p.floats[node.outputs[k]].data();
         std::vector<float> row(size_t(w.cols));
         for (int64_t j = 0; j < w.rows; ++j) {
-            decode_row(w, j, row.data());
+            dequantize_row(w, j, row.data());
             for (int32_t r = 0; r < n; ++r)
                 out[r * w.rows + j] = dot(x + r * width, row.data(), width) + (bias.empty() ? 0.0f : bias[j]);
         }
@@ -163,7 +163,7 @@ void run_logits(Plan& p, const er_node& node) {
 }
 
 void run_rms_norm(Plan& p, const er_node& node, int32_t n) {
-    const std::vector<float> gain = decode(p.ctx->model->weights[node.weights[0]]);
+    const std::vector<float> gain = dequantize(p.ctx->model->weights[node.weights[0]]);
     const int64_t width = p.values[node.inputs[0]].width, group = node.params.rms_norm.group;
     for (int64_t i0 = 0; i0 < n * width; i0 += group) {
         const float* x = &p.floats[node.inputs[0]][i0];
@@ -177,7 +177,7 @@ void run_rms_norm(Plan& p, const er_node& node, int32_t n) {
 
 void run_rope(Plan& p, const er_node& node, int32_t n) {
     const er_rope_params& rp = node.params.rope;
-    const std::vector<float> factors = node.weights[0] >= 0 ? decode(p.ctx->model->weights[node.weights[0]]) : std::vector<float>();
+    const std::vector<float> factors = node.weights[0] >= 0 ? dequantize(p.ctx->model->weights[node.weights[0]]) : std::vector<float>();
     const int64_t width = p.values[node.inputs[0]].width;
     const int32_t half = rp.n_rot / 2;
     for (int32_t r = 0; r < n; ++r)
@@ -278,7 +278,7 @@ void execute(Plan& p, const er_step& step) {
                 for (int32_t r = 0; r < n; ++r) {
                     const int32_t id = p.ids[node.inputs[0]][r];
                     if (id < 0 || id >= table.rows) throw Failure(ER_E_INVALID_ARGUMENT, "token id " + std::to_string(id) + " is outside the vocabulary");
-                    decode_row(table, id, out + r * width);
+                    dequantize_row(table, id, out + r * width);
                 }
                 break;
             }

@@ -1,9 +1,9 @@
 // cpu_ref: the FP32 reference backend. Its outputs are the golden values other backends
-// are compared with, so it favours exactness and determinism: weights are decoded
+// are compared with, so it favours exactness and determinism: weights are dequantized
 // exactly as GGUF defines them, math is F32 with fixed summation orders, and results are
 // bit-identical for every run and every thread count. It is also meant to be usable:
 // weights stay quantized in memory, decode runs fused decode-and-dot GEMVs (AVX2 on x86,
-// portable vectorisable C++ elsewhere), prefill runs OpenBLAS on decoded tiles.
+// portable vectorisable C++ elsewhere), prefill runs OpenBLAS on dequantized tiles.
 //
 // Backend options (er_backend_params.options): "isa=generic" forces the portable kernels.
 #include "backend.hpp"

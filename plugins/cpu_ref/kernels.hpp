@@ -1,8 +1,8 @@
 // Row kernels of the reference backend: for every weight type, the dot product of one
-// stored row with an F32 vector, the row decoded to F32, and y += a * row.
+// stored row with an F32 vector, the row dequantized to F32, and y += a * row.
 //
 // Determinism contract (why results are bit-identical across runs, thread counts and
-// instruction sets): a row is decoded exactly as edgerun/quant/blocks.hpp defines it,
+// instruction sets): a row is dequantized exactly as edgerun/quant/blocks.hpp defines it,
 // and its dot product always accumulates in the same order. Element i of the row goes
 // into lane i % 32 of 32 F32 accumulators with a fused multiply-add (one rounding),
 // and the lanes are summed by one fixed tree (lane_sum). The portable kernels spell
@@ -58,7 +58,7 @@ Isa best_isa();
 bool isa_available(Isa isa);
 const char* isa_name(Isa isa);
 
-// Kernels for a GGUF type id, nullptr for a type this backend does not decode. `n` must
+// Kernels for a GGUF type id, nullptr for a type this backend does not dequantize. `n` must
 // be a multiple of the type's block size (any n for F32, F16, BF16).
 const RowKernels* row_kernels(int32_t dtype, Isa isa);
 inline const RowKernels* row_kernels(int32_t dtype) { return row_kernels(dtype, best_isa()); }

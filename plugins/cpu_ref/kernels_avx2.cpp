@@ -1,4 +1,4 @@
-// AVX2 row kernels (x86-64 with AVX2, FMA and F16C, chosen at run time). Each decoder
+// AVX2 row kernels (x86-64 with AVX2, FMA and F16C, chosen at run time). Each dequantizer
 // turns 32 stored weights into four 8-wide F32 registers with the same operations, in
 // the same order, as blocks.hpp, so the values are bit-identical; dot products keep
 // the canonical lane order of kernels.hpp. Built on x86 only; elsewhere the portable
@@ -68,13 +68,13 @@ inline __m256i bits_of_bytes(__m256i x, int shift, int mask) {
     return _mm256_and_si256(_mm256_srl_epi16(x, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(char(mask)));
 }
 
-// ------------------------------------------------------------- decoders --
+// ------------------------------------------------------------- dequantizers --
 // Each calls sink(chunk, w) for the block's 32-weight chunks in order. They are forced
-// inline: GCC 12 at -O3 otherwise summarised the out-of-line Q2_K decoder as writing
+// inline: GCC 12 at -O3 otherwise summarised the out-of-line Q2_K dequantizer as writing
 // no memory and deleted the dequantize loop that calls it (seen with objdump).
-#define ER_DECODER template <class Sink> __attribute__((always_inline)) inline void
+#define ER_DEQUANTIZER template <class Sink> __attribute__((always_inline)) inline void
 
-ER_DECODER decode_q4_0(const uint8_t* p, Sink&& sink) {
+ER_DEQUANTIZER dequantize_q4_0(const uint8_t* p, Sink&& sink) {
     const __m256 d = _mm256_set1_ps(h2f(p));
     __m256i q[4];
     u4x32_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)), q);
@@ -84,7 +84,7 @@ ER_DECODER decode_q4_0(const uint8_t* p, Sink&& sink) {
     sink(0, w);
 }
 
-ER_DECODER decode_q4_1(const uint8_t* p, Sink&& sink) {
+ER_DEQUANTIZER dequantize_q4_1(const uint8_t* p, Sink&& sink) {
     const __m256 d = _mm256_set1_ps(h2f(p)), m = _mm256_set1_ps(h2f(p + 2));
     __m256i q[4];
     u4x32_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4)), q);
@@ -104,7 +104,7 @@ inline void q5_values(const uint8_t* qh_bytes, const uint8_t* qs, __m256i q[4]) 
     }
 }
 
-ER_DECODER decode_q5_0(const uint8_t* p, Sink&& sink) {
+ER_DEQUANTIZER dequantize_q5_0(const uint8_t* p, Sink&& sink) {
     const __m256 d = _mm256_set1_ps(h2f(p));
     __m256i q[4];
     q5_values(p + 2, p + 6, q);
@@ -114,7 +114,7 @@ ER_DECODER decode_q5_0(const uint8_t* p, Sink&& sink) {
     sink(0, w);
 }
 
-ER_DECODER decode_q5_1(const uint8_t* p, Sink&& sink) {
+ER_DEQUANTIZER dequantize_q5_1(const uint8_t* p, Sink&& sink) {
     const __m256 d = _mm256_set1_ps(h2f(p)), m = _mm256_set1_ps(h2f(p + 2));
     __m256i q[4];
     q5_values(p + 4, p + 8, q);
@@ -123,7 +123,7 @@ ER_DECODER decode_q5_1(const uint8_t* p, Sink&& sink) {
     sink(0, w);
 }
 
-ER_DECODER decode_q8_0(const uint8_t* p, Sink&& sink) {
+ER_DEQUANTIZER dequantize_q8_0(const uint8_t* p, Sink&& sink) {
     const __m256 d = _mm256_set1_ps(h2f(p));
     __m256 w[4];
     for (int g = 0; g < 4; ++g) {
@@ -133,7 +133,7 @@ ER_DECODER decode_q8_0(const uint8_t* p, Sink&& sink) {
     sink(0, w);
 }
 
-ER_DECODER decode_q2_k(const uint8_t* p, Sink&& sink) {
+ER_DEQUANTIZER dequantize_q2_k(const uint8_t* p, Sink&& sink) {
     const uint8_t* scales = p;
     const uint8_t* qs = p + 16;
     const float d = h2f(p + 80), dmin = h2f(p + 82);
@@ -155,7 +155,7 @@ ER_DECODER decode_q2_k(const uint8_t* p, Sink&& sink) {
     }
 }
 
-ER_DECODER decode_q3_k(const uint8_t* p, Sink&& sink) {
+ER_DEQUANTIZER dequantize_q3_k(const uint8_t* p, Sink&& sink) {
     const uint8_t* qs = p + 32;
     const float d = h2f(p + 108);
     int8_t scales[16];
@@ -184,7 +184,7 @@ ER_DECODER decode_q3_k(const uint8_t* p, Sink&& sink) {
 
 // Q4_K / Q5_K share scales; Q5_K adds a fifth bit per weight from qh.
 template <bool kFive, class Sink>
-__attribute__((always_inline)) inline void decode_q45_k(const uint8_t* p, Sink&& sink) {
+__attribute__((always_inline)) inline void dequantize_q45_k(const uint8_t* p, Sink&& sink) {
     const float d = h2f(p), dmin = h2f(p + 2);
     const uint8_t* packed = p + 4;
     const uint8_t* qs = kFive ? p + 48 : p + 16;
@@ -208,7 +208,7 @@ __attribute__((always_inline)) inline void decode_q45_k(const uint8_t* p, Sink&&
     }
 }
 
-ER_DECODER decode_q6_k(const uint8_t* p, Sink&& sink) {
+ER_DEQUANTIZER dequantize_q6_k(const uint8_t* p, Sink&& sink) {
     const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
     const float d = h2f(p + 208);
     for (int half = 0; half < 2; ++half) {
@@ -323,7 +323,7 @@ void dot_multi(const void* row, const float* x, int64_t x_stride, int32_t n_x, i
     if (n_x - r == 1) dot_group<1>(scratch, x + r * x_stride, x_stride, n, out + r * out_stride, out_stride);
 }
 
-// weighted_sum for rows whose 32-value chunks decode on their own (plain types and
+// weighted_sum for rows whose 32-value chunks dequantize on their own (plain types and
 // Q8_0): each chunk of y stays in registers while every row adds to it, in row order.
 template <class Chunk>
 void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weights, int64_t n_rows, float* y,
@@ -347,13 +347,13 @@ void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weight
 
 // --------------------------------------------------------- quantized rows --
 
-#define ER_AVX2_QUANT(Name, QK, kBytes, decode)                                                        \
+#define ER_AVX2_QUANT(Name, QK, kBytes, dequantize)                                                    \
     struct Name {                                                                                      \
         __attribute__((always_inline)) static float dot(const void* row, const float* x, int64_t n) {  \
             const auto* p = static_cast<const uint8_t*>(row);                                          \
             Lanes lanes;                                                                               \
             for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), x += (QK))                           \
-                decode(p, [&](int chunk, const __m256* w) { lanes.fma32(w, x + 32 * chunk); });        \
+                dequantize(p, [&](int chunk, const __m256* w) { lanes.fma32(w, x + 32 * chunk); });    \
             return lanes.sum();                                                                        \
         }                                                                                              \
         /* dot() of two (three) vectors, each block decoded once for them all */                       \
@@ -362,7 +362,7 @@ void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weight
             const auto* p = static_cast<const uint8_t*>(row);                                          \
             Lanes a0, a1;                                                                              \
             for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), x0 += (QK), x1 += (QK))              \
-                decode(p, [&](int chunk, const __m256* w) {                                            \
+                dequantize(p, [&](int chunk, const __m256* w) {                                        \
                     a0.fma32(w, x0 + 32 * chunk);                                                      \
                     a1.fma32(w, x1 + 32 * chunk);                                                      \
                 });                                                                                    \
@@ -376,7 +376,7 @@ void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weight
             const float* x2 = x1 + stride;                                                             \
             Lanes a0, a1, a2;                                                                          \
             for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), x0 += (QK), x1 += (QK), x2 += (QK))  \
-                decode(p, [&](int chunk, const __m256* w) {                                            \
+                dequantize(p, [&](int chunk, const __m256* w) {                                        \
                     a0.fma32(w, x0 + 32 * chunk);                                                      \
                     a1.fma32(w, x1 + 32 * chunk);                                                      \
                     a2.fma32(w, x2 + 32 * chunk);                                                      \
@@ -388,7 +388,7 @@ void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weight
         static void dequant(const void* row, float* y, int64_t n) {                                    \
             const auto* p = static_cast<const uint8_t*>(row);                                          \
             for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), y += (QK))                           \
-                decode(p, [&](int chunk, const __m256* w) {                                            \
+                dequantize(p, [&](int chunk, const __m256* w) {                                        \
                     for (int k = 0; k < 4; ++k) _mm256_storeu_ps(y + 32 * chunk + 8 * k, w[k]);        \
                 });                                                                                    \
         }                                                                                              \
@@ -396,7 +396,7 @@ void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weight
             const auto* p = static_cast<const uint8_t*>(row);                                          \
             const __m256 va = _mm256_set1_ps(a);                                                       \
             for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), y += (QK))                           \
-                decode(p, [&](int chunk, const __m256* w) {                                            \
+                dequantize(p, [&](int chunk, const __m256* w) {                                        \
                     for (int k = 0; k < 4; ++k) {                                                      \
                         float* out = y + 32 * chunk + 8 * k;                                           \
                         _mm256_storeu_ps(out, _mm256_fmadd_ps(va, w[k], _mm256_loadu_ps(out)));        \
@@ -407,22 +407,22 @@ void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weight
                                             &dot_multi<Name>};                                           \
     };
 
-ER_AVX2_QUANT(Q4_0, 32, 18, decode_q4_0)
-ER_AVX2_QUANT(Q4_1, 32, 20, decode_q4_1)
-ER_AVX2_QUANT(Q5_0, 32, 22, decode_q5_0)
-ER_AVX2_QUANT(Q5_1, 32, 24, decode_q5_1)
-ER_AVX2_QUANT(Q8_0_rows, 32, 34, decode_q8_0)
-ER_AVX2_QUANT(Q2_K, 256, 84, decode_q2_k)
-ER_AVX2_QUANT(Q3_K, 256, 110, decode_q3_k)
-ER_AVX2_QUANT(Q4_K, 256, 144, decode_q45_k<false>)
-ER_AVX2_QUANT(Q5_K, 256, 176, decode_q45_k<true>)
-ER_AVX2_QUANT(Q6_K, 256, 210, decode_q6_k)
+ER_AVX2_QUANT(Q4_0, 32, 18, dequantize_q4_0)
+ER_AVX2_QUANT(Q4_1, 32, 20, dequantize_q4_1)
+ER_AVX2_QUANT(Q5_0, 32, 22, dequantize_q5_0)
+ER_AVX2_QUANT(Q5_1, 32, 24, dequantize_q5_1)
+ER_AVX2_QUANT(Q8_0_rows, 32, 34, dequantize_q8_0)
+ER_AVX2_QUANT(Q2_K, 256, 84, dequantize_q2_k)
+ER_AVX2_QUANT(Q3_K, 256, 110, dequantize_q3_k)
+ER_AVX2_QUANT(Q4_K, 256, 144, dequantize_q45_k<false>)
+ER_AVX2_QUANT(Q5_K, 256, 176, dequantize_q45_k<true>)
+ER_AVX2_QUANT(Q6_K, 256, 210, dequantize_q6_k)
 #undef ER_AVX2_QUANT
 
 // Q8_0 is also the KV cache's INT8 row: its weighted sum keeps y in registers.
 struct Q8_0 : Q8_0_rows {
     static void load32(const uint8_t* row, int64_t c, __m256 w[4]) {
-        decode_q8_0(row + c / 32 * 34, [&](int, const __m256* v) {
+        dequantize_q8_0(row + c / 32 * 34, [&](int, const __m256* v) {
             for (int k = 0; k < 4; ++k) w[k] = v[k];
         });
     }
@@ -507,7 +507,7 @@ struct Plain {
 };
 
 }  // namespace
-#undef ER_DECODER
+#undef ER_DEQUANTIZER
 
 const RowKernels* row_kernels(int32_t dtype) {
     switch (dtype) {

@@ -1,7 +1,7 @@
-// Portable row kernels: blocks.hpp's values (decode_generic.hpp), plain loops that
+// Portable row kernels: blocks.hpp's values (dequantize_generic.hpp), plain loops that
 // accumulate in the canonical lane order (kernels.hpp), written so compilers vectorise
 // them (NEON on aarch64).
-#include "decode_generic.hpp"
+#include "dequantize_generic.hpp"
 #include "kernels.hpp"
 
 #include <edgerun/quant/blocks.hpp>

@@ -2,13 +2,13 @@
 //
 // Steps of up to kMaxDotRows rows (decode, a decode step of several sequences, short
 // prompts): each weight row is multiplied with every row of x by RowKernels::dot_multi,
-// which decodes it once for all of them (one row: decodes and multiplies in one pass)
-// and gives each product the bits of a one-row step, so a row's result does not depend
-// on the rows it shares a step with. Longer steps (prefill): a tile of kGemmTileRows
-// weight rows is decoded to F32 once and multiplied with every row of x by OpenBLAS
-// sgemm, called single-threaded from our own pool. Tiles have a fixed size, so each
-// output element comes from a call of the same shape whatever the thread count: the
-// result is deterministic.
+// which dequantizes it once for all of them (one row: dequantizes and multiplies in one
+// pass) and gives each product the bits of a one-row step, so a row's result does not
+// depend on the rows it shares a step with. Longer steps (prefill): a tile of
+// kGemmTileRows weight rows is dequantized to F32 once and multiplied with every row of x
+// by OpenBLAS sgemm, called single-threaded from our own pool. Tiles have a fixed size,
+// so each output element comes from a call of the same shape whatever the thread count:
+// the result is deterministic.
 #include "ops.hpp"
 
 #include <cblas.h>

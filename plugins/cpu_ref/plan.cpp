@@ -1,5 +1,6 @@
 #include "plan.hpp"
 
+#include <edgerun/argmax.hpp>
 #include <edgerun/plugin_sdk.hpp>
 
 #include <algorithm>
@@ -125,7 +126,7 @@ void Plan::check_node(const er_node& node, int32_t index) {
             if (!allow_bias) throw fail("takes no bias");
             if (b >= static_cast<int32_t>(model_.weights.size())) throw fail("bias index " + std::to_string(b) + " does not exist");
             const WeightRef& bias = model_.weights[b];
-            if (bias.rows != 1 || bias.cols != w.rows || bias.decoded.empty())
+            if (bias.rows != 1 || bias.cols != w.rows || bias.dequantized.empty())
                 throw fail("bias '" + bias.name + "' must be one row of " + std::to_string(w.rows) + " values");
         }
     };
@@ -282,7 +283,7 @@ void Plan::build_ops(const er_graph& graph) {
                 for (int32_t k = 0; k < node.n_outputs; ++k) {
                     MatmulTarget& t = op.matmul.targets[k];
                     t.weight = &model_.weights[node.weights[k]];
-                    t.bias = node.op != ER_OP_LOGITS && node.biases[k] >= 0 ? model_.weights[node.biases[k]].decoded.data() : nullptr;
+                    t.bias = node.op != ER_OP_LOGITS && node.biases[k] >= 0 ? model_.weights[node.biases[k]].dequantized.data() : nullptr;
                     t.out = values_[node.outputs[k]].f32;
                     if (t.weight->dtype != 0) max_tile_width = std::max(max_tile_width, t.weight->cols);
                     max_matmul_width = std::max(max_matmul_width, t.weight->cols);
@@ -293,7 +294,7 @@ void Plan::build_ops(const er_graph& graph) {
                 op.norm = node.params.rms_norm;
                 break;
             case ER_OP_ROPE: {
-                const float* factors = node.weights[0] >= 0 ? model_.weights[node.weights[0]].decoded.data() : nullptr;
+                const float* factors = node.weights[0] >= 0 ? model_.weights[node.weights[0]].dequantized.data() : nullptr;
                 const er_rope_params& p = node.params.rope;
                 // Nodes with the same rope settings share one table of cosines and sines.
                 for (int32_t r = 0; r < static_cast<int32_t>(ropes_.size()) && op.rope < 0; ++r) {
@@ -469,7 +470,7 @@ er_status Plan::execute(const er_step& step, er_error* err) {
             case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: run_matmul(op.matmul, n, pool_, matmul_scratch_); break;
             case ER_OP_LOGITS: run_logits(op, n); break;
             case ER_OP_RMS_NORM:
-                run_rms_norm(values_[op.in[0]].f32, out.f32, n, out.width, op.norm.group, op.weight->decoded.data(),
+                run_rms_norm(values_[op.in[0]].f32, out.f32, n, out.width, op.norm.group, op.weight->dequantized.data(),
                              op.norm.eps, pool_);
                 break;
             case ER_OP_ROPE: run_rope(values_[op.in[0]].f32, out.f32, n, out.width, ropes_[op.rope], pool_); break;
@@ -513,14 +514,11 @@ er_status Plan::argmax(int32_t value, int32_t* tokens, int64_t n_rows, er_error*
         return set_errorf(err, ER_E_INVALID_ARGUMENT, "argmax of output %d: asked for %lld rows, the last step left %d",
                           value, static_cast<long long>(n_rows), v.rows);
     for (int64_t r = 0; r < n_rows; ++r) {
-        const float* row = v.f32 + r * v.width;
-        // Ties go to the lowest id; NaNs never win (an all-NaN row gives 0).
-        int64_t best = 0;
-        float best_value = -std::numeric_limits<float>::infinity();
-        bool found = false;
-        for (int64_t i = 0; i < v.width; ++i)
-            if (row[i] > best_value || (!found && row[i] == best_value)) best = i, best_value = row[i], found = true;
-        tokens[r] = static_cast<int32_t>(best);
+        const Argmax best = argmax_logits(v.f32 + r * v.width, v.width);
+        if (best.non_finite >= 0)
+            return set_errorf(err, ER_E_INTERNAL, "argmax of output %d, row %lld: the logit of token %lld is not finite",
+                              value, static_cast<long long>(r), static_cast<long long>(best.non_finite));
+        tokens[r] = static_cast<int32_t>(best.index);
     }
     return ER_OK;
 }

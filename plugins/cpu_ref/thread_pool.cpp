@@ -1,5 +1,10 @@
 #include "thread_pool.hpp"
 
+#include <edgerun/plugin_sdk.hpp>
+
+#include <string>
+#include <system_error>
+
 namespace edgerun::cpu_ref {
 namespace {
 
@@ -24,10 +29,22 @@ ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = static_cast<int>(std::thread::hardware_concurrency());
     n_threads_ = n_threads < 1 ? 1 : n_threads;
     workers_.reserve(n_threads_ - 1);
-    for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_main(t); });
+    try {
+        for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_main(t); });
+    } catch (const std::system_error& e) {
+        // The OS's thread limit: stop those already started (a joinable std::thread
+        // destroyed during unwinding would terminate the process) and say how far it got.
+        const size_t started = workers_.size() + 1;
+        stop_workers();
+        throw sdk::Failure(ER_E_OUT_OF_MEMORY, "could not start " + std::to_string(n_threads_) +
+                                                   " threads (the system refused after " + std::to_string(started) +
+                                                   ": " + e.what() + "); use fewer --threads");
+    }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
     stop_.store(true, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
     generation_.notify_all();

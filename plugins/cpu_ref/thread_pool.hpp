@@ -22,6 +22,7 @@ namespace edgerun::cpu_ref {
 class ThreadPool {
 public:
     // n_threads counts the calling thread; <= 0 means std::thread::hardware_concurrency().
+    // Throws sdk::Failure when the system cannot start that many threads.
     explicit ThreadPool(int n_threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
@@ -48,6 +49,7 @@ private:
     using TaskFn = void (*)(void* ctx, int64_t index, int thread);
 
     void dispatch(int64_t n_tasks, TaskFn fn, void* ctx);
+    void stop_workers();
     void worker_main(int thread);
     void work(int thread);
     bool join();  // a worker enters the current job unless it is closed

@@ -51,8 +51,8 @@ std::vector<WeightRef> load_weights(const er_model_params& params, Isa isa, uint
         w.data = static_cast<const uint8_t*>(t.data);
         w.kernels = row_kernels(t.dtype, isa);
         if (w.kernels && rows == 1) {
-            w.decoded.resize(static_cast<size_t>(w.cols));
-            w.kernels->dequant(w.data, w.decoded.data(), w.cols);
+            w.dequantized.resize(static_cast<size_t>(w.cols));
+            w.kernels->dequant(w.data, w.dequantized.data(), w.cols);
         }
         total += need;
     }

@@ -1,7 +1,7 @@
 // The model's weights as cpu_ref holds them: pointers into the host bytes given at
 // model_load (usually the file mapping, valid while the model lives), never copies.
-// Rows are decoded as they are used. Only single-row weights (norms, biases, rope
-// factors: a few KB) are also kept decoded to F32.
+// Rows are dequantized as they are used. Only single-row weights (norms, biases, rope
+// factors: a few KB) are also kept dequantized to F32.
 #pragma once
 
 #include "kernels.hpp"
@@ -21,8 +21,8 @@ struct WeightRef {
     int64_t rows = 0;        // ne[1] * ne[2] * ne[3]
     uint64_t row_bytes = 0;
     const uint8_t* data = nullptr;
-    const RowKernels* kernels = nullptr;  // nullptr when this backend cannot decode the type
-    std::vector<float> decoded;           // single-row weights only: the row as F32
+    const RowKernels* kernels = nullptr;  // nullptr when this backend cannot dequantize the type
+    std::vector<float> dequantized;       // single-row weights only: the row as F32
 
     const uint8_t* row(int64_t r) const { return data + static_cast<uint64_t>(r) * row_bytes; }
 };

@@ -58,6 +58,10 @@ def errors_before_work():
     check("missing model file named", r.returncode != 0 and "missing.gguf: no such file" in r.stderr, r.stderr)
     r = run("-m", MODEL, "-p", "x", "--kv-type", "q4")
     check("bad --kv-type named", r.returncode == 2 and "--kv-type: 'q4'" in r.stderr, r.stderr)
+    r = run("-m", MODEL, "-p", "x", "--threads", "100000")
+    check("a thread count past the limit is refused by name, not aborted",
+          r.returncode == 2 and "--threads 100000" in r.stderr and "at most" in r.stderr
+          and len(r.stderr.strip().splitlines()) == 1, r.stderr)
     r = run("-m", MODEL, "-p", "x", "--bogus-flag")
     check("unknown flag refused", r.returncode == 2 and "bogus-flag" in r.stderr, r.stderr)
     r = run("-m", MODEL, "-p", "x", "--backend", "nope")

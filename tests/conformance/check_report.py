@@ -14,6 +14,12 @@
   first disagreement, or non-finite logits) and its greedy run names its first divergent
   token (repeatable).
 --failing-models TEXT: every failing model comparison is of a model whose name contains TEXT.
+--long-failing-ops A,B: the long level's failing op cases are exactly of these ops, and each
+  names its first failing step ("none": no op case may fail; CMake drops an empty argument).
+--long-first-step TEXT: some failing long op case's first failing step contains TEXT.
+--long-fails RUN: a long-level run named RUN (decode, chunks, rewind) fails and names its
+  first failing position (repeatable).
+--long-passes RUN: every long-level run named RUN passes (repeatable).
 --failing-batch: some batch comparison (sequences stepped together against each alone)
   fails and says how; without it, none may fail.
 """
@@ -40,6 +46,10 @@ def main():
     ap.add_argument("--failing-models", default="")
     ap.add_argument("--failing-batch", action="store_true")
     ap.add_argument("--missing", action="append", default=[])
+    ap.add_argument("--long-failing-ops", default=None)
+    ap.add_argument("--long-first-step", default="")
+    ap.add_argument("--long-fails", action="append", default=[])
+    ap.add_argument("--long-passes", action="append", default=[])
     ap.add_argument("--passing-models", type=int, default=0)
     ap.add_argument("--fetch-model", help="scripts/fetch-model.sh: add the real SmolLM2 when it can be fetched")
     ap.add_argument("--require-model", action="store_true", help="exit 77 (skip) when it cannot")
@@ -120,6 +130,32 @@ def main():
             problems.append(f"models other than '{args.failing_models}' fail: {others}")
     if args.models_pass and failed:
         problems.append(f"{len(failed)} model comparisons fail; expected the models level to pass")
+    long = report.get("long", {})
+    long_cases = [c for c in long.get("ops", {}).get("cases", []) if c["status"] != "pass"]
+    if args.long_failing_ops is not None:
+        got = sorted({c["op"] for c in long_cases})
+        want = sorted(o for o in args.long_failing_ops.split(",") if o and o != "none")
+        if got != want:
+            problems.append(f"long level: failing ops {got}, expected {want}")
+        for c in long_cases:
+            if not c.get("first_failing_step"):
+                problems.append(f"long level: {c['case']} fails without naming its first failing step")
+            else:
+                print(f"long level: {c['case']}: first failing step {c['first_failing_step']}")
+    if args.long_first_step and not any(args.long_first_step in c.get("first_failing_step", "") for c in long_cases):
+        problems.append(f"long level: no failing op case's first failing step names '{args.long_first_step}'")
+    long_runs = long.get("comparisons", [])
+    for run in args.long_fails:
+        named = [c for c in long_runs if c.get("run") == run and c["status"] == "FAIL" and c.get("first_failing_position", -1) >= 0]
+        if not named:
+            problems.append(f"long level: no '{run}' run fails naming its first failing position")
+        for c in named:
+            print(f"long level: {c['model']} {c['candidate']} {run}: first failing position "
+                  f"{c['first_failing_position']} ({c['first_failing_step']})")
+    for run in args.long_passes:
+        runs = [c for c in long_runs if c.get("run") == run]
+        if not runs or any(c["status"] != "pass" for c in runs):
+            problems.append(f"long level: the '{run}' runs do not all pass: {[c['status'] for c in runs]}")
     batch = report.get("batch", {}).get("comparisons", [])
     batch_failed = [c for c in batch if c["status"] in ("FAIL", "error")]
     if args.failing_batch:

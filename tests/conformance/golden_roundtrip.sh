@@ -12,7 +12,7 @@ fail() { echo "golden_roundtrip: $*" >&2; exit 1; }
 "$suite" record -m "$model" -o "$work/trace.json"
 "$suite" record -m "$model" -o "$work/again.json"
 cmp "$work/trace.json" "$work/again.json" || fail "recording twice gave different traces"
-python3 - "$work/trace.json" <<'PY' || fail "the trace does not hold what it should"
+"${EDGERUN_PYTHON:-python3}" - "$work/trace.json" <<'PY' || fail "the trace does not hold what it should"
 import json, sys
 t = json.load(open(sys.argv[1]))
 s = t["settings"]

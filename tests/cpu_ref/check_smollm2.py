@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cpu_ref on the real model (SmolLM2-135M, llama architecture) against a float64 numpy
-forward pass over the weights as the PyPI package gguf decodes them: code nobody here
+forward pass over the weights as the PyPI package gguf dequantizes them: code nobody here
 wrote reads and dequantizes the file, and the math is the llama forward pass written
 out plainly. cpu_ref runs through the real binary (`edgerun eval`, F32 KV cache).
 

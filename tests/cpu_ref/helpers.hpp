@@ -110,8 +110,8 @@ public:
         return static_cast<int32_t>(descs_.size() - 1);
     }
 
-    // The weight decoded to F32 as the format defines it (blocks.hpp), row-major.
-    std::vector<float> decoded(int32_t index) const {
+    // The weight dequantized to F32 as the format defines it (blocks.hpp), row-major.
+    std::vector<float> dequantized(int32_t index) const {
         const er_tensor_desc& t = descs_[index];
         std::vector<float> out(static_cast<size_t>(t.ne[0] * t.ne[1]));
         const uint64_t row_size = *row_bytes(t.dtype, t.ne[0]);

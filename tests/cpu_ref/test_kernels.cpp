@@ -1,7 +1,7 @@
 // cpu_ref's row kernels and KV cache, tested directly (below the ABI).
 #include "helpers.hpp"
 
-#include "decode_generic.hpp"
+#include "dequantize_generic.hpp"
 #include "kernels.hpp"
 #include "kv_cache.hpp"
 #include "thread_pool.hpp"
@@ -53,7 +53,7 @@ TEST_CASE("dot, dequant and axpy: SIMD and portable kernels give the same bits, 
             CAPTURE(width);
             Weights w;
             const int32_t id = w.add_random("w", dtype, width, 3, rng);
-            const auto values = w.decoded(id);
+            const auto values = w.dequantized(id);
             const auto& desc = w.descs()[id];
             const uint64_t row_size = *edgerun::row_bytes(dtype, width);
             const auto x = cpu_ref_test::random_vector(width, rng);

@@ -138,7 +138,7 @@ void rope(Mat& x, const std::vector<float>& factors) {
 
 // Logits of every position of `tokens`, in double.
 Mat reference_logits(const ToyModel& m, const std::vector<int32_t>& tokens) {
-    const auto dec = [&](int32_t i) { return m.w.decoded(i); };
+    const auto dec = [&](int32_t i) { return m.w.dequantized(i); };
     const auto table = dec(m.tok);
     Mat x;
     for (int32_t t : tokens) x.emplace_back(table.begin() + t * kEmbd, table.begin() + (t + 1) * kEmbd);

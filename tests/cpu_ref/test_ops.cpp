@@ -76,7 +76,7 @@ TEST_CASE("MATMUL: every weight type, GEMV (1-3 rows) and BLAS tiles (4+ rows), 
         const int32_t y = b.matmul(x, wi, bi);
         b.mark_output(y);
         OneGraph g(w, b.finish(), context_params(32, 17));
-        const auto wf = w.decoded(wi);
+        const auto wf = w.dequantized(wi);
         for (int32_t n : {1, 2, 3, 4, 5, 17}) {
             CAPTURE(dtype);
             CAPTURE(n);
@@ -114,7 +114,7 @@ TEST_CASE("MATMUL_MULTI: one input, outputs of different weight types and widths
             std::vector<float> got(n * widths[i]);
             g.plan.get_output(outs[i], got.data(), n);
             std::vector<double> magnitude;
-            const auto want = ref_matmul(xs, n, k, w.decoded(ids[i]), widths[i], i == 1 ? &bias : nullptr, &magnitude);
+            const auto want = ref_matmul(xs, n, k, w.dequantized(ids[i]), widths[i], i == 1 ? &bias : nullptr, &magnitude);
             check_close(got, want, magnitude, 4e-5);
         }
     }
@@ -131,7 +131,7 @@ TEST_CASE("LOGITS: the last row only, or every row when the step asks") {
     OneGraph g(w, b.finish(), context_params(16, 8));
     const auto xs = random_vector(5 * 64, rng);
     std::vector<double> magnitude;
-    const auto want = ref_matmul(xs, 5, 64, w.decoded(wi), 100, nullptr, &magnitude);
+    const auto want = ref_matmul(xs, 5, 64, w.dequantized(wi), 100, nullptr, &magnitude);
 
     const auto last = g.run({{x, xs}}, 5, y, 100, 0, false, 1);
     check_close(last, std::vector<double>(want.begin() + 400, want.end()),
@@ -162,7 +162,7 @@ TEST_CASE("EMBED: rows of the table decoded exactly; ids outside the vocabulary 
         g.plan.execute(4, 0, false);
         std::vector<float> got(4 * width);
         g.plan.get_output(e, got.data(), 4);
-        const auto table_values = w.decoded(t);
+        const auto table_values = w.dequantized(t);
         for (int r = 0; r < 4; ++r)
             CHECK(std::memcmp(&got[r * width], &table_values[tokens[r] * width], width * sizeof(float)) == 0);
 

@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 
+#include <cmath>
+
 using namespace cpu_ref_test;
 
 namespace {
@@ -204,6 +206,10 @@ TEST_CASE("memory_stats and argmax") {
     CHECK(plan.argmax(logits) == 1);  // ties: the lowest id
     plan.execute(2, 0, false);        // last row: e_1, whose logits are all 0 -> id 0
     CHECK(plan.argmax(logits) == 0);
+    one_hot[8] = std::nanf("");  // a NaN logit is an error naming the token, never a choice
+    plan.set_input(x, one_hot, 2);
+    plan.execute(2, 0, false);
+    CHECK_THROWS_WITH(plan.argmax(logits), doctest::Contains("the logit of token 0 is not finite"));
     {
         Plan second(s.context, b.finish().view());
         CHECK(s.context.memory_stats()->scratch_bytes > stats->scratch_bytes);

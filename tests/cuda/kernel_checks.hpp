@@ -98,7 +98,7 @@ inline DeviceActivation prepare_on_device(DeviceApi& api, const std::vector<floa
     return a;
 }
 
-// A packed matrix on the device plus its decoded values for the reference.
+// A packed matrix on the device plus its dequantized values for the reference.
 struct TestMatrix {
     PackedMatrix view;
     std::vector<float> values;
@@ -111,7 +111,7 @@ inline TestMatrix make_device_matrix(DeviceApi& api, int32_t type, int n_rows, i
     repack_matrix(type, gguf.data(), n_rows, n_cols, packed.data());
     void* d = api.alloc(packed.size());
     api.upload(d, packed.data(), packed.size());
-    return {packed_view(layout, type, n_rows, n_cols, d), decode_weights(type, gguf, n_rows, n_cols)};
+    return {packed_view(layout, type, n_rows, n_cols, d), dequantize_weights(type, gguf, n_rows, n_cols)};
 }
 
 inline std::vector<float> read_output(DeviceApi& api, const void* y, int n, bool f16) {

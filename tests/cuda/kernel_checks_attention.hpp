@@ -258,7 +258,7 @@ inline void check_rope_append(DeviceApi& api, const Report& report, const RopeCa
     api.reset();
 }
 
-// Row *token of a GGUF table, decoded on the device, equals blocks.hpp's decode.
+// Row *token of a GGUF table, dequantized on the device, equals blocks.hpp's dequantization.
 inline void check_embed(DeviceApi& api, const Report& report, int32_t type, int n_rows, int n_cols, int token,
                         uint32_t seed) {
     std::mt19937 rng(seed);
@@ -275,7 +275,7 @@ inline void check_embed(DeviceApi& api, const Report& report, int32_t type, int 
     const std::vector<float> got = api.download_vector(p.out, n_cols);
     std::vector<float> expect(n_cols, 0.0f);
     if (token >= 0 && token < n_rows) {
-        const std::vector<float> all = decode_weights(type, table, n_rows, n_cols);
+        const std::vector<float> all = dequantize_weights(type, table, n_rows, n_cols);
         std::copy(all.begin() + size_t(token) * n_cols, all.begin() + size_t(token + 1) * n_cols, expect.begin());
     }
     double max_diff = 0;

@@ -77,7 +77,7 @@ inline void check_decode_chain(DeviceApi& api, const Report& report, const Decod
     };
 
     // CPU reference state: exact K/V history.
-    const std::vector<float> embd_f = decode_weights(kQ8_0, embd, s.n_vocab, s.n_embd);
+    const std::vector<float> embd_f = dequantize_weights(kQ8_0, embd, s.n_vocab, s.n_embd);
     std::vector<float> k_hist(size_t(s.n_head_kv) * n_ctx * s.head_dim), v_hist(k_hist.size());
     double worst = 0;
     for (int step = 0; step < s.steps; ++step) {

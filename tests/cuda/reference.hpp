@@ -1,6 +1,6 @@
 // CPU references and test data for the cuda_orin kernel checks (emulated and GPU).
-// The references are written from the formulas in double precision and decode weights
-// with blocks.hpp (tested against gguf elsewhere), never with the kernels' own decoders.
+// The references are written from the formulas in double precision and dequantize weights
+// with blocks.hpp (tested against gguf elsewhere), never with the kernels' own dequantizers.
 #pragma once
 
 #include "kernel_params.hpp"
@@ -81,8 +81,8 @@ inline std::vector<uint8_t> make_weights(int32_t type, int n_rows, int n_cols, s
     return out;
 }
 
-// Weights decoded with blocks.hpp, as floats [n_rows][n_cols].
-inline std::vector<float> decode_weights(int32_t type, const std::vector<uint8_t>& gguf, int n_rows, int n_cols) {
+// Weights dequantized with blocks.hpp, as floats [n_rows][n_cols].
+inline std::vector<float> dequantize_weights(int32_t type, const std::vector<uint8_t>& gguf, int n_rows, int n_cols) {
     std::vector<float> w(size_t(n_rows) * n_cols);
     const uint64_t row_bytes = gguf_matrix_bytes(type, 1, n_cols);
     for (int r = 0; r < n_rows; ++r)

@@ -66,17 +66,17 @@ Packed pack(const WeightVectors& v) {
     return p;
 }
 
-Task decode_any(const PackedMatrix& w, int row, int task) {
+Task dequantize_any(const PackedMatrix& w, int row, int task) {
     switch (w.type) {
-        case kQ4_0: return decode_task<kQ4_0>(w, row, task);
-        case kQ4_1: return decode_task<kQ4_1>(w, row, task);
-        case kQ5_0: return decode_task<kQ5_0>(w, row, task);
-        case kQ8_0: return decode_task<kQ8_0>(w, row, task);
-        case kQ4_K: return decode_task<kQ4_K>(w, row, task);
-        case kQ5_K: return decode_task<kQ5_K>(w, row, task);
-        case kQ6_K: return decode_task<kQ6_K>(w, row, task);
+        case kQ4_0: return dequantize_task<kQ4_0>(w, row, task);
+        case kQ4_1: return dequantize_task<kQ4_1>(w, row, task);
+        case kQ5_0: return dequantize_task<kQ5_0>(w, row, task);
+        case kQ8_0: return dequantize_task<kQ8_0>(w, row, task);
+        case kQ4_K: return dequantize_task<kQ4_K>(w, row, task);
+        case kQ5_K: return dequantize_task<kQ5_K>(w, row, task);
+        case kQ6_K: return dequantize_task<kQ6_K>(w, row, task);
     }
-    FAIL("no decoder for type " << w.type);
+    FAIL("no dequantizer for type " << w.type);
     return {};
 }
 
@@ -148,7 +148,7 @@ TEST_CASE("repack refuses what the kernels cannot read") {
 
 TEST_CASE("the kernels' per-task decode gives gguf's values bit for bit") {
     for (const std::string name : kTypes) {
-        if (name == "F16") continue;  // no decode step: read as halves
+        if (name == "F16") continue;  // nothing to dequantize: read as halves
         CAPTURE(name);
         const WeightVectors v = load_weights(name);
         const Packed packed = pack(v);
@@ -159,7 +159,7 @@ TEST_CASE("the kernels' per-task decode gives gguf's values bit for bit") {
         for (int row = 0; row < v.n_rows; ++row) {
             std::fill(seen.begin(), seen.end(), 0);
             for (int t = 0; t < n_tasks; ++t) {
-                const Task task = decode_any(packed.view, row, t);
+                const Task task = dequantize_any(packed.view, row, t);
                 for (const Segment& s : task.seg)
                     for (int i = 0; i < 16; ++i) {
                         const int col = s.pos + i;

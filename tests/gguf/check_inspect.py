@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`edgerun inspect` checked against the python gguf package (GGUFReader) and the roofline
-formula of BRIEF.md recomputed here from GGUFReader's view of the file.
+formula (bytes per token = weights read + KV cache read + activations) recomputed here from GGUFReader's view of the file.
 
     check_inspect.py EDGERUN model @fetch:REPO_ROOT|FILE   tensor table, totals, bytes/token, roofline
     check_inspect.py EDGERUN vocab FILE                    a vocabulary-only file: no tensors, no failure
@@ -49,7 +49,7 @@ def field(reader, key, default=None):
 
 
 def expected_bytes_per_token(reader, ctx, kv_bytes_per_value):
-    """BRIEF.md: every matrix read once per token (embedding lookups read one row; with tied
+    """Every matrix read once per token (embedding lookups read one row; with tied
     embeddings the LM head reads token_embd once more in full) + KV cache + activations."""
     weights = 0
     names = {t.name for t in reader.tensors}

@@ -15,8 +15,8 @@ if [ $rc -eq 3 ]; then echo "SKIP: download failed: $(cat "$work/first.err")"; e
 [ "$(sha256sum "$path" | cut -d' ' -f1)" = b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53 ] ||
   { echo "FAIL: $path has the wrong checksum"; exit 1; }
 
-# Cached and verified: no download (a python that cannot run would make one fail).
-again=$(PYTHON=/bin/false "$repo/scripts/fetch-model.sh" 2> "$work/second.err") ||
+# Cached and verified: no download and no Python (one that cannot run would make either fail).
+again=$(EDGERUN_VENV="$work/no-venv" PYTHON=/bin/false "$repo/scripts/fetch-model.sh" 2> "$work/second.err") ||
   { echo "FAIL: second run downloaded or failed: $(cat "$work/second.err")"; exit 1; }
 [ "$again" = "$path" ] || { echo "FAIL: second run printed '$again', first '$path'"; exit 1; }
 [ ! -s "$work/second.err" ] || { echo "FAIL: second run said: $(cat "$work/second.err")"; exit 1; }

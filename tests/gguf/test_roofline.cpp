@@ -1,5 +1,6 @@
-// Bytes per decoded token and the roofline (apps/edgerun/roofline.hpp).
-#include "roofline.hpp"
+// Bytes per decoded token and the roofline (edgerun/roofline.hpp).
+#include <edgerun/kv_type.hpp>
+#include <edgerun/roofline.hpp>
 
 #include <doctest/doctest.h>
 
@@ -50,16 +51,16 @@ TEST_CASE("roofline: KV bytes are 2 x layers x KV heads x head_dim x ctx x bytes
     g.n_layer = 30;
     g.n_head_kv = 3;
     g.head_dim_k = g.head_dim_v = 64;
-    CHECK(kv_bytes_per_token(g, 4096, KvType::F16) == 2ull * 30 * 3 * 64 * 4096 * 2);
-    CHECK(kv_bytes_per_token(g, 4096, KvType::F32) == 2ull * 30 * 3 * 64 * 4096 * 4);
-    CHECK(kv_bytes_per_token(g, 4096, KvType::Q8) == 2ull * 30 * 3 * 64 * 4096 / 32 * 34);
+    CHECK(kv_bytes_per_token(g, 4096, ER_KV_F16) == 2ull * 30 * 3 * 64 * 4096 * 2);
+    CHECK(kv_bytes_per_token(g, 4096, ER_KV_F32) == 2ull * 30 * 3 * 64 * 4096 * 4);
+    CHECK(kv_bytes_per_token(g, 4096, ER_KV_Q8) == 2ull * 30 * 3 * 64 * 4096 / 32 * 34);
     g.head_dim_v = 32;  // K and V heads may differ
-    CHECK(kv_bytes_per_token(g, 100, KvType::F16) == 30ull * 3 * (64 + 32) * 100 * 2);
-    CHECK(kv_bytes_per_token(Geometry{}, 4096, KvType::F16) == 0);
+    CHECK(kv_bytes_per_token(g, 100, ER_KV_F16) == 30ull * 3 * (64 + 32) * 100 * 2);
+    CHECK(kv_bytes_per_token(Geometry{}, 4096, ER_KV_F16) == 0);
 }
 
 TEST_CASE("roofline: tokens per second and the device table") {
-    // BRIEF.md: Qwen3-4B Q4_K_M reads ~2.5 GB per token, ~27 tok/s at the Nano's 68 GB/s.
+    // A Qwen3-4B Q4_K_M decode step reads about 2.5 GB: at the Orin Nano's 68 GB/s that is ~27 tok/s.
     CHECK(tokens_per_second(68, 2'500'000'000) == doctest::Approx(27.2));
     CHECK(tokens_per_second(68, 0) == 0.0);
     REQUIRE(find_device("orin-nano") != nullptr);
@@ -68,9 +69,9 @@ TEST_CASE("roofline: tokens per second and the device table") {
     CHECK(find_device("orin-agx")->bandwidth_gbps == 204);
     CHECK(find_device("h100")->bandwidth_gbps == 3350);
     CHECK(find_device("tpu") == nullptr);
-    CHECK(parse_kv_type("q8") == KvType::Q8);
-    CHECK(!parse_kv_type("q4"));
-    CHECK(kv_bytes_per_value(KvType::Q8) == 34.0 / 32.0);
+    CHECK(edgerun::kv_type_from_name("q8") == ER_KV_Q8);
+    CHECK(!edgerun::kv_type_from_name("q4"));
+    CHECK(edgerun::kv_bytes_per_value(ER_KV_Q8) == 34.0 / 32.0);
 }
 
 TEST_CASE("roofline: the total adds weights, KV and activations") {
@@ -81,7 +82,7 @@ TEST_CASE("roofline: the total adds weights, KV and activations") {
     g.head_dim_k = g.head_dim_v = 8;
     g.n_embd = 64;
     g.n_vocab = 10;
-    const TokenBytes b = bytes_per_token(tensors, g, 16, KvType::F32);
+    const TokenBytes b = bytes_per_token(tensors, g, 16, ER_KV_F32);
     CHECK(b.weights == 16384);
     CHECK(b.kv == 2ull * 2 * 1 * 8 * 16 * 4);
     CHECK(b.activations == 4ull * (2 * 2 * 64 + 2 * 10));

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # ctest entry: cpu_ref against llama.cpp on the default model (fetched by the project's
 # script). Exits 77 (skip) only when the model cannot be downloaded.
-#   run_compare.sh REPO_ROOT EDGERUN WORKDIR
+#   run_compare.sh REPO_ROOT EDGERUN WORKDIR PYTHON
 set -euo pipefail
-root=$1 edgerun=$2 work=$3
+root=$1 edgerun=$2 work=$3 python=$4
 if ! model=$("$root/scripts/fetch-model.sh"); then
   echo "skipped: the default model could not be fetched"
   exit 77
 fi
 mkdir -p "$work"
-exec python3 "$root/tests/llamacpp/compare_cpu_ref.py" --edgerun "$edgerun" --model "$model" \
+exec "$python" "$root/tests/llamacpp/compare_cpu_ref.py" --edgerun "$edgerun" --model "$model" \
   --threads 2 -n 64 --workdir "$work" --json "$work/report.json"

@@ -11,8 +11,7 @@ try:
     import numpy as np
     from gguf import GGMLQuantizationType as T, quants
 except ImportError as e:  # pragma: no cover
-    print(f"skipped: {e}")
-    sys.exit(77)
+    sys.exit(f"missing test reference: {e}: run scripts/install-deps.sh --test and use its .venv")
 
 shim = ctypes.CDLL(sys.argv[1])
 shim.edgerun_quantize_rows.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]

@@ -26,8 +26,7 @@ try:
     import llama_cpp
     from gguf import GGUFReader, GGUFValueType
 except ImportError as e:  # pragma: no cover
-    print(f"skipped: {e}")
-    sys.exit(77)
+    sys.exit(f"missing test reference: {e}: run scripts/install-deps.sh --test and use its .venv")
 
 # llama.cpp logs every tensor it quantizes; keep the test output readable.
 _QUIET = llama_cpp.llama_log_callback(lambda level, text, user_data: None)

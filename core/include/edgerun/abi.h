@@ -531,7 +531,8 @@ typedef struct er_backend_iface {
                                  er_error* err);
 
     /* OPTIONAL: argmax on the device of each of the first `n_rows` rows the last step
-     * left in an output, into tokens[0 .. n_rows) (ties: lowest id). */
+     * left in an output, into tokens[0 .. n_rows) (ties: lowest id; a NaN or infinite
+     * logit is an error naming the row and token, never a silent pick). */
     er_status (*plan_argmax)(er_plan* plan, int32_t value, int32_t* tokens, int64_t n_rows, er_error* err);
     /* OPTIONAL */
     er_status (*memory_stats)(er_context* ctx, er_memory_stats* out, er_error* err);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <edgerun/batch_runner.hpp>
+#include <edgerun/kv_type.hpp>
 #include <edgerun/model.hpp>
 #include <edgerun/runner.hpp>
 
@@ -22,9 +23,6 @@ struct EngineOptions {
     int32_t n_batch = 256;        // most tokens per prefill step
     int32_t kv_type = ER_KV_F16;
 };
-
-int32_t parse_kv_type(const std::string& name);  // "f32", "f16", "q8"; Error otherwise
-const char* kv_type_name(int32_t kv_type);
 
 class Engine {
 public:
@@ -60,7 +58,7 @@ private:
     er_context_params context_params() const;  // one sequence
 
     Released released_;
-    BackendModel weights_;
+    BackendModel backend_model_;  // the backend's copy of the weights (er_model); contexts share it
 };
 
 }  // namespace edgerun

@@ -87,16 +87,5 @@ private:
 
 const char* op_name(int32_t op);
 
-// "MATMUL with Q4_K weights", "ATTENTION with an F16 KV cache, head_dim 64", ...
-std::string describe_op_query(const er_op_query& query);
-
-// Every (op, weight type) of `graph` the backend says it does not run, as readable lines
-// such as "MATMUL with Q4_1 weights"; empty when it runs them all.
-class Backend;
-std::vector<std::string> unsupported_ops(const Backend& backend, const Graph& graph, const WeightTable& weights,
-                                         int32_t kv_type);
-
-// What each weight is used for (abi.h ER_USE_*), gathered over graphs.
-std::vector<uint32_t> weight_usage(const WeightTable& weights, std::initializer_list<const Graph*> graphs);
 
 }  // namespace edgerun

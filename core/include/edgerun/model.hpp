@@ -65,7 +65,8 @@ private:
     const Architecture* arch_;
 };
 
-// The format plugin that claims `path` most confidently; Error when none does.
+// The format plugin that claims `path` most confidently; an Error naming the file and why
+// when none does (missing, a directory, a probe's error, or no plugin recognises it).
 const Plugin& format_plugin_for(const PluginRegistry& registry, const std::string& path);
 
 }  // namespace edgerun

@@ -28,8 +28,13 @@ public:
     void feed(std::span<const int32_t> tokens, float* all_out = nullptr);
 
     // Feeds one token and returns the argmax of its logits, on the device when the
-    // backend offers it (then last_logits() is not refreshed).
+    // backend offers it (then last_logits() is not refreshed). A non-finite logit is an
+    // Error naming the position, as in greedy_token().
     int32_t feed_greedy(int32_t token);
+
+    // The argmax of last_logits() (argmax.hpp: ties to the lowest id); a NaN or infinite
+    // logit is an Error naming the position and the token.
+    int32_t greedy_token() const;
 
     const std::vector<float>& last_logits() const { return logits_; }
 

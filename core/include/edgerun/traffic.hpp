@@ -1,6 +1,6 @@
 // What one decode step reads from memory, op by op, from the graph itself: the numbers
-// behind `--trace`, `bench`'s achieved bandwidth and the roofline (BRIEF: bytes/token =
-// weights read + KV read + activations).
+// behind `--trace`, `bench`'s achieved bandwidth and the roofline (bytes per token =
+// weights read + KV cache read + activations).
 #pragma once
 
 #include <edgerun/graph.hpp>
@@ -29,9 +29,6 @@ struct StepTraffic {
     uint64_t kv_bytes = 0;
     uint64_t total() const { return weight_bytes + kv_bytes; }
 };
-
-// Bytes one KV cache element pair costs in storage, per value (f32 4, f16 2, q8 34/32).
-double kv_bytes_per_value(int32_t kv_type);
 
 // The traffic of one decode step of `graph` (built for one token) with `kv_len`
 // positions in the cache.

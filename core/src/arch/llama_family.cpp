@@ -54,9 +54,9 @@ int32_t finish(GraphBuilder& g, const HParams& hp, const WeightTable& w, int32_t
 
 // What distinguishes the members of the family.
 struct Variant {
-    int32_t rope_mode;
-    bool qkv_bias;       // qwen2
-    bool qk_head_norm;   // qwen3
+    int32_t rope_mode = ER_ROPE_NORMAL;
+    bool qkv_bias = false;      // qwen2
+    bool qk_head_norm = false;  // qwen3
 };
 
 Graph build_decoder(const HParams& hp, const WeightTable& w, int32_t max_tokens, const Variant& v) {
@@ -87,15 +87,15 @@ Graph build_decoder(const HParams& hp, const WeightTable& w, int32_t max_tokens,
 }
 
 Graph build_llama(const HParams& hp, const WeightTable& w, int32_t max_tokens) {
-    return build_decoder(hp, w, max_tokens, {ER_ROPE_NORMAL, false, false});
+    return build_decoder(hp, w, max_tokens, {.rope_mode = ER_ROPE_NORMAL});
 }
 
 Graph build_qwen2(const HParams& hp, const WeightTable& w, int32_t max_tokens) {
-    return build_decoder(hp, w, max_tokens, {ER_ROPE_NEOX, true, false});
+    return build_decoder(hp, w, max_tokens, {.rope_mode = ER_ROPE_NEOX, .qkv_bias = true});
 }
 
 Graph build_qwen3(const HParams& hp, const WeightTable& w, int32_t max_tokens) {
-    return build_decoder(hp, w, max_tokens, {ER_ROPE_NEOX, false, true});
+    return build_decoder(hp, w, max_tokens, {.rope_mode = ER_ROPE_NEOX, .qk_head_norm = true});
 }
 
 }  // namespace

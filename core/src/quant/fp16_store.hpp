@@ -10,7 +10,7 @@ namespace edgerun::quant::detail {
 inline constexpr float kFp16Max = 65504.f;
 
 // Round to fp16, saturating at the largest finite half so a block of enormous values
-// decodes clipped rather than as infinities.
+// dequantizes clipped rather than as infinities.
 inline uint16_t to_fp16(float v) {
     if (v > kFp16Max) v = kFp16Max;
     if (v < -kFp16Max) v = -kFp16Max;

@@ -1,6 +1,6 @@
 // The 32-weight block types: Q4_0, Q5_0, Q8_0 (symmetric) and Q4_1, Q5_1 (scale and
 // offset). Each block's scale is searched, then stored as fp16 and the levels re-rounded
-// against the stored value, so the error the search saw is the error the decoder gives.
+// against the stored value, so the error the search saw is the error the dequantizer gives.
 #include "fp16_store.hpp"
 #include "scale_search.hpp"
 
@@ -95,7 +95,7 @@ void quantize_block(const float* x, BlockQ5_0& y) {
 
 void quantize_block(const float* x, BlockQ8_0& y) {
     // -128 is a valid int8 but some integer dot-product kernels negate the weights; stay
-    // on the symmetric range that every decoder and kernel handles.
+    // on the symmetric range that every dequantizer and kernel handles.
     int8_t q[32];
     y.d = symmetric_block(x, -127, 127, q, false);
     for (int j = 0; j < 32; ++j) y.qs[j] = q[j];

@@ -8,6 +8,7 @@
 //
 // The model is opened by the formats_gguf plugin, the graphs come from the core's
 // architecture builders, the steps from edgerun::Runner.
+#include <edgerun/kv_type.hpp>
 #include <edgerun/model.hpp>
 #include <edgerun/plugin_registry.hpp>
 #include <edgerun/runner.hpp>
@@ -52,7 +53,7 @@ int main(int argc, char** argv) try {
         else if (flag == "--prompt") n_prompt = std::stoi(value);
         else if (flag == "--gen") n_gen = std::stoi(value);
         else if (flag == "--repeat") repeat = std::stoi(value);
-        else if (flag == "--kv") kv_type = value == "f32" ? ER_KV_F32 : value == "q8" ? ER_KV_Q8 : ER_KV_F16;
+        else if (flag == "--kv") kv_type = edgerun::kv_type_from_name(value).value_or(ER_KV_F16);
         else if (flag == "--options") options = value;
         else throw std::runtime_error("unknown flag " + flag);
     }
@@ -107,7 +108,7 @@ int main(int argc, char** argv) try {
     }
     std::printf("cpu_ref threads=%d kv=%s prefill %d tok: %.1f tok/s, decode %d tok: %.1f tok/s (best of %d; "
                 "per CPU-second: prefill %.1f, decode %.1f)\n",
-                threads, kv_type == ER_KV_F32 ? "f32" : kv_type == ER_KV_Q8 ? "q8" : "f16", n_prompt, best_prefill,
+                threads, edgerun::kv_type_name(kv_type), n_prompt, best_prefill,
                 n_gen, best_decode, repeat, best_prefill_cpu, best_decode_cpu);
     return 0;
 } catch (const std::exception& e) {

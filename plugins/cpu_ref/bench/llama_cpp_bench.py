@@ -2,8 +2,11 @@
 """llama.cpp's CPU speed on a GGUF model, for comparison with cpu_ref's bench driver.
 
 Prefill: one batch of `--prompt` tokens; decode: `--gen` single-token steps after it.
-Token ids are arbitrary (speed does not depend on them). Prints tok/s for both.
-    python3 llama_cpp_bench.py MODEL.gguf --threads 2 --prompt 512 --gen 128
+Token ids are arbitrary (speed does not depend on them). Prints tok/s for both, and the
+instruction sets the llama.cpp build uses. Measure speed with the "fast" build (this CPU's
+best, AMX excluded), not the test suite's portable one, which would flatter edgerun:
+    LLAMA_CPP_LIB_PATH=$(scripts/llamacpp-wheel.sh fast --lib) \
+      .venv/bin/python plugins/cpu_ref/bench/llama_cpp_bench.py MODEL.gguf --threads 2
 """
 import argparse
 import time
@@ -19,6 +22,7 @@ def main():
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    print("llama.cpp build:", llama_cpp.llama_print_system_info().decode().strip())
 
     llm = llama_cpp.Llama(model_path=args.model, n_threads=args.threads, n_threads_batch=args.threads,
                           n_ctx=args.prompt + args.gen + 16, n_batch=args.prompt, n_ubatch=args.prompt,

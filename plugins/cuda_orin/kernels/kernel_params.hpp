@@ -179,7 +179,7 @@ inline AttentionGrid plan_attention(const AttentionParams& p) {
 
 // ----------------------------------------------------------- small kernels --
 
-// out = row *token of a GGUF-layout table (any type blocks.hpp decodes), as floats.
+// out = row *token of a GGUF-layout table (any type blocks.hpp dequantizes), as floats.
 // A token outside [0, n_rows) gives zeros.
 struct EmbedParams {
     int32_t type = 0;

@@ -1,10 +1,10 @@
-// What one GPU thread does per step of a quantized GEMV: decode one "task" of 32
+// What one GPU thread does per step of a quantized GEMV: dequantize one "task" of 32
 // weights of a packed row into signed bytes and scales, and dot it with the q8
 // activations. Compiled for the device by the kernels and for the host by the CPU tests,
-// which check decode_task against gguf's dequantizers and task_dot against a double-
+// which check dequantize_task against gguf's dequantizers and task_dot against a double-
 // precision dot product: the exact code path the GPU runs.
 //
-// A task is two "segments" of 16 consecutive weights each. A segment decodes to sixteen
+// A task is two "segments" of 16 consecutive weights each. A segment dequantizes to sixteen
 // signed bytes q and two floats with weight_i = d * q_i - m. The segments of a task are
 // the 16 low and 16 high nibbles of one 16-byte load of the quant plane, so one task is
 // one vector load of weights:
@@ -36,10 +36,10 @@ struct Task {
 ER_HD constexpr bool has_min(int32_t type) { return type == kQ4_1 || type == kQ4_K || type == kQ5_K; }
 
 template <int32_t Type>
-ER_HD Task decode_task(const PackedMatrix& w, int row, int task);
+ER_HD Task dequantize_task(const PackedMatrix& w, int row, int task);
 
 template <>
-ER_HD Task decode_task<kQ4_0>(const PackedMatrix& w, int row, int task) {
+ER_HD Task dequantize_task<kQ4_0>(const PackedMatrix& w, int row, int task) {
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const float d = half_to_float(load_2B(plane_row(w, 1, row, 2) + 2 * task));
     Task t;
@@ -55,7 +55,7 @@ ER_HD Task decode_task<kQ4_0>(const PackedMatrix& w, int row, int task) {
 }
 
 template <>
-ER_HD Task decode_task<kQ4_1>(const PackedMatrix& w, int row, int task) {
+ER_HD Task dequantize_task<kQ4_1>(const PackedMatrix& w, int row, int task) {
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const uint32_t dm = load_4B(plane_row(w, 1, row, 4) + 4 * task);
     const float d = half_to_float(uint16_t(dm & 0xFFFFu));
@@ -73,7 +73,7 @@ ER_HD Task decode_task<kQ4_1>(const PackedMatrix& w, int row, int task) {
 }
 
 template <>
-ER_HD Task decode_task<kQ5_0>(const PackedMatrix& w, int row, int task) {
+ER_HD Task dequantize_task<kQ5_0>(const PackedMatrix& w, int row, int task) {
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const uint32_t qh = load_4B(plane_row(w, 1, row, 4) + 4 * task);
     const float d = half_to_float(load_2B(plane_row(w, 2, row, 2) + 2 * task));
@@ -92,7 +92,7 @@ ER_HD Task decode_task<kQ5_0>(const PackedMatrix& w, int row, int task) {
 }
 
 template <>
-ER_HD Task decode_task<kQ8_0>(const PackedMatrix& w, int row, int task) {
+ER_HD Task dequantize_task<kQ8_0>(const PackedMatrix& w, int row, int task) {
     const uint8_t* qs = plane_row(w, 0, row, 32) + 32 * task;
     const Words4 a = load_16B(qs), b = load_16B(qs + 16);
     const float d = half_to_float(load_2B(plane_row(w, 1, row, 2) + 2 * task));
@@ -139,7 +139,7 @@ ER_HD void k_quant_sub_scales(const Words4& meta, int c, Segment* s0, Segment* s
 }
 
 template <>
-ER_HD Task decode_task<kQ4_K>(const PackedMatrix& w, int row, int task) {
+ER_HD Task dequantize_task<kQ4_K>(const PackedMatrix& w, int row, int task) {
     const int block = task / 8, j = task % 8, c = j / 2, h = j % 2;
     const Words4 qs = load_16B(plane_row(w, 0, row, 128) + 128 * block + 32 * c + 16 * h);
     const Words4 meta = load_16B(plane_row(w, 1, row, 16) + 16 * block);
@@ -155,7 +155,7 @@ ER_HD Task decode_task<kQ4_K>(const PackedMatrix& w, int row, int task) {
 }
 
 template <>
-ER_HD Task decode_task<kQ5_K>(const PackedMatrix& w, int row, int task) {
+ER_HD Task dequantize_task<kQ5_K>(const PackedMatrix& w, int row, int task) {
     const int block = task / 8, j = task % 8, c = j / 2, h = j % 2;
     const Words4 qs = load_16B(plane_row(w, 0, row, 128) + 128 * block + 32 * c + 16 * h);
     // qh byte l holds the fifth bit of weight l of every sub-block: bit s for sub-block s.
@@ -173,7 +173,7 @@ ER_HD Task decode_task<kQ5_K>(const PackedMatrix& w, int row, int task) {
 }
 
 template <>
-ER_HD Task decode_task<kQ6_K>(const PackedMatrix& w, int row, int task) {
+ER_HD Task dequantize_task<kQ6_K>(const PackedMatrix& w, int row, int task) {
     const int block = task / 8, o = task % 8, half = o / 4, k = o % 4;
     const int pair = k / 2;  // 0: groups 0 and 2, 1: groups 1 and 3 of this half
     const int l0 = 16 * (k % 2);
@@ -222,7 +222,7 @@ ER_HD float segment_dot(const Segment& s, const ActivationQ8& x) {
 
 template <int32_t Type>
 ER_HD float task_dot(const PackedMatrix& w, int row, int task, const ActivationQ8& x) {
-    const Task t = decode_task<Type>(w, row, task);
+    const Task t = dequantize_task<Type>(w, row, task);
     return segment_dot<has_min(Type)>(t.seg[0], x) + segment_dot<has_min(Type)>(t.seg[1], x);
 }
 

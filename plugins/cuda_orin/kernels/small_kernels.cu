@@ -13,7 +13,7 @@
 namespace edgerun::cuda_orin {
 namespace {
 
-// Elements and bytes of one decoding unit of a row: a block for quantized types, 32
+// Elements and bytes of one dequantization unit of a row: a block for quantized types, 32
 // values for plain ones.
 struct RowUnit {
     int elems;
@@ -39,7 +39,7 @@ __host__ __device__ RowUnit row_unit(int32_t type) {
     }
 }
 
-// One thread per unit of the row; dequantize_row is the shared decoder of blocks.hpp.
+// One thread per unit of the row; dequantize_row is the shared dequantizer of blocks.hpp.
 __global__ void embed_kernel(const EmbedParams p) {
     const RowUnit unit = row_unit(p.type);
     const int u = blockIdx.x * blockDim.x + threadIdx.x;

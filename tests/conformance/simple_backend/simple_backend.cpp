@@ -5,7 +5,7 @@
 // which the suite must catch:
 //
 //   ROPE_DIM        the rotation frequency of pair k taken from pair k + 1
-//   Q6K_SCALE       Q6_K weights decoded with the scales of each pair of 16-value
+//   Q6K_SCALE       Q6_K weights dequantized with the scales of each pair of 16-value
 //                   sub-blocks swapped
 //   RMS_EPS         RMSNorm with epsilon 1e-5 whatever the graph asks for
 //   GQA_MAP         query head h reads KV head h % n_head_kv instead of h / group
@@ -15,13 +15,21 @@
 //   KV_MIX          every row of a step reads and writes the KV cache of the step's first
 //                   row's sequence (a per-step cache base, where it must be per row):
 //                   sequences stepped together mix their caches
+//   DECODE_SPLIT    single-token attention past 512 cached positions split into blocks of
+//                   256 (flash-decode) whose partial sums are added without rescaling each
+//                   by exp(block max - overall max): only long contexts go wrong
+//   ROPE_TILE       in steps of more than 16 tokens, RoPE takes row r's position as
+//                   pos0 + r % 16 (the offset of its 16-row tile forgotten): only long
+//                   multi-token steps go wrong
 //
-// Weights are decoded row by row as they are used (core's blocks.hpp defines every
+// Weights are dequantized row by row as they are used (core's blocks.hpp defines every
 // format); the KV cache stores floats already rounded to the cache type (F16, or
 // llama.cpp's Q8_0 blocks), which gives the same numbers as storing the encoded bytes.
+#include <edgerun/dtype.hpp>
 #include <edgerun/plugin_sdk.hpp>
 #include <edgerun/quant/blocks.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -48,28 +56,25 @@ struct Weight {
     const uint8_t* data = nullptr;
 };
 
-uint64_t bytes_per_row(int32_t dtype, int64_t cols) {
-    switch (dtype) {
-        case 0: return uint64_t(cols) * 4;
-        case 1: case 30: return uint64_t(cols) * 2;
-        case 2: return uint64_t(cols / 32) * sizeof(quant::BlockQ4_0);
-        case 3: return uint64_t(cols / 32) * sizeof(quant::BlockQ4_1);
-        case 6: return uint64_t(cols / 32) * sizeof(quant::BlockQ5_0);
-        case 7: return uint64_t(cols / 32) * sizeof(quant::BlockQ5_1);
-        case 8: return uint64_t(cols / 32) * sizeof(quant::BlockQ8_0);
-        case 10: return uint64_t(cols / 256) * sizeof(quant::BlockQ2_K);
-        case 11: return uint64_t(cols / 256) * sizeof(quant::BlockQ3_K);
-        case 12: return uint64_t(cols / 256) * sizeof(quant::BlockQ4_K);
-        case 13: return uint64_t(cols / 256) * sizeof(quant::BlockQ5_K);
-        case 14: return uint64_t(cols / 256) * sizeof(quant::BlockQ6_K);
-        default: return 0;
-    }
+using edgerun::DType;
+
+// The weight types this backend runs: what a model file stores that blocks.hpp dequantizes
+// (not Q8_1 and Q8_K, which only ever hold activations).
+constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                                  DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                                  DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+bool weight_type_known(int32_t dtype) {
+    return std::find(std::begin(kWeightTypes), std::end(kWeightTypes), DType(dtype)) != std::end(kWeightTypes);
 }
 
-bool weight_type_known(int32_t dtype) { return dtype >= 0 && bytes_per_row(dtype, 256) != 0; }
+// 0 for a type this backend does not run, or a row that is not whole blocks.
+uint64_t bytes_per_row(int32_t dtype, int64_t cols) {
+    return weight_type_known(dtype) ? edgerun::row_bytes(dtype, cols).value_or(0) : 0;
+}
 
 #ifdef PLANTED_FAULT_Q6K_SCALE
-void decode_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
+void dequantize_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
     for (int64_t b = 0; b < n / 256; ++b) {
         quant::BlockQ6_K block;
         std::memcpy(&block, src + b * sizeof block, sizeof block);
@@ -80,17 +85,17 @@ void decode_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
 }
 #endif
 
-void decode_row(const Weight& w, int64_t row, float* out) {
+void dequantize_row(const Weight& w, int64_t row, float* out) {
     const uint8_t* src = w.data + uint64_t(row) * w.row_bytes;
 #ifdef PLANTED_FAULT_Q6K_SCALE
-    if (w.dtype == 14) return decode_q6_k_faulty(src, out, w.cols);
+    if (w.dtype == int32_t(DType::Q6_K)) return dequantize_q6_k_faulty(src, out, w.cols);
 #endif
     if (!quant::dequantize_row(w.dtype, src, out, w.cols)) throw Failure(ER_E_UNSUPPORTED, "cannot decode this type");
 }
 
-std::vector<float> decode_all(const Weight& w) {
+std::vector<float> dequantize_all(const Weight& w) {
     std::vector<float> out(size_t(w.cols * w.rows));
-    for (int64_t r = 0; r < w.rows; ++r) decode_row(w, r, out.data() + r * w.cols);
+    for (int64_t r = 0; r < w.rows; ++r) dequantize_row(w, r, out.data() + r * w.cols);
     return out;
 }
 
@@ -155,11 +160,11 @@ void op_matmul(Plan& p, const er_node& node, int32_t n, const std::vector<int32_
     for (int32_t k = 0; k < node.n_outputs; ++k) {
         const Weight& w = p.ctx->model->weights[node.weights[k]];
         std::vector<float> bias;
-        if (node.biases[k] >= 0) bias = decode_all(p.ctx->model->weights[node.biases[k]]);
+        if (node.biases[k] >= 0) bias = dequantize_all(p.ctx->model->weights[node.biases[k]]);
         std::vector<float>& out = p.f32[node.outputs[k]];
         std::vector<float> row(size_t(w.cols));
         for (int64_t j = 0; j < w.rows; ++j) {
-            decode_row(w, j, row.data());
+            dequantize_row(w, j, row.data());
             for (int32_t i = 0; i < n_out; ++i) {
                 const int32_t r = which ? (*which)[size_t(i)] : i;
                 out[i * w.rows + j] = dot(&x[r * width], row.data(), width) + (bias.empty() ? 0.0f : bias[j]);
@@ -169,7 +174,7 @@ void op_matmul(Plan& p, const er_node& node, int32_t n, const std::vector<int32_
 }
 
 void op_rms_norm(Plan& p, const er_node& node, int32_t n) {
-    const std::vector<float> weight = decode_all(p.ctx->model->weights[node.weights[0]]);
+    const std::vector<float> weight = dequantize_all(p.ctx->model->weights[node.weights[0]]);
     const int64_t width = p.values[node.inputs[0]].width, group = node.params.rms_norm.group;
 #ifdef PLANTED_FAULT_RMS_EPS
     const double eps = 1e-5;  // FAULT
@@ -189,7 +194,7 @@ void op_rms_norm(Plan& p, const er_node& node, int32_t n) {
 void op_rope(Plan& p, const er_node& node, int32_t n) {
     const er_rope_params& rp = node.params.rope;
     std::vector<float> factors;
-    if (node.weights[0] >= 0) factors = decode_all(p.ctx->model->weights[node.weights[0]]);
+    if (node.weights[0] >= 0) factors = dequantize_all(p.ctx->model->weights[node.weights[0]]);
     const int64_t width = p.values[node.inputs[0]].width;
     const int32_t half = rp.n_rot / 2;
     for (int32_t r = 0; r < n; ++r) {
@@ -204,7 +209,12 @@ void op_rope(Plan& p, const er_node& node, int32_t n) {
                 const double exponent = -2.0 * k / rp.n_rot;
 #endif
                 const double freq = std::pow(double(rp.freq_base), exponent) / (factors.empty() ? 1.0 : factors[k]);
+#ifdef PLANTED_FAULT_ROPE_TILE
+                // FAULT: the row's offset inside its 16-row tile, not inside the step
+                const double angle = double(p.pos[r] - r / 16 * 16) * freq * rp.freq_scale;
+#else
                 const double angle = double(p.pos[r]) * freq * rp.freq_scale;
+#endif
                 // NORMAL rotates adjacent pairs, NEOX the two halves of the rotated part.
                 const int32_t a = rp.mode == ER_ROPE_NEOX ? k : 2 * k;
                 const int32_t b = rp.mode == ER_ROPE_NEOX ? k + half : 2 * k + 1;
@@ -244,7 +254,7 @@ void op_attention(Plan& p, const er_node& node, int32_t n) {
             round_to_cache(c.params.kv_type, v, dv);
         }
     const int32_t group = ap.n_head / ap.n_head_kv;
-    std::vector<double> weights;
+    std::vector<double> weights, acc;
     for (int32_t r = 0; r < n; ++r) {
 #ifdef PLANTED_FAULT_KV_SHORT
         const int32_t n_pos = p.pos[r];  // FAULT: the newest position is left out
@@ -266,6 +276,16 @@ void op_attention(Plan& p, const er_node& node, int32_t n) {
                 weights[j] = double(ap.scale) * dot(q, k_at(seq, j, g), dk);
                 max = std::fmax(max, weights[j]);
             }
+#ifdef PLANTED_FAULT_DECODE_SPLIT
+            if (n == 1 && n_pos > 512) {  // FAULT: blocks of 256, each with its own max, never rescaled
+                for (int32_t b = 0; b < n_pos; b += 256) {
+                    const int32_t end = std::min(n_pos, b + 256);
+                    double block_max = -INFINITY;
+                    for (int32_t j = b; j < end; ++j) block_max = std::fmax(block_max, weights[j]);
+                    for (int32_t j = b; j < end; ++j) weights[j] += max - block_max;
+                }
+            }
+#endif
             for (int32_t j = 0; j < n_pos; ++j) {
 #ifdef PLANTED_FAULT_SOFTMAX_NOMAX
                 weights[j] = float(std::exp(float(weights[j])));  // FAULT: overflows past 88
@@ -275,11 +295,12 @@ void op_attention(Plan& p, const er_node& node, int32_t n) {
                 sum += weights[j];
             }
             float* out = &p.f32[node.outputs[0]][(int64_t(r) * ap.n_head + h) * dv];
-            for (int64_t i = 0; i < dv; ++i) {
-                double acc = 0.0;
-                for (int32_t j = 0; j < n_pos; ++j) acc += weights[j] * v_at(seq, j, g)[i];
-                out[i] = float(acc / sum);
+            acc.assign(size_t(dv), 0.0);  // position by position: reads each cached row in order
+            for (int32_t j = 0; j < n_pos; ++j) {
+                const float* v = v_at(seq, j, g);
+                for (int64_t i = 0; i < dv; ++i) acc[i] += weights[j] * v[i];
             }
+            for (int64_t i = 0; i < dv; ++i) out[i] = float(acc[i] / sum);
         }
     }
 }
@@ -305,7 +326,7 @@ void execute(Plan& p, const er_step& step) {
                 for (int32_t r = 0; r < n; ++r) {
                     const int32_t id = p.i32[node.inputs[0]][r];
                     if (id < 0 || id >= table.rows) throw Failure(ER_E_INVALID_ARGUMENT, "token id outside the vocabulary");
-                    decode_row(table, id, &p.f32[node.outputs[0]][r * width]);
+                    dequantize_row(table, id, &p.f32[node.outputs[0]][r * width]);
                 }
                 break;
             }

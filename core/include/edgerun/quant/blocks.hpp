@@ -1,9 +1,9 @@
-// GGUF quantized block layouts and their scalar decoding, written from the format's
+// GGUF quantized block layouts and their scalar dequantization, written from the format's
 // definition. Shared by every backend: compiled as host code by cpu_ref and the tools,
 // and as __host__ __device__ code by CUDA kernels (so the CPU tests of this file test
 // the math the GPU runs). No CUDA header is included; only nvcc's keywords are used.
 //
-// Conventions: a block of `QK` weights is decoded as y[i] = scale * q[i] (- min); the
+// Conventions: a block of `QK` weights is dequantized as y[i] = scale * q[i] (- min); the
 // fp16 fields are stored as raw uint16_t so the structs are plain on both sides.
 #pragma once
 
@@ -175,7 +175,7 @@ ER_HD void q3k_scales(const uint8_t* packed, int8_t* out) {
     }
 }
 
-// ------------------------------------------------------------- decoding --
+// ------------------------------------------------------------- dequantization --
 
 ER_HD void dequant_q4_0(const BlockQ4_0& b, float* y) {
     const float d = fp16_to_fp32(b.d);
@@ -300,8 +300,8 @@ ER_HD void dequant_q8_k(const BlockQ8_K& b, float* y) {
     for (int i = 0; i < QK_K; ++i) y[i] = b.d * float(b.qs[i]);
 }
 
-// Decodes `n` consecutive values of a row of GGUF type `dtype` (n a multiple of the
-// block size); returns false for a type this file does not decode.
+// Dequantizes `n` consecutive values of a row of GGUF type `dtype` (n a multiple of the
+// block size); returns false for a type this file does not dequantize.
 ER_HD bool dequantize_row(int32_t dtype, const void* src, float* dst, int64_t n) {
     const uint8_t* p = static_cast<const uint8_t*>(src);
     switch (dtype) {

@@ -1,12 +1,12 @@
 // Quantizers: float rows to GGUF blocks. Pure host math, the inverse of blocks.hpp.
 //
 // Every quantizer searches its scales (and minimums) for the least squared error of the
-// decoded block against the input, rather than taking a block's max and min: at 4 and 5
+// dequantized block against the input, rather than taking a block's max and min: at 4 and 5
 // bits that search is worth 5-20% of RMSE against the naive choice. No importance data is
 // given, so the error is plain squared error, except for Q4_0 and Q5_0, where each
 // weight's error counts in proportion to its magnitude (measured to lower the KL
-// divergence of a real model at those widths; see quantize_legacy.cpp). The decoded
-// values are computed exactly as blocks.hpp decodes them, fp16 rounding of the stored
+// divergence of a real model at those widths; see quantize_legacy.cpp). The dequantized
+// values are computed exactly as blocks.hpp dequantizes them, fp16 rounding of the stored
 // scales included.
 //
 // Thread-safe and deterministic: the output depends only on the input values, so callers

@@ -5,13 +5,13 @@
 // vocabulary pads. Not the real vocabulary, but the same shape and code paths.
 #pragma once
 
-#include "synth_presets.hpp"
+#include <edgerun/authoring/synth_presets.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 struct SynthVocab {
     std::string model = "gpt2";  // tokenizer.ggml.model
@@ -30,4 +30,4 @@ struct SynthVocab {
 
 SynthVocab make_vocab(const Preset& preset);
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

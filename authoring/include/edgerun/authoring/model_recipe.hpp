@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 // llama.cpp's file type ids (general.file_type), for the ones we can produce.
 enum class FileType : int32_t {
@@ -61,4 +61,4 @@ std::vector<int32_t> plan_tensor_types(const std::vector<TensorInfo>& tensors, c
 // Whether a tensor is ever quantized (2-D or more, a weight, not a norm, ...).
 bool tensor_is_quantizable(const TensorInfo& tensor, std::string_view arch);
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -1,6 +1,5 @@
-// What the model-writing commands (quantize, synth) share: a tensor's rows spread over
-// threads, a progress bar, and Ctrl-C turned into an orderly stop (so the writer can
-// discard its temporary file).
+// What the model writers (synthesize.hpp, requantize.hpp) share: a tensor's rows spread
+// over threads, and a progress bar. Ctrl-C stops them through edgerun/interrupt.hpp.
 #pragma once
 
 #include <atomic>
@@ -10,28 +9,15 @@
 #include <mutex>
 #include <string>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 int default_thread_count();
 
 // Calls work(first_row, end_row) over [0, n_rows) in chunks of `chunk_rows` on up to
 // `n_threads` threads (the caller's included). The first exception stops the rest and is
-// rethrown; so is an interrupt (see InterruptGuard).
+// rethrown; so is an interrupt (InterruptGuard, edgerun/interrupt.hpp).
 void parallel_rows(int64_t n_rows, int64_t chunk_rows, int n_threads,
                    const std::function<void(int64_t, int64_t)>& work);
-
-// While alive, SIGINT and SIGTERM set a flag instead of killing the process; work in
-// progress checks it and throws Error("interrupted").
-class InterruptGuard {
-public:
-    InterruptGuard();
-    ~InterruptGuard();
-    InterruptGuard(const InterruptGuard&) = delete;
-    InterruptGuard& operator=(const InterruptGuard&) = delete;
-
-    static bool interrupted();
-    static void throw_if_interrupted();
-};
 
 // A one-line bar on stderr when it is a terminal (nothing otherwise): done/total units,
 // rate, and the item being worked on. advance() may be called from any thread.
@@ -56,4 +42,4 @@ private:
     bool finished_ = false;
 };
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -1,15 +1,16 @@
-#include "synth_presets.hpp"
+#include <edgerun/authoring/synth_presets.hpp>
 
 #include <edgerun/dtype.hpp>
 
 #include <algorithm>
 #include <cmath>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 namespace {
 
-// From the models' published configs (see BRIEF.md's table).
+// From the models' published configs (config.json on the Hugging Face hub: hidden size,
+// layers, heads, KV heads, head_dim, FFN width, vocabulary, context, RoPE base, RMS epsilon).
 const std::vector<Preset> kPresets = {
     {"qwen3-0.6b", "qwen3", "Qwen3 0.6B", "Qwen3", "0.6B", 1024, 28, 16, 8, 128, 3072, 151936, 40960, 1e6f, 1e-6f,
      true, true, false, 0.f, VocabStyle::Qwen2},
@@ -115,4 +116,4 @@ std::vector<float> llama3_rope_factors(const Preset& p) {
     return factors;
 }
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

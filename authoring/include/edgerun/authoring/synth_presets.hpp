@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 enum class VocabStyle { Qwen2, Llama3, SmolLM };
 
@@ -56,4 +56,4 @@ std::vector<SynthTensor> preset_tensors(const Preset& preset, int64_t n_layer);
 // rope_freqs.weight): one per rotated pair.
 std::vector<float> llama3_rope_factors(const Preset& preset);
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 // The format plugin that writes files named like `path` (by extension), or an Error
 // naming the extensions that can be written.
@@ -51,4 +51,4 @@ private:
 // Copies one metadata value of an open file (arrays element by element).
 void copy_meta(const ModelFile& file, const std::string& key, const er_meta_value& value, ModelWriter& out);
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -15,8 +15,8 @@
 // the same whatever the thread count or chunking.
 #pragma once
 
-#include "synth_presets.hpp"
-#include "synth_vocab.hpp"
+#include <edgerun/authoring/synth_presets.hpp>
+#include <edgerun/authoring/synth_vocab.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 // Stress variants (`edgerun synth --stress NAME`, for the conformance suite): the plain
 // model's tensors, changed so that a numerically demanding regime real checkpoints reach
@@ -86,4 +86,4 @@ private:
     std::vector<float> hot_dirs_;     // hot_.size() unit vectors of n_embd
 };
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -1,4 +1,4 @@
-#include "model_recipe.hpp"
+#include <edgerun/authoring/model_recipe.hpp>
 
 #include <edgerun/host_api.hpp>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <numeric>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 namespace {
 
@@ -234,4 +234,4 @@ std::vector<int32_t> plan_tensor_types(const std::vector<TensorInfo>& tensors, c
     return types;
 }
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -1,4 +1,4 @@
-#include "synth_weights.hpp"
+#include <edgerun/authoring/synth_weights.hpp>
 
 #include <edgerun/host_api.hpp>
 
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numeric>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 namespace {
 
@@ -362,4 +362,4 @@ void WeightSynth::fill_plain_rows(const SynthTensor& t, int64_t first, int64_t e
     }
 }
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -1,9 +1,9 @@
-#include "tensor_jobs.hpp"
+#include <edgerun/authoring/tensor_jobs.hpp>
 
 #include <edgerun/host_api.hpp>
+#include <edgerun/interrupt.hpp>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <thread>
@@ -11,15 +11,7 @@
 
 #include <unistd.h>
 
-namespace edgerun::tools {
-
-namespace {
-
-volatile std::sig_atomic_t g_interrupted = 0;
-
-extern "C" void on_interrupt(int) { g_interrupted = 1; }
-
-}  // namespace
+namespace edgerun::authoring {
 
 int default_thread_count() {
     const unsigned n = std::thread::hardware_concurrency();
@@ -37,7 +29,7 @@ void parallel_rows(int64_t n_rows, int64_t chunk_rows, int n_threads,
     auto run = [&] {
         try {
             for (int64_t c = next++; c < n_chunks && !failed; c = next++) {
-                InterruptGuard::throw_if_interrupted();
+                InterruptGuard::throw_if_requested();
                 const int64_t first = c * chunk_rows;
                 work(first, std::min(n_rows, first + chunk_rows));
             }
@@ -53,23 +45,6 @@ void parallel_rows(int64_t n_rows, int64_t chunk_rows, int n_threads,
     run();
     for (auto& t : threads) t.join();
     if (first_error) std::rethrow_exception(first_error);
-}
-
-InterruptGuard::InterruptGuard() {
-    g_interrupted = 0;
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
-}
-
-InterruptGuard::~InterruptGuard() {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-}
-
-bool InterruptGuard::interrupted() { return g_interrupted != 0; }
-
-void InterruptGuard::throw_if_interrupted() {
-    if (interrupted()) throw Error("interrupted; no output written", ER_E_STATE);
 }
 
 Progress::Progress(uint64_t total, std::string unit)
@@ -121,4 +96,4 @@ void Progress::draw(bool final) {
     std::fflush(stderr);
 }
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -1,4 +1,4 @@
-#include "model_writer.hpp"
+#include <edgerun/authoring/model_writer.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 namespace {
 
@@ -188,4 +188,4 @@ void copy_meta(const ModelFile& file, const std::string& key, const er_meta_valu
     out.set(key, value, bytes.data());
 }
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -1,11 +1,11 @@
-#include "synth_vocab.hpp"
+#include <edgerun/authoring/synth_vocab.hpp>
 
 #include <edgerun/abi.h>
 #include <edgerun/host_api.hpp>
 
 #include <string_view>
 
-namespace edgerun::tools {
+namespace edgerun::authoring {
 
 namespace {
 
@@ -159,4 +159,4 @@ SynthVocab make_vocab(const Preset& p) {
     return v;
 }
 
-}  // namespace edgerun::tools
+}  // namespace edgerun::authoring

@@ -1,6 +1,6 @@
-#include "roofline.hpp"
-
 #include <edgerun/dtype.hpp>
+#include <edgerun/kv_type.hpp>
+#include <edgerun/roofline.hpp>
 
 #include <array>
 #include <cmath>
@@ -27,31 +27,6 @@ uint64_t u(int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; }
 
 }  // namespace
 
-std::optional<KvType> parse_kv_type(std::string_view name) {
-    if (name == "f32") return KvType::F32;
-    if (name == "f16") return KvType::F16;
-    if (name == "q8") return KvType::Q8;
-    return std::nullopt;
-}
-
-std::string_view kv_type_name(KvType type) {
-    switch (type) {
-        case KvType::F32: return "f32";
-        case KvType::F16: return "f16";
-        case KvType::Q8: return "q8";
-    }
-    return "?";
-}
-
-double kv_bytes_per_value(KvType type) {
-    switch (type) {
-        case KvType::F32: return 4.0;
-        case KvType::F16: return 2.0;
-        case KvType::Q8: return 34.0 / 32.0;
-    }
-    return 0.0;
-}
-
 std::span<const Device> devices() { return kDevices; }
 
 const Device* find_device(std::string_view name) {
@@ -66,18 +41,27 @@ WeightRead weight_read(std::string_view name) {
     return WeightRead::Whole;
 }
 
-Geometry geometry_of(const er_model_desc& d) {
+namespace {
+
+// HParams and er_model_desc name these fields alike.
+template <class Hyperparameters>
+Geometry geometry_from(const Hyperparameters& h) {
     Geometry g;
-    g.n_layer = d.n_layer;
-    g.n_head = d.n_head;
-    g.n_head_kv = d.n_head_kv;
-    g.head_dim_k = d.head_dim_k;
-    g.head_dim_v = d.head_dim_v;
-    g.n_embd = d.n_embd;
-    g.n_ff = d.n_ff;
-    g.n_vocab = d.n_vocab;
+    g.n_layer = h.n_layer;
+    g.n_head = h.n_head;
+    g.n_head_kv = h.n_head_kv;
+    g.head_dim_k = h.head_dim_k;
+    g.head_dim_v = h.head_dim_v;
+    g.n_embd = h.n_embd;
+    g.n_ff = h.n_ff;
+    g.n_vocab = h.n_vocab;
     return g;
 }
+
+}  // namespace
+
+Geometry geometry_of(const HParams& hparams) { return geometry_from(hparams); }
+Geometry geometry_of(const er_model_desc& desc) { return geometry_from(desc); }
 
 TokenBytes weight_bytes_per_token(std::span<const er_tensor_desc> tensors) {
     TokenBytes out;
@@ -101,10 +85,10 @@ TokenBytes weight_bytes_per_token(std::span<const er_tensor_desc> tensors) {
     return out;
 }
 
-uint64_t kv_bytes_per_token(const Geometry& g, int64_t ctx, KvType type) {
+uint64_t kv_bytes_per_token(const Geometry& g, int64_t ctx, int32_t kv_type) {
     const double values = static_cast<double>(u(g.n_layer)) * static_cast<double>(u(g.n_head_kv)) *
                           static_cast<double>(u(g.head_dim_k) + u(g.head_dim_v)) * static_cast<double>(u(ctx));
-    return static_cast<uint64_t>(std::llround(values * kv_bytes_per_value(type)));
+    return static_cast<uint64_t>(std::llround(values * kv_bytes_per_value(kv_type)));
 }
 
 uint64_t activation_bytes_per_token(const Geometry& g) {
@@ -113,10 +97,26 @@ uint64_t activation_bytes_per_token(const Geometry& g) {
     return 4 * (2 * u(g.n_layer) * u(g.n_embd) + 2 * u(g.n_vocab));
 }
 
-TokenBytes bytes_per_token(std::span<const er_tensor_desc> tensors, const Geometry& g, int64_t ctx, KvType type) {
+TokenBytes bytes_per_token(std::span<const er_tensor_desc> tensors, const Geometry& g, int64_t ctx, int32_t kv_type) {
     TokenBytes out = weight_bytes_per_token(tensors);
-    out.kv = kv_bytes_per_token(g, ctx, type);
+    out.kv = kv_bytes_per_token(g, ctx, kv_type);
     out.activations = activation_bytes_per_token(g);
+    return out;
+}
+
+TokenBytes bytes_per_token(const StepTraffic& step, const Geometry& g) {
+    TokenBytes out;
+    out.weights = step.weight_bytes;
+    out.kv = step.kv_bytes;
+    out.activations = activation_bytes_per_token(g);
+    std::string embedding;
+    for (const OpTraffic& t : step.ops)
+        if (t.op == ER_OP_EMBED) embedding = t.tensor;
+    for (const OpTraffic& t : step.ops) {
+        if (t.op != ER_OP_LOGITS) continue;
+        out.lm_head += t.weight_bytes;
+        out.tied_embeddings = !embedding.empty() && t.tensor == embedding;
+    }
     return out;
 }
 

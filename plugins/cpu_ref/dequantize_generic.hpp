@@ -1,9 +1,9 @@
-// Portable block decoders for the row kernels: the values of blocks.hpp (same F32
+// Portable block dequantizers for the row kernels: the values of blocks.hpp (same F32
 // operations in the same order, so the same bits; the tests compare them on random
 // blocks of every type), written 32 weights at a time in straight loops without
 // per-element branches, so compilers vectorise them (NEON on aarch64).
 //
-// Each decoder is a struct with the block geometry, a per-block `State` (scales decoded
+// Each dequantizer is a struct with the block geometry, a per-block `State` (scales dequantized
 // once per block) and `chunk(p, state, c, w)`, which writes weights [32c, 32c + 32).
 #pragma once
 
@@ -210,7 +210,7 @@ struct DecQ6_K {
     static constexpr int kQK = 256, kBytes = 210;
     struct State {
         float dl[16];
-        int8_t q[256];  // the whole block's 6-bit values minus 32, decoded with fixed shifts
+        int8_t q[256];  // the whole block's 6-bit values minus 32, dequantized with fixed shifts
     };
     static State prepare(const uint8_t* p) {
         State s;
