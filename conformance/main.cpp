@@ -157,7 +157,8 @@ int cmd_run(const std::vector<std::string>& args) {
     Common common;
     MatrixOptions matrix;
     SequenceSettings sequence;
-    std::string candidate, reference = "cpu_ref", candidate_options, reference_options, levels = "ops,models,long", ops, kv, ref_kv = "same", json_path;
+    std::string candidate, reference = "cpu_ref", candidate_options, reference_options, levels = "ops,models,long,batch", ops,
+        kv, ref_kv = "same", json_path;
     std::string long_presets = "smollm2-135m", long_types = "Q8_0";
     LongSettings long_settings;
     std::vector<std::string> models;
@@ -168,7 +169,8 @@ int cmd_run(const std::vector<std::string>& args) {
         ("reference,r", po::value(&reference)->default_value(reference), "the backend it is compared with")
         ("candidate-options", po::value(&candidate_options), "the candidate's backend options (key=value,...)")
         ("reference-options", po::value(&reference_options), "the reference's backend options")
-        ("levels", po::value(&levels)->default_value(levels), "ops, models, long (comma separated)")
+        ("levels", po::value(&levels)->default_value(levels),
+         "ops, models, long (long contexts, every step shape), batch (several sequences in one step); comma separated")
         ("long-presets", po::value(&long_presets)->default_value(long_presets), "the long level's synthesized models: these presets ...")
         ("long-types", po::value(&long_types)->default_value(long_types), "... in these file types")
         ("long-positions", po::value(&long_settings.positions)->default_value(long_settings.positions), "the long level's positions per run")
@@ -196,8 +198,8 @@ int cmd_run(const std::vector<std::string>& args) {
     report.sequence = sequence;
     const auto level_list = split(levels);
     for (const auto& level : level_list)
-        if (level != "ops" && level != "models" && level != "long")
-            throw Error("--levels " + level + ": one of ops, models, long", ER_E_INVALID_ARGUMENT);
+        if (level != "ops" && level != "models" && level != "long" && level != "batch")
+            throw Error("--levels " + level + ": one of ops, models, long, batch", ER_E_INVALID_ARGUMENT);
     if (long_settings.positions < long_settings.rewind_from)
         throw Error("--long-positions must be at least " + std::to_string(long_settings.rewind_from) + " (the rewind run's)",
                     ER_E_INVALID_ARGUMENT);
@@ -210,10 +212,13 @@ int cmd_run(const std::vector<std::string>& args) {
         report.ops_run = true;
         report.ops = run_op_level(cand, ref, split(ops));
     }
+    std::vector<ModelEntry> entries;
+    if (wants("models") || wants("batch")) {
+        entries = matrix_models(registry, matrix);
+        for (const auto& m : models) entries.push_back({m, false});
+    }
     if (wants("models")) {
         report.models_run = true;
-        std::vector<ModelEntry> entries = matrix_models(registry, matrix);
-        for (const auto& m : models) entries.push_back({m, false});
         report.models = run_model_level(registry, cand, ref, entries, model_options);
     }
     if (wants("long")) {
@@ -224,6 +229,13 @@ int cmd_run(const std::vector<std::string>& args) {
         long_matrix.presets = long_presets, long_matrix.types = long_types, long_matrix.stress.clear();
         report.long_models = run_long_level(registry, cand, ref, matrix_models(registry, long_matrix), model_options,
                                              long_settings);
+    }
+    if (wants("batch")) {
+        report.batch_run = true;
+        BatchLevelOptions options;
+        for (const auto& k : split(kv)) options.kv_types.push_back(parse_kv_type(k));
+        options.exact = cand.plugin == ref.plugin;  // the reference backend promises identical bits
+        report.batch = run_batch_level(registry, cand, entries, options);
     }
     print_report(report, std::cout, verbose);
     if (!json_path.empty()) write_json_report(report, json_path);

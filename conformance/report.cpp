@@ -115,6 +115,7 @@ int32_t SuiteReport::missing_count() const {
     int32_t n = int32_t(ops.missing.size() + long_ops.missing.size());
     for (const ModelComparison& c : models) n += c.status == "missing";
     for (const LongComparison& c : long_models) n += c.status == "missing";
+    for (const BatchComparison& c : batch) n += c.status == "missing";
     return n;
 }
 
@@ -132,6 +133,9 @@ std::vector<std::string> SuiteReport::problems() const {
             for (const std::string& p : c.problems)
                 out.push_back("long: " + c.model + " " + c.candidate + (c.run.empty() ? "" : " " + c.run) + " vs " +
                               c.reference + ": " + p);
+    for (const BatchComparison& c : batch)
+        if (c.status == "FAIL" || c.status == "error")
+            for (const std::string& p : c.problems) out.push_back("batch: " + c.model + " " + c.candidate + ": " + p);
     const ModelThresholds& t = model_thresholds(Comparison::Exact);
     if (pooled_top1() < t.min_top1)
         out.push_back("models: pooled top-1 agreement over the synthesized presets " + fmt("%.2f%%", 100 * pooled_top1()) +
@@ -265,6 +269,10 @@ void print_report(const SuiteReport& r, std::ostream& out, bool verbose) {
         if (decisive > 0) out << "pooled top-1 agreement over the synthesized presets: " << fmt("%.2f%%", 100 * pooled) << " of " << decisive << " decisive positions\n";
     }
     if (r.long_run) print_long(r, out, verbose);
+    if (r.batch_run) {
+        out << "\n";
+        print_batch_report(r.batch, out);
+    }
     const auto problems = r.problems();
     out << "\n";
     if (r.missing_count() > 0) out << "coverage: " << r.missing_count() << " op/type combinations or models not run by the candidate (listed above)\n";
@@ -303,6 +311,14 @@ void write_json_report(const SuiteReport& r, const std::string& path) {
                          {"rewind_from", r.long_settings.rewind_from}, {"rewind_to", r.long_settings.rewind_to},
                          {"ops", ops_json(r.long_ops)}, {"comparisons", models},
                          {"coverage", json{{"models", coverage}, {"ops", op_coverage}}}};
+    }
+    if (r.batch_run) {
+        json batch = json::array();
+        for (const BatchComparison& c : r.batch)
+            batch.push_back(json{{"model", c.model}, {"candidate", c.candidate}, {"steps", c.steps}, {"exact", c.exact},
+                                 {"sequences", c.sequences}, {"rows", c.rows}, {"differing_rows", c.differing_rows}, {"non_finite_rows", c.non_finite_rows},
+                                 {"worst_nmse", c.worst_nmse}, {"status", c.status}, {"problems", c.problems}});
+        j["batch"] = json{{"comparisons", batch}};
     }
     std::ofstream out(path);
     out << j.dump(1) << "\n";

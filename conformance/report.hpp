@@ -1,6 +1,7 @@
 // The suite's verdict: a readable table on standard output and the same facts as JSON.
 #pragma once
 
+#include "batch_suite.hpp"
 #include "long_suite.hpp"
 #include "model_suite.hpp"
 #include "op_suite.hpp"
@@ -18,6 +19,8 @@ struct SuiteReport {
     bool models_run = false;
     SequenceSettings sequence;
     std::vector<ModelComparison> models;
+    bool batch_run = false;
+    std::vector<BatchComparison> batch;
     bool long_run = false;      // the long level: long-context ATTENTION cases and model runs
     OpReport long_ops;
     LongSettings long_settings;

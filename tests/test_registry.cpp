@@ -48,6 +48,13 @@ TEST_CASE("a plugin written in plain C loads and works through the ABI") {
     sampler.accept(4);
     CHECK_THROWS_WITH_AS(sampler.accept(5), doctest::Contains("c_greedy: token outside the vocabulary"), Error);
     CHECK_THROWS_WITH_AS(sampler.sample(logits, 4), doctest::Contains("another vocabulary size"), Error);
+    // The speculative-decoding entries, in C too.
+    REQUIRE(sampler.has_speculative_entries());
+    float probs[5];
+    sampler.distribution(logits, 5, probs);
+    CHECK((probs[0] == 0.0f && probs[1] == 0.0f && probs[2] == 1.0f && probs[3] == 0.0f && probs[4] == 0.0f));
+    sampler.rollback(1);
+    CHECK_THROWS_WITH_AS(sampler.rollback(1), doctest::Contains("c_greedy: cannot roll back that far"), Error);
 }
 
 TEST_CASE("each bad plugin is refused with its own reason and the others still load") {
@@ -66,13 +73,14 @@ TEST_CASE("each bad plugin is refused with its own reason and the others still l
 
     struct Expect {
         const char* file;
-        const char* reason_part;
+        std::string reason_part;
     };
     const Expect expected[] = {
         {"libedgerun_junk.so", "not a loadable shared library"},
         {"fixture_no_entry", "no entry symbol 'edgerun_plugin_entry'"},
         {"fixture_factory_fails", "plugin entry failed: fixture: no usable device on this machine"},
-        {"fixture_wrong_abi", "built for plugin ABI 42, this host speaks ABI 1"},
+        {"fixture_wrong_abi", "built for plugin ABI " + std::to_string(ER_ABI_VERSION - 1) + ", this host speaks ABI " +
+                                  std::to_string(ER_ABI_VERSION)},
         {"fixture_descriptor_size", "descriptor struct size is"},
         {"fixture_iface_size", "sampler interface struct size is"},
         {"fixture_missing_entry_fn", "sampler interface lacks the required entry 'sample'"},

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <edgerun/plugin_registry.hpp>
+#include <edgerun/batch_runner.hpp>
 #include <edgerun/runner.hpp>
 
 #include <spdlog/sinks/ringbuffer_sink.h>
@@ -133,4 +134,59 @@ TEST_CASE("a prompt that does not fit the context is refused before any work") {
     std::vector<int32_t> prompt(11, 1);
     CHECK_THROWS_WITH_AS(runner.feed(prompt), "context is full: 0 positions used, 11 more do not fit in 10", Error);
     CHECK(runner.position() == 0);
+}
+
+TEST_CASE("a backend with one sequence per context still serves several: one context each, stepped one at a time") {
+    CallLog log;
+    PluginRegistry registry;
+    registry.scan_directory(EDGERUN_RECORDING_DIR);
+    const Plugin* plugin = registry.find(ER_PLUGIN_BACKEND, "recording");
+    REQUIRE(plugin != nullptr);
+    ToyModel toy;
+    Backend backend(*plugin, sized<er_backend_params>());
+    auto mp = sized<er_model_params>();
+    mp.weights = toy.weights.tensors().data();
+    mp.n_weights = toy.weights.size();
+    BackendModel model(backend, mp);
+    auto cp = sized<er_context_params>();
+    cp.n_ctx = 6;
+    cp.n_batch = 4;
+    BatchRunner batch(model, cp, 3, toy.graph(4), toy.graph(1));
+    CHECK_FALSE(batch.batched());
+    const auto setup = log.calls();
+    CHECK(std::count(setup.begin(), setup.end(), "context_create") == 3);
+    const size_t setup_calls = setup.size();
+
+    auto argmax = [&](int32_t seq) {
+        const auto l = batch.logits(seq);
+        return std::max_element(l.begin(), l.end()) - l.begin();
+    };
+    const std::vector<int32_t> a = {1, 2, 3}, b = {7}, c = {9, 10, 11, 12, 13};
+    std::vector<float> all_c(c.size() * 16);
+    batch.feed(std::vector<SequenceFeed>{{0, a}, {2, c, all_c.data()}, {1, b}});
+    CHECK(argmax(0) == 4);
+    CHECK(argmax(1) == 8);
+    CHECK(argmax(2) == 14);
+    for (size_t i = 0; i < c.size(); ++i)  // every row of sequence 2: token + 1
+        CHECK(std::max_element(all_c.begin() + i * 16, all_c.begin() + (i + 1) * 16) - (all_c.begin() + i * 16) ==
+              c[i] + 1);
+    CHECK(batch.position(0) == 3);
+    CHECK(batch.position(1) == 1);
+    CHECK(batch.position(2) == 5);
+    const auto calls = log.calls();
+    // Sequence 2's five tokens take two steps of n_batch 4; the others one each.
+    CHECK(std::count(calls.begin() + std::ptrdiff_t(setup_calls), calls.end(), "plan_execute") == 4);
+
+    // Refused before any work: an unknown sequence, one fed twice, one that overflows.
+    CHECK_THROWS_WITH_AS(batch.feed(std::vector<SequenceFeed>{{0, b}, {3, b}}),
+                         "sequence 3 is not one of this batch's 3", Error);
+    CHECK_THROWS_WITH_AS(batch.feed(std::vector<SequenceFeed>{{1, b}, {1, b}}), "sequence 1 is fed twice in one call",
+                         Error);
+    CHECK_THROWS_WITH_AS(batch.feed(std::vector<SequenceFeed>{{0, b}, {2, a}}),
+                         "sequence 2: context is full: 5 positions used, 3 more do not fit in 6", Error);
+    CHECK(batch.position(0) == 3);
+    batch.rewind(2, 1);
+    batch.feed(std::vector<SequenceFeed>{{2, b}});
+    CHECK(batch.position(2) == 2);
+    CHECK(argmax(2) == 8);
 }

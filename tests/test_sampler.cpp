@@ -159,3 +159,76 @@ TEST_CASE("bad sampler parameters are refused with a message") {
     p.top_p = 0.0f;
     CHECK_THROWS_WITH_AS(make_sampler(p, 4), "creating sampler: --top-p must be > 0 (got 0)", Error);
 }
+
+TEST_CASE("distribution: what sample() draws from, after penalties, top-k, top-p, min-p and temperature") {
+    auto p = greedy_params();
+    p.temperature = 0.5f;
+    p.top_k = 3;
+    p.repeat_penalty = 2.0f;
+    Sampler s = make_sampler(p, 5);
+    REQUIRE(s.has_speculative_entries());
+    s.accept(1);  // id 1's logit 2.0 becomes 1.0
+    const float logits[] = {1.5f, 2.0f, -1.0f, 0.25f, 1.0f};
+    std::array<float, 5> probs{};
+    s.distribution(logits, 5, probs.data());
+    // Top-3 after the penalty: ids 0 (1.5), 1 (1.0), 4 (1.0); then / 0.5 and softmax.
+    const double e0 = std::exp(3.0), e1 = std::exp(2.0), sum = e0 + 2 * e1;
+    CHECK(probs[0] == doctest::Approx(e0 / sum).epsilon(1e-6));
+    CHECK(probs[1] == doctest::Approx(e1 / sum).epsilon(1e-6));
+    CHECK(probs[4] == doctest::Approx(e1 / sum).epsilon(1e-6));
+    CHECK(probs[2] == 0.0f);
+    CHECK(probs[3] == 0.0f);
+    // And sample() follows it.
+    std::array<int, 5> counts{};
+    const int draws = 20000;
+    for (int i = 0; i < draws; ++i) ++counts[s.sample(logits, 5)];
+    for (int id = 0; id < 5; ++id) CHECK(double(counts[id]) / draws == doctest::Approx(probs[id]).epsilon(0.05));
+
+    Sampler g = make_sampler(greedy_params(), 5);
+    g.distribution(logits, 5, probs.data());
+    CHECK(probs == std::array<float, 5>{0.0f, 1.0f, 0.0f, 0.0f, 0.0f});
+    CHECK_THROWS_WITH(g.distribution(logits, 4, probs.data()), doctest::Contains("4 logits for a vocabulary of 5"));
+}
+
+TEST_CASE("uniform draws from the stream sample() draws from") {
+    auto p = greedy_params();
+    p.temperature = 1.0f;
+    Sampler a = make_sampler(p, 3), b = make_sampler(p, 3);
+    const float logits[] = {0.0f, 0.1f, 0.2f};
+    a.sample(logits, 3);  // one draw
+    b.uniform();
+    CHECK(a.uniform() == b.uniform());
+    Pcg64 rng = Pcg64::from_seed(p.seed);
+    Sampler c = make_sampler(p, 3);
+    for (int i = 0; i < 4; ++i) CHECK(c.uniform() == rng.uniform());
+}
+
+TEST_CASE("rollback: rejected tokens leave no trace in the penalties") {
+    auto p = greedy_params();
+    p.temperature = 1.0f;
+    p.repeat_penalty = 3.0f;
+    p.frequency_penalty = 0.5f;
+    p.penalty_last_n = 3;
+    const float logits[] = {1.0f, 0.5f, 0.25f, 2.0f, -0.5f};
+    auto distribution_after = [&](std::initializer_list<int32_t> accepted, int32_t rolled_back) {
+        Sampler s = make_sampler(p, 5);
+        for (int32_t t : accepted) s.accept(t);
+        s.rollback(rolled_back);
+        std::array<float, 5> probs{};
+        s.distribution(logits, 5, probs.data());
+        return probs;
+    };
+    // Token 0 slid out of the 3-token window when 3 and 4 came; taking them back brings it in again.
+    const auto kept = distribution_after({0, 1, 2}, 0);
+    CHECK(distribution_after({0, 1, 2, 3, 4}, 2) == kept);
+    CHECK(distribution_after({0, 1, 2, 3, 3, 3}, 3) == kept);
+    CHECK(distribution_after({0, 1, 2, 3}, 0) != kept);
+    CHECK(distribution_after({2, 1}, 2) == distribution_after({}, 0));
+
+    Sampler s = make_sampler(p, 5);
+    s.accept(1);
+    CHECK_THROWS_WITH(s.rollback(2), doctest::Contains("cannot take back 2 tokens"));
+    s.rollback(1);
+    s.reset();
+    CHECK_THROWS(s.rollback(1));
+}

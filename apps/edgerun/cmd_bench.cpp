@@ -8,6 +8,8 @@
 #include "commands.hpp"
 #include "engine_options.hpp"
 
+#include <edgerun/argmax.hpp>
+#include <edgerun/batch_runner.hpp>
 #include <edgerun/random.hpp>
 #include <edgerun/traffic.hpp>
 
@@ -15,7 +17,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <numeric>
 
 namespace edgerun::cli {
@@ -80,12 +84,120 @@ std::string json_array(const std::vector<double>& xs, double scale) {
     return out + "]";
 }
 
+std::vector<int32_t> parse_sequence_counts(const std::string& list) {
+    std::vector<int32_t> out;
+    size_t at = 0;
+    while (at <= list.size()) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, comma - at);
+        char* end = nullptr;
+        const long n = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || n < 1 || n > 1024)
+            throw Error("--sequences: '" + item + "' is not a count of 1 to 1024 (e.g. 1,2,4,8,16)", ER_E_INVALID_ARGUMENT);
+        out.push_back(int32_t(n));
+        at = comma + 1;
+    }
+    return out;
+}
+
+struct BatchResult {
+    int32_t sequences = 0;
+    bool batched = false;
+    Stats tok_s;  // aggregate: tokens of all sequences per second
+};
+
+// `n_seqs` sequences decoded together (each starts from one random token, then takes its
+// argmax): the aggregate tokens per second a server decoding that many conversations gets.
+class BatchDecode {
+public:
+    BatchDecode(const Engine& engine, int32_t n_seqs)
+        : batch_(engine.new_batch_runner(n_seqs)), tokens_(size_t(n_seqs), 0), feeds_(static_cast<size_t>(n_seqs)) {
+        for (int32_t s = 0; s < n_seqs; ++s) feeds_[size_t(s)] = SequenceFeed{s, std::span<const int32_t>(&tokens_[size_t(s)], 1)};
+    }
+
+    bool batched() const { return batch_->batched(); }
+
+    // n_gen steps from position 0; returns tokens of all sequences per second.
+    double run(int n_gen, Pcg64& rng) {
+        const int32_t n_seqs = batch_->n_seqs();
+        for (int32_t s = 0; s < n_seqs; ++s) {
+            batch_->rewind(s, 0);
+            tokens_[size_t(s)] = int32_t(rng.next() % uint64_t(batch_->n_vocab()));
+        }
+        const auto start = Clock::now();
+        for (int i = 0; i < n_gen; ++i) {
+            batch_->feed(feeds_);
+            for (int32_t s = 0; s < n_seqs; ++s) {
+                const auto logits = batch_->logits(s);
+                tokens_[size_t(s)] = int32_t(argmax_logits(logits.data(), int64_t(logits.size())).index);
+            }
+        }
+        return double(n_gen) * n_seqs / seconds_since(start);
+    }
+
+private:
+    std::unique_ptr<BatchRunner> batch_;
+    std::vector<int32_t> tokens_;
+    std::vector<SequenceFeed> feeds_;
+};
+
+int print_batch(const Engine& engine, const std::string& model_path, const std::vector<int32_t>& counts, int n_gen,
+                int repetitions, bool json) {
+    Pcg64 rng = Pcg64::from_seed(1234);
+    std::vector<std::unique_ptr<BatchDecode>> decodes;
+    for (int32_t n : counts) {
+        decodes.push_back(std::make_unique<BatchDecode>(engine, n));
+        decodes.back()->run(std::min(n_gen, 4), rng);  // warm-up, not timed
+    }
+    // Repetitions interleave the counts, so that on a shared machine every count sees
+    // the same mix of quiet and busy moments.
+    std::vector<std::vector<double>> rates(counts.size());
+    for (int r = 0; r < repetitions; ++r)
+        for (size_t i = 0; i < counts.size(); ++i) rates[i].push_back(decodes[i]->run(n_gen, rng));
+    std::vector<BatchResult> results;
+    for (size_t i = 0; i < counts.size(); ++i) results.push_back(BatchResult{counts[i], decodes[i]->batched(), stats_of(rates[i])});
+    const std::string backend_name(engine.backend().plugin().name());
+    const int32_t threads = engine.options().n_threads;
+    // Against the one-sequence row when it was measured.
+    double single = 0;
+    for (const BatchResult& r : results)
+        if (r.sequences == 1) single = r.tok_s.mean;
+    if (json) {
+        std::printf("{\"model\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", \"threads\": %d, \"kv_type\": \"%s\", "
+                    "\"n_gen\": %d, \"repetitions\": %d, \"batch\": [",
+                    json_escape(model_path).c_str(), backend_name.c_str(), json_escape(engine.device().name).c_str(),
+                    threads, kv_type_name(engine.options().kv_type), n_gen, repetitions);
+        for (size_t i = 0; i < results.size(); ++i)
+            std::printf("%s{\"sequences\": %d, \"batched\": %s, \"tok_s\": %.3f, \"tok_s_stddev\": %.3f}", i ? ", " : "",
+                        results[i].sequences, results[i].batched ? "true" : "false", results[i].tok_s.mean,
+                        results[i].tok_s.stddev);
+        std::printf("]}\n");
+        return 0;
+    }
+    std::printf("model: %s\nbackend: %s on %s, threads %d, KV %s; %d decode steps per sequence\n\n",
+                engine.model().hparams().name.c_str(), backend_name.c_str(), engine.device().name, threads,
+                kv_type_name(engine.options().kv_type), n_gen);
+    std::printf("| %9s | %-18s | %16s | %14s | %s\n", "sequences", "steps", "aggregate t/s", "per sequence", "vs 1");
+    std::printf("|-----------|--------------------|------------------|----------------|------\n");
+    for (const BatchResult& r : results) {
+        std::printf("| %9d | %-18s | %7.2f ± %6.2f | %14.2f | ", r.sequences,
+                    r.batched ? "shared" : (r.sequences == 1 ? "alone" : "one at a time"), r.tok_s.mean, r.tok_s.stddev,
+                    r.tok_s.mean / r.sequences);
+        if (single > 0)
+            std::printf("%.2fx\n", r.tok_s.mean / single);
+        else
+            std::printf("-\n");
+    }
+    return 0;
+}
+
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& args) {
     CommonOptions common;
     ModelOptions model_options;
     int n_prompt = 512, n_gen = 128, n_depth = 0, repetitions = 3;
+    std::string sequences;
     bool json = false;
     po::options_description desc("edgerun bench options");
     add_model_options(desc, model_options);
@@ -94,11 +206,25 @@ int cmd_bench(const std::vector<std::string>& args) {
         ("n-gen,n", po::value(&n_gen)->default_value(n_gen), "tokens to generate (0: skip)")
         ("n-depth,d", po::value(&n_depth)->default_value(n_depth), "tokens already in the cache before each test")
         ("repetitions,r", po::value(&repetitions)->default_value(repetitions), "runs of each test")
+        ("sequences", po::value(&sequences),
+         "instead: decode this many sequences together, -n tokens each (a list: 1,2,4,8,16), aggregate t/s")
         ("json", po::bool_switch(&json), "print one JSON object instead of the table");
-    if (!parse(args, desc, common, "usage: edgerun bench -m MODEL [--backend B] [-p 512] [-n 128] [-d 0] [-r 3] [--json]"))
+    if (!parse(args, desc, common,
+               "usage: edgerun bench -m MODEL [--backend B] [-p 512] [-n 128] [-d 0] [-r 3] [--sequences 1,2,4,8,16] [--json]"))
         return 0;
     if (n_prompt < 0 || n_gen < 0 || n_depth < 0 || repetitions < 1)
         throw Error("-p, -n and -d must be >= 0 and -r >= 1", ER_E_INVALID_ARGUMENT);
+    if (!sequences.empty()) {
+        if (n_depth > 0) throw Error("-d measures one sequence; --sequences starts every sequence at position 0", ER_E_INVALID_ARGUMENT);
+        const std::vector<int32_t> counts = parse_sequence_counts(sequences);
+        if (n_gen < 1) throw Error("--sequences needs -n of at least 1", ER_E_INVALID_ARGUMENT);
+        EngineOptions engine_options = resolve(model_options);
+        if (engine_options.n_ctx == 0) engine_options.n_ctx = n_gen + 1;
+        PluginRegistry registry = load_plugins(common);
+        Engine engine(registry, model_options.model, engine_options);
+        if (n_gen > engine.n_ctx()) throw Error("-n exceeds the context of " + std::to_string(engine.n_ctx()), ER_E_INVALID_ARGUMENT);
+        return print_batch(engine, model_options.model, counts, n_gen, repetitions, json);
+    }
 
     EngineOptions engine_options = resolve(model_options);
     const int n_test = std::max(n_prompt, n_gen);

@@ -113,7 +113,7 @@ Engine::Engine(const PluginRegistry& registry, const std::string& model_path, co
     if (options.n_batch < 1) throw Error("--batch-size must be at least 1", ER_E_INVALID_ARGUMENT);
 }
 
-std::unique_ptr<Runner> Engine::new_runner() const {
+er_context_params Engine::context_params() const {
     const HParams& hp = model_.hparams();
     auto params = sized<er_context_params>();
     params.n_ctx = n_ctx_;
@@ -123,7 +123,28 @@ std::unique_ptr<Runner> Engine::new_runner() const {
     params.n_head_kv = int32_t(hp.n_head_kv);
     params.head_dim_k = int32_t(hp.head_dim_k);
     params.head_dim_v = int32_t(hp.head_dim_v);
-    return std::make_unique<Runner>(backend_model_, params, prefill_graph_, decode_graph_);
+    params.n_seqs = 1;
+    return params;
+}
+
+std::unique_ptr<Runner> Engine::new_runner() const {
+    return std::make_unique<Runner>(backend_model_, context_params(), prefill_graph_, decode_graph_);
+}
+
+std::unique_ptr<BatchRunner> Engine::new_batch_runner(int32_t n_seqs, bool one_at_a_time) const {
+    if (n_seqs < 1) throw Error("a batch needs at least one sequence", ER_E_INVALID_ARGUMENT);
+    er_context_params params = context_params();
+    if (one_at_a_time || n_seqs == 1 || device_.max_seqs < n_seqs)
+        return std::make_unique<BatchRunner>(backend_model_, params, n_seqs, prefill_graph_, decode_graph_);
+    params.n_seqs = n_seqs;
+    // The decode step of every sequence at once; prefill keeps its n_batch rows (more
+    // when the sequences outnumber them).
+    const Graph batch = model_.build_graph(n_seqs);
+    if (n_seqs > params.n_batch) {
+        params.n_batch = n_seqs;
+        return std::make_unique<BatchRunner>(backend_model_, params, batch, batch);
+    }
+    return std::make_unique<BatchRunner>(backend_model_, params, prefill_graph_, batch);
 }
 
 }  // namespace edgerun

@@ -18,11 +18,18 @@
 //   er_backend  the device: nothing here (one host CPU)
 //   er_model    the weights: pointers to the host bytes the runtime hands over (the
 //               model file's mapping), never copies
-//   er_context  one conversation: its KV cache
+//   er_context  up to kMaxSeqs conversations (sequences): a KV cache for each
 //   er_plan     one compiled graph: a buffer per value, reused by every step
+//
+// A step carries rows of any of the context's sequences (er_step_row: sequence,
+// position, whether LOGITS computes it); each row attends only to its own sequence's
+// cache, so it comes out as it would in a step of its own. A backend that keeps one
+// sequence per context leaves device_info's max_seqs at 0 and the runtime steps the
+// sequences one context at a time instead.
 #include <edgerun/plugin_sdk.hpp>
 #include <edgerun/quant/blocks.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -36,6 +43,7 @@ using edgerun::sdk::Failure;
 using edgerun::sdk::guard;
 
 constexpr int32_t kF32 = 0, kQ8_0 = 8;  // GGUF type ids (edgerun/dtype.hpp has them all)
+constexpr int32_t kMaxSeqs = 16;        // sequences one context may hold (er_device_info.max_seqs)
 
 // --------------------------------------------------------------- weights --
 
@@ -87,14 +95,15 @@ struct Model {
 struct Context {
     Model* model = nullptr;
     er_context_params params{};
-    std::vector<float> k, v;  // [layer][position][kv head][head_dim]
+    int32_t n_seqs = 1;
+    std::vector<float> k, v;      // [layer][sequence][position][kv head][head_dim]
+    std::vector<int32_t> filled;  // per sequence: positions [0, filled) hold keys and values
 
-    float* k_at(int64_t layer, int64_t pos, int64_t head) {
-        return &k[((layer * params.n_ctx + pos) * params.n_head_kv + head) * params.head_dim_k];
+    int64_t row(int64_t layer, int64_t seq, int64_t pos, int64_t head) const {
+        return ((layer * n_seqs + seq) * params.n_ctx + pos) * params.n_head_kv + head;
     }
-    float* v_at(int64_t layer, int64_t pos, int64_t head) {
-        return &v[((layer * params.n_ctx + pos) * params.n_head_kv + head) * params.head_dim_v];
-    }
+    float* k_at(int64_t layer, int64_t seq, int64_t pos, int64_t head) { return &k[row(layer, seq, pos, head) * params.head_dim_k]; }
+    float* v_at(int64_t layer, int64_t seq, int64_t pos, int64_t head) { return &v[row(layer, seq, pos, head) * params.head_dim_v]; }
 };
 
 struct Plan {
@@ -105,6 +114,10 @@ struct Plan {
     std::vector<std::vector<float>> floats;  // F32 values: max_tokens rows each
     std::vector<std::vector<int32_t>> ids;   // I32 values (token ids)
     std::vector<int32_t> rows;               // rows each value holds after the last step
+    // The step being run: each row's sequence and position, and the rows LOGITS computes.
+    std::vector<int32_t> row_seq, row_pos, logit_rows;
+    std::vector<float> logits_in;            // LOGITS' input rows gathered when only some ask
+    bool has_attention = false;              // steps write the KV cache (so positions must not leave gaps)
 };
 
 // ------------------------------------------------------------- the subset --
@@ -124,10 +137,9 @@ int32_t supports(er_backend*, const er_op_query* q) {
 
 // --------------------------------------------------------------------- ops --
 
-void run_matmul(Plan& p, const er_node& node, int32_t n, bool last_row_only) {
-    const float* x = p.floats[node.inputs[0]].data();
+// out = x · Wᵀ (+ bias) for the first n rows of x.
+void run_matmul(Plan& p, const er_node& node, const float* x, int32_t n) {
     const int64_t width = p.values[node.inputs[0]].width;
-    const int32_t first = last_row_only ? n - 1 : 0;
     for (int32_t k = 0; k < node.n_outputs; ++k) {
         const Weight& w = p.ctx->model->weights[node.weights[k]];
         const std::vector<float> bias = node.biases[k] >= 0 ? dequantize(p.ctx->model->weights[node.biases[k]]) : std::vector<float>();
@@ -135,10 +147,19 @@ void run_matmul(Plan& p, const er_node& node, int32_t n, bool last_row_only) {
         std::vector<float> row(size_t(w.cols));
         for (int64_t j = 0; j < w.rows; ++j) {
             dequantize_row(w, j, row.data());
-            for (int32_t r = first; r < n; ++r)
-                out[(r - first) * w.rows + j] = dot(x + r * width, row.data(), width) + (bias.empty() ? 0.0f : bias[j]);
+            for (int32_t r = 0; r < n; ++r)
+                out[r * w.rows + j] = dot(x + r * width, row.data(), width) + (bias.empty() ? 0.0f : bias[j]);
         }
     }
+}
+
+// LOGITS for the rows the step asks about, gathered in step order.
+void run_logits(Plan& p, const er_node& node) {
+    const int64_t width = p.values[node.inputs[0]].width;
+    const float* x = p.floats[node.inputs[0]].data();
+    for (size_t i = 0; i < p.logit_rows.size(); ++i)
+        std::memcpy(&p.logits_in[i * width], x + p.logit_rows[i] * width, size_t(width) * sizeof(float));
+    run_matmul(p, node, p.logits_in.data(), int32_t(p.logit_rows.size()));
 }
 
 void run_rms_norm(Plan& p, const er_node& node, int32_t n) {
@@ -154,7 +175,7 @@ void run_rms_norm(Plan& p, const er_node& node, int32_t n) {
     }
 }
 
-void run_rope(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
+void run_rope(Plan& p, const er_node& node, int32_t n) {
     const er_rope_params& rp = node.params.rope;
     const std::vector<float> factors = node.weights[0] >= 0 ? dequantize(p.ctx->model->weights[node.weights[0]]) : std::vector<float>();
     const int64_t width = p.values[node.inputs[0]].width;
@@ -168,7 +189,7 @@ void run_rope(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
                 // Pair k turns at freq_base^(-2k/n_rot) radians per position.
                 double freq = std::pow(double(rp.freq_base), -2.0 * k / rp.n_rot) * rp.freq_scale;
                 if (!factors.empty()) freq /= factors[k];
-                const double angle = double(pos0 + r) * freq, c = std::cos(angle), s = std::sin(angle);
+                const double angle = double(p.row_pos[r]) * freq, c = std::cos(angle), s = std::sin(angle);
                 // NORMAL pairs neighbours (2k, 2k+1); NEOX pairs the halves (k, k + n_rot/2).
                 const int32_t a = rp.mode == ER_ROPE_NEOX ? k : 2 * k;
                 const int32_t b = rp.mode == ER_ROPE_NEOX ? k + half : 2 * k + 1;
@@ -178,21 +199,22 @@ void run_rope(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
         }
 }
 
-// Appends this step's keys and values to the cache, then lets every query row attend to
-// the positions up to its own (causal), query head h reading KV head h / (n_head / n_head_kv).
-void run_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
+// Appends each row's key and value to its sequence's cache at its position, then lets
+// every query row attend to the positions up to its own (causal) of its own sequence,
+// query head h reading KV head h / (n_head / n_head_kv).
+void run_attention(Plan& p, const er_node& node, int32_t n) {
     const er_attention_params& ap = node.params.attention;
     Context& c = *p.ctx;
     const int64_t dk = ap.head_dim_k, dv = ap.head_dim_v;
     for (int32_t r = 0; r < n; ++r)
         for (int32_t g = 0; g < ap.n_head_kv; ++g) {
-            std::memcpy(c.k_at(node.layer, pos0 + r, g), &p.floats[node.inputs[1]][(int64_t(r) * ap.n_head_kv + g) * dk], size_t(dk) * 4);
-            std::memcpy(c.v_at(node.layer, pos0 + r, g), &p.floats[node.inputs[2]][(int64_t(r) * ap.n_head_kv + g) * dv], size_t(dv) * 4);
+            std::memcpy(c.k_at(node.layer, p.row_seq[r], p.row_pos[r], g), &p.floats[node.inputs[1]][(int64_t(r) * ap.n_head_kv + g) * dk], size_t(dk) * 4);
+            std::memcpy(c.v_at(node.layer, p.row_seq[r], p.row_pos[r], g), &p.floats[node.inputs[2]][(int64_t(r) * ap.n_head_kv + g) * dv], size_t(dv) * 4);
         }
     const int32_t heads_per_kv = ap.n_head / ap.n_head_kv;
     std::vector<float> weights;
     for (int32_t r = 0; r < n; ++r) {
-        const int32_t n_pos = pos0 + r + 1;
+        const int32_t seq = p.row_seq[r], n_pos = p.row_pos[r] + 1;
         for (int32_t h = 0; h < ap.n_head; ++h) {
             const int32_t g = h / heads_per_kv;
             const float* q = &p.floats[node.inputs[0]][(int64_t(r) * ap.n_head + h) * dk];
@@ -200,7 +222,7 @@ void run_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
             weights.resize(size_t(n_pos));
             float max = -INFINITY;
             for (int32_t j = 0; j < n_pos; ++j) {
-                weights[j] = ap.scale * dot(q, c.k_at(node.layer, j, g), dk);
+                weights[j] = ap.scale * dot(q, c.k_at(node.layer, seq, j, g), dk);
                 max = std::fmax(max, weights[j]);
             }
             double sum = 0.0;
@@ -211,17 +233,42 @@ void run_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
             float* out = &p.floats[node.outputs[0]][(int64_t(r) * ap.n_head + h) * dv];
             for (int64_t i = 0; i < dv; ++i) {
                 double acc = 0.0;
-                for (int32_t j = 0; j < n_pos; ++j) acc += double(weights[j]) * c.v_at(node.layer, j, g)[i];
+                for (int32_t j = 0; j < n_pos; ++j) acc += double(weights[j]) * c.v_at(node.layer, seq, j, g)[i];
                 out[i] = float(acc / sum);
             }
         }
     }
 }
 
+// Each row's sequence and position, and which rows LOGITS computes: from the row table,
+// or for a step without one, positions pos0.. of sequence 0. Checked before anything runs.
+void read_rows(Plan& p, const er_step& step) {
+    const int32_t n = step.n_tokens;
+    Context& c = *p.ctx;
+    p.logit_rows.clear();
+    for (int32_t r = 0; r < n; ++r) {
+        const er_step_row row = step.rows ? step.rows[r] : er_step_row{0, step.pos0 + r, step.logits_all || r == n - 1, 0};
+        if (row.seq < 0 || row.seq >= c.n_seqs)
+            throw Failure(ER_E_INVALID_ARGUMENT, "row " + std::to_string(r) + ": sequence " + std::to_string(row.seq) + " is not in the context");
+        if (row.pos < 0 || row.pos >= c.params.n_ctx) throw Failure(ER_E_INVALID_ARGUMENT, "positions past the context");
+        // A sequence's rows continue one another; its first may not leave a gap in its cache.
+        int32_t previous = -1;
+        for (int32_t e = r - 1; e >= 0 && previous < 0; --e)
+            if (p.row_seq[e] == row.seq) previous = e;
+        const bool fits = previous >= 0 ? row.pos == p.row_pos[previous] + 1 : !p.has_attention || row.pos <= c.filled[row.seq];
+        if (!fits)
+            throw Failure(ER_E_INVALID_ARGUMENT, "row " + std::to_string(r) + ": position " + std::to_string(row.pos) +
+                                                     " does not continue sequence " + std::to_string(row.seq));
+        p.row_seq[r] = row.seq;
+        p.row_pos[r] = row.pos;
+        if (row.logits) p.logit_rows.push_back(r);
+    }
+}
+
 void execute(Plan& p, const er_step& step) {
     const int32_t n = step.n_tokens;
     if (n < 1 || n > p.max_tokens) throw Failure(ER_E_INVALID_ARGUMENT, "a step of " + std::to_string(n) + " tokens");
-    if (step.pos0 < 0 || step.pos0 + n > p.ctx->params.n_ctx) throw Failure(ER_E_INVALID_ARGUMENT, "positions past the context");
+    read_rows(p, step);
     for (const er_node& node : p.nodes) {
         const int64_t width = p.values[node.outputs[0]].width;
         float* out = p.floats[node.outputs[0]].data();
@@ -235,11 +282,11 @@ void execute(Plan& p, const er_step& step) {
                 }
                 break;
             }
-            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: run_matmul(p, node, n, false); break;
-            case ER_OP_LOGITS: run_matmul(p, node, n, !step.logits_all); break;
+            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: run_matmul(p, node, p.floats[node.inputs[0]].data(), n); break;
+            case ER_OP_LOGITS: run_logits(p, node); break;
             case ER_OP_RMS_NORM: run_rms_norm(p, node, n); break;
-            case ER_OP_ROPE: run_rope(p, node, n, step.pos0); break;
-            case ER_OP_ATTENTION: run_attention(p, node, n, step.pos0); break;
+            case ER_OP_ROPE: run_rope(p, node, n); break;
+            case ER_OP_ATTENTION: run_attention(p, node, n); break;
             case ER_OP_SWIGLU: case ER_OP_ADD: {
                 const float* a = p.floats[node.inputs[0]].data();
                 const float* b = p.floats[node.inputs[1]].data();
@@ -249,8 +296,10 @@ void execute(Plan& p, const er_step& step) {
             }
         }
         for (int32_t k = 0; k < node.n_outputs; ++k)
-            p.rows[node.outputs[k]] = node.op == ER_OP_LOGITS && !step.logits_all ? 1 : n;
+            p.rows[node.outputs[k]] = node.op == ER_OP_LOGITS ? int32_t(p.logit_rows.size()) : n;
     }
+    if (p.has_attention)
+        for (int32_t r = 0; r < n; ++r) p.ctx->filled[p.row_seq[r]] = p.row_pos[r] + 1;  // a sequence's last row wins
 }
 
 // -------------------------------------------------------------- the ABI --
@@ -261,6 +310,7 @@ er_status device_info(int32_t device, er_device_info* out, er_error* err) {
     std::snprintf(out->kind, sizeof out->kind, "cpu");
     out->unified_memory = 1;
     out->score = 0;  // never chosen unless asked for by name
+    out->max_seqs = kMaxSeqs;
     return ER_OK;
 }
 
@@ -288,10 +338,13 @@ er_status model_load(er_backend*, const er_model_params* params, er_model** out,
 er_status context_create(er_model* model, const er_context_params* params, er_context** out, er_error* err) {
     return guard(err, [&] {
         if (params->kv_type != ER_KV_F32) throw Failure(ER_E_UNSUPPORTED, "example keeps an F32 KV cache only");
+        if (params->n_seqs > kMaxSeqs) throw Failure(ER_E_UNSUPPORTED, "example holds at most 16 sequences per context");
         auto ctx = std::make_unique<Context>();
         ctx->model = reinterpret_cast<Model*>(model);
         ctx->params = *params;
-        const size_t rows = size_t(params->n_layer) * size_t(params->n_ctx) * size_t(params->n_head_kv);
+        ctx->n_seqs = params->n_seqs > 1 ? params->n_seqs : 1;
+        ctx->filled.assign(size_t(ctx->n_seqs), 0);
+        const size_t rows = size_t(params->n_layer) * size_t(ctx->n_seqs) * size_t(params->n_ctx) * size_t(params->n_head_kv);
         ctx->k.assign(rows * size_t(params->head_dim_k), 0.0f);
         ctx->v.assign(rows * size_t(params->head_dim_v), 0.0f);
         *out = reinterpret_cast<er_context*>(ctx.release());
@@ -306,12 +359,21 @@ er_status plan_create(er_context* ctx, const er_graph* graph, er_plan** out, er_
         plan->max_tokens = graph->max_tokens;
         plan->nodes.assign(graph->nodes, graph->nodes + graph->n_nodes);
         plan->values.assign(graph->values, graph->values + graph->n_values);
-        for (const er_node& node : plan->nodes)
-            if (node.op == ER_OP_ATTENTION && node.params.attention.n_head_kv != plan->ctx->params.n_head_kv)
+        for (const er_node& node : plan->nodes) {
+            if (node.op != ER_OP_ATTENTION) continue;
+            if (node.params.attention.n_head_kv != plan->ctx->params.n_head_kv)
                 throw Failure(ER_E_INVALID_ARGUMENT, "attention's KV heads differ from the context's");
+            plan->has_attention = true;
+        }
         plan->floats.resize(plan->values.size());
         plan->ids.resize(plan->values.size());
         plan->rows.assign(plan->values.size(), 0);
+        plan->row_seq.assign(size_t(graph->max_tokens), 0);
+        plan->row_pos.assign(size_t(graph->max_tokens), 0);
+        plan->logit_rows.reserve(size_t(graph->max_tokens));
+        int64_t widest = 0;
+        for (const er_value_desc& v : plan->values) widest = std::max(widest, v.width);
+        plan->logits_in.assign(size_t(widest) * size_t(graph->max_tokens), 0.0f);
         for (size_t v = 0; v < plan->values.size(); ++v) {
             const size_t size = size_t(plan->values[v].width) * size_t(graph->max_tokens);
             if (plan->values[v].type == ER_VALUE_I32) plan->ids[v].assign(size, 0);

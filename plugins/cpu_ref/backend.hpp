@@ -14,6 +14,10 @@
 
 namespace edgerun::cpu_ref {
 
+// The most sequences one context holds (er_device_info.max_seqs): only a bound on the
+// table sizes; the KV cache of each costs n_ctx positions.
+inline constexpr int32_t kMaxSeqs = 64;
+
 struct Backend {
     Isa isa = Isa::Generic;
     std::unique_ptr<ThreadPool> pool;
@@ -29,9 +33,10 @@ struct Context {
     Model* model = nullptr;
     er_context_params params{};
     std::unique_ptr<KvCache> kv;
-    // Positions [0, n_filled) of the cache hold data from earlier steps; a step may start
-    // anywhere up to there (rewinding) but not past it.
-    int32_t n_filled = 0;
+    // Per sequence: positions [0, n_filled[s]) of its cache hold data from earlier steps;
+    // a step may start the sequence anywhere up to there (rewinding) but not past it.
+    std::vector<int32_t> n_filled;
+    std::vector<int32_t> next_pos;  // per sequence, while a step is checked (-1: no row yet)
     std::atomic<uint64_t> scratch_bytes{0};
     std::mutex step_mutex;  // one step at a time: steps of any plan write the same cache
 };

@@ -84,6 +84,7 @@ er_status device_info(int32_t device, er_device_info* out, er_error* err) {
         out->memory_free = avail > 0 && page > 0 ? static_cast<uint64_t>(avail) * page : 0;
         out->unified_memory = 1;
         out->score = 1;  // the reference: chosen only when nothing faster is there
+        out->max_seqs = kMaxSeqs;
     });
 }
 
@@ -144,10 +145,15 @@ er_status context_create(er_model* model, const er_context_params* params, er_co
             throw Failure(ER_E_INVALID_ARGUMENT, "context_create: context params missing or too small");
         if (params->n_batch < 1)
             throw Failure(ER_E_INVALID_ARGUMENT, "context: n_batch must be at least 1 (got " + std::to_string(params->n_batch) + ")");
+        if (params->n_seqs > kMaxSeqs)
+            throw Failure(ER_E_UNSUPPORTED, "context: cpu_ref holds at most " + std::to_string(kMaxSeqs) +
+                                                " sequences per context (asked for " + std::to_string(params->n_seqs) + ")");
         auto ctx = std::make_unique<Context>();
         ctx->model = as_model(model);
         ctx->params = *params;
         ctx->kv = std::make_unique<KvCache>(*params);
+        ctx->n_filled.assign(static_cast<size_t>(ctx->kv->n_seqs()), 0);
+        ctx->next_pos.assign(static_cast<size_t>(ctx->kv->n_seqs()), -1);
         *out = reinterpret_cast<er_context*>(ctx.release());
     });
 }
@@ -181,9 +187,9 @@ er_status plan_get_output(er_plan* plan, int32_t value, float* dst, int64_t n_ro
     return as_plan(plan)->get_output(value, dst, n_rows, err);
 }
 
-er_status plan_argmax(er_plan* plan, int32_t value, int32_t* token, er_error* err) {
+er_status plan_argmax(er_plan* plan, int32_t value, int32_t* tokens, int64_t n_rows, er_error* err) {
     if (!plan) return set_error(err, ER_E_INVALID_ARGUMENT, "plan_argmax: no plan");
-    return as_plan(plan)->argmax(value, token, err);
+    return as_plan(plan)->argmax(value, tokens, n_rows, err);
 }
 
 er_status memory_stats(er_context* ctx, er_memory_stats* out, er_error* err) {

@@ -31,7 +31,7 @@ void RopeTable::init(const er_rope_params& params, const float* freq_factors, in
     values_.assign(static_cast<size_t>(max_rows) * params.n_rot, 0.0f);
 }
 
-void RopeTable::compute(int32_t pos0, int32_t n_rows) {
+void RopeTable::compute(const int32_t* positions, int32_t n_rows) {
     // ggml_rope_cache_init: theta starts at the position and is multiplied by
     // theta_scale per pair (in float), divided by the pair's frequency factor, then
     // scaled by freq_scale; mscale is 1 (attn_factor 1, no YaRN ramp).
@@ -39,7 +39,7 @@ void RopeTable::compute(int32_t pos0, int32_t n_rows) {
     const float theta_scale = std::pow(params_.freq_base, -2.0f / static_cast<float>(params_.n_rot));
     for (int32_t r = 0; r < n_rows; ++r) {
         float* cs = values_.data() + static_cast<int64_t>(r) * params_.n_rot;
-        float theta = static_cast<float>(pos0 + r);
+        float theta = static_cast<float>(positions[r]);
         for (int32_t k = 0; k < n_pairs; ++k) {
             const float factor = factors_ ? factors_[k] : 1.0f;
             const float angle = params_.freq_scale * (theta / factor);

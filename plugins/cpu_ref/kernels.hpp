@@ -24,17 +24,31 @@ using DotRowsFn = void (*)(const void* rows, uint64_t stride, int64_t n_rows, co
                            float* out);
 using WeightedSumFn = void (*)(const void* rows, uint64_t stride, const float* weights, int64_t n_rows, float* y,
                                int64_t n);
+using DotMultiFn = void (*)(const void* row, const float* x, int64_t x_stride, int32_t n_x, int64_t n, float* out,
+                            int64_t out_stride, float* scratch);
+
+// The most vectors one dot_multi call takes: the rows of a step that the matmul runs
+// through it (larger steps go to BLAS).
+inline constexpr int32_t kMaxDotRows = 16;
 
 // For the attention loops, two batched forms over rows `stride` bytes apart, defined as
 // the loops they replace (so they give the same bits): dot_rows is
 // out[j] = dot(row_j, x) * scale, weighted_sum is axpy(weights[j], row_j, y) for
 // j = 0, 1, ... in order.
+//
+// For the matmul of a step of several rows, dot_multi is one stored row against up to
+// kMaxDotRows vectors: out[i * out_stride] = dot(row, x + i * x_stride) for i < n_x. The
+// row is decoded once for every few vectors (in registers) or once for all of them (into
+// `scratch`, n floats), and each vector's sum keeps the canonical lane order, so every
+// result is bit-identical to dot() of that vector alone: a row of a batched step is the
+// row of a step of its own.
 struct RowKernels {
     DotFn dot;          // sum_i w_i * x_i over n values
     DequantFn dequant;  // y[i] = w_i
     AxpyFn axpy;        // y[i] = fma(a, w_i, y[i])
     DotRowsFn dot_rows;
     WeightedSumFn weighted_sum;
+    DotMultiFn dot_multi;
 };
 
 enum class Isa : int { Generic = 0, Avx2 = 1 };

@@ -269,6 +269,60 @@ void weighted_sum(const void* rows, uint64_t stride, const float* weights, int64
     for (int64_t j = 0; j < n_rows; ++j) kAxpy(weights[j], static_cast<const uint8_t*>(rows) + j * stride, y, n);
 }
 
+// dot() of one stored row with n_x vectors (kernels.hpp, dot_multi). Past eight vectors
+// the row is decoded once into `w`, then the vectors go in groups of up to three whose 32
+// lanes each stay in registers (12 accumulators and one weight register). Every lane is
+// fed in the order dot() feeds it, so each result has dot()'s bits.
+template <int G>
+void dot_group(const float* w, const float* x, int64_t x_stride, int64_t n, float* out, int64_t out_stride) {
+    __m256 acc[G][4];
+    for (int g = 0; g < G; ++g)
+        for (int k = 0; k < 4; ++k) acc[g][k] = _mm256_setzero_ps();
+    const int64_t full = n / 32 * 32;
+    for (int64_t c = 0; c < full; c += 32)
+        for (int k = 0; k < 4; ++k) {
+            const __m256 wk = _mm256_loadu_ps(w + c + 8 * k);
+            for (int g = 0; g < G; ++g) acc[g][k] = _mm256_fmadd_ps(wk, _mm256_loadu_ps(x + g * x_stride + c + 8 * k), acc[g][k]);
+        }
+    for (int g = 0; g < G; ++g) {
+        Lanes lanes;
+        for (int k = 0; k < 4; ++k) lanes.a[k] = acc[g][k];
+        if (full == n) {
+            out[g * out_stride] = lanes.sum();
+            continue;
+        }
+        // The tail of a plain row: lanes 0.. in order, as Plain::dot.
+        float tail[kLanes];
+        lanes.store(tail);
+        const float* xg = x + g * x_stride;
+        for (int64_t i = full; i < n; ++i) tail[i - full] = __builtin_fmaf(w[i], xg[i], tail[i - full]);
+        out[g * out_stride] = lane_sum(tail);
+    }
+}
+
+// Up to eight vectors, each block is decoded in registers for two or three vectors at a
+// time (K::dot2, K::dot3): cheaper than decoding the row to memory once and reading it
+// back for each vector (measured on SmolLM2's Q4_1 rows: 3 vectors 1.6x, 8 vectors 1.05x
+// faster). More vectors: the row is decoded once to scratch for all of them.
+template <class K>
+void dot_multi(const void* row, const float* x, int64_t x_stride, int32_t n_x, int64_t n, float* out,
+               int64_t out_stride, float* scratch) {
+    if (n_x <= 8) {
+        int32_t r = 0;
+        // Threes, then twos: a vector goes alone only when it is the only one.
+        for (; n_x - r > 4 || n_x - r == 3; r += 3) K::dot3(row, x + r * x_stride, x_stride, n, out + r * out_stride, out_stride);
+        for (; n_x - r >= 2; r += 2)
+            K::dot2(row, x + r * x_stride, x + (r + 1) * x_stride, n, out + r * out_stride, out + (r + 1) * out_stride);
+        if (r < n_x) out[r * out_stride] = K::dot(row, x + r * x_stride, n);
+        return;
+    }
+    K::dequant(row, scratch, n);
+    int32_t r = 0;
+    for (; r + 3 <= n_x; r += 3) dot_group<3>(scratch, x + r * x_stride, x_stride, n, out + r * out_stride, out_stride);
+    if (n_x - r == 2) dot_group<2>(scratch, x + r * x_stride, x_stride, n, out + r * out_stride, out_stride);
+    if (n_x - r == 1) dot_group<1>(scratch, x + r * x_stride, x_stride, n, out + r * out_stride, out_stride);
+}
+
 // weighted_sum for rows whose 32-value chunks dequantize on their own (plain types and
 // Q8_0): each chunk of y stays in registers while every row adds to it, in row order.
 template <class Chunk>
@@ -302,6 +356,35 @@ void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weight
                 dequantize(p, [&](int chunk, const __m256* w) { lanes.fma32(w, x + 32 * chunk); });    \
             return lanes.sum();                                                                        \
         }                                                                                              \
+        /* dot() of two (three) vectors, each block decoded once for them all */                       \
+        static void dot2(const void* row, const float* x0, const float* x1, int64_t n, float* out0,     \
+                         float* out1) {                                                                \
+            const auto* p = static_cast<const uint8_t*>(row);                                          \
+            Lanes a0, a1;                                                                              \
+            for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), x0 += (QK), x1 += (QK))              \
+                dequantize(p, [&](int chunk, const __m256* w) {                                        \
+                    a0.fma32(w, x0 + 32 * chunk);                                                      \
+                    a1.fma32(w, x1 + 32 * chunk);                                                      \
+                });                                                                                    \
+            *out0 = a0.sum();                                                                          \
+            *out1 = a1.sum();                                                                          \
+        }                                                                                              \
+        static void dot3(const void* row, const float* x0, int64_t stride, int64_t n, float* out,       \
+                         int64_t out_stride) {                                                         \
+            const auto* p = static_cast<const uint8_t*>(row);                                          \
+            const float* x1 = x0 + stride;                                                             \
+            const float* x2 = x1 + stride;                                                             \
+            Lanes a0, a1, a2;                                                                          \
+            for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), x0 += (QK), x1 += (QK), x2 += (QK))  \
+                dequantize(p, [&](int chunk, const __m256* w) {                                        \
+                    a0.fma32(w, x0 + 32 * chunk);                                                      \
+                    a1.fma32(w, x1 + 32 * chunk);                                                      \
+                    a2.fma32(w, x2 + 32 * chunk);                                                      \
+                });                                                                                    \
+            out[0] = a0.sum();                                                                         \
+            out[out_stride] = a1.sum();                                                                \
+            out[2 * out_stride] = a2.sum();                                                            \
+        }                                                                                              \
         static void dequant(const void* row, float* y, int64_t n) {                                    \
             const auto* p = static_cast<const uint8_t*>(row);                                          \
             for (int64_t b = 0; b < n / (QK); ++b, p += (kBytes), y += (QK))                           \
@@ -320,7 +403,8 @@ void weighted_sum_chunked(const void* rows, uint64_t stride, const float* weight
                     }                                                                                  \
                 });                                                                                    \
         }                                                                                              \
-        static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum<&axpy>}; \
+        static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum<&axpy>,  \
+                                            &dot_multi<Name>};                                           \
     };
 
 ER_AVX2_QUANT(Q4_0, 32, 18, dequantize_q4_0)
@@ -343,7 +427,8 @@ struct Q8_0 : Q8_0_rows {
         });
     }
     static float load1(const uint8_t*, int64_t) { return 0.0f; }  // rows are whole blocks
-    static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum_chunked<Q8_0>};
+    static constexpr RowKernels kernels{&dot,           &dequant, &axpy, &dot_rows<&dot>, &weighted_sum_chunked<Q8_0>,
+                                        &dot_multi<Q8_0_rows>};
 };
 
 // ------------------------------------------------------------ plain rows --
@@ -392,6 +477,14 @@ struct Plain {
         for (int64_t i = full; i < n; ++i) acc[i - full] = __builtin_fmaf(plain_value<kType>(p, i), x[i], acc[i - full]);
         return lane_sum(acc);
     }
+    // Plain rows cost little to decode: one vector at a time.
+    static void dot2(const void* row, const float* x0, const float* x1, int64_t n, float* out0, float* out1) {
+        *out0 = dot(row, x0, n);
+        *out1 = dot(row, x1, n);
+    }
+    static void dot3(const void* row, const float* x0, int64_t stride, int64_t n, float* out, int64_t out_stride) {
+        for (int i = 0; i < 3; ++i) out[i * out_stride] = dot(row, x0 + i * stride, n);
+    }
     static void dequant(const void* row, float* y, int64_t n) {
         const auto* p = static_cast<const uint8_t*>(row);
         int64_t i = 0;
@@ -409,7 +502,8 @@ struct Plain {
         for (int k = 0; k < 4; ++k) w[k] = load8<kType>(row, c + 8 * k);
     }
     static float load1(const uint8_t* row, int64_t i) { return plain_value<kType>(row, i); }
-    static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum_chunked<Plain>};
+    static constexpr RowKernels kernels{&dot,           &dequant, &axpy, &dot_rows<&dot>, &weighted_sum_chunked<Plain>,
+                                        &dot_multi<Plain>};
 };
 
 }  // namespace

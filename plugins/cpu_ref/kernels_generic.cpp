@@ -44,6 +44,25 @@ void weighted_sum(const void* rows, uint64_t stride, const float* weights, int64
     for (int64_t j = 0; j < n_rows; ++j) kAxpy(weights[j], static_cast<const uint8_t*>(rows) + j * stride, y, n);
 }
 
+// dot() of one stored row with n_x vectors: the row decoded once into `scratch`, then
+// per vector the same fused multiply-adds into the same lanes as dot() (element i into
+// lane i % 32), so the same bits.
+template <DotFn kDot, DequantFn kDequant>
+void dot_multi(const void* row, const float* x, int64_t x_stride, int32_t n_x, int64_t n, float* out,
+               int64_t out_stride, float* scratch) {
+    if (n_x == 1) {
+        out[0] = kDot(row, x, n);
+        return;
+    }
+    kDequant(row, scratch, n);
+    for (int32_t r = 0; r < n_x; ++r) {
+        const float* xr = x + r * x_stride;
+        float acc[kLanes] = {};
+        for (int64_t i = 0; i < n; i += kLanes) lanes_fma(acc, scratch + i, xr + i, n - i < kLanes ? int(n - i) : kLanes);
+        out[r * out_stride] = lane_sum(acc);
+    }
+}
+
 // ---------------------------------------------------------- plain types --
 
 // Converts values [i0, i0 + n) of a plain row to F32.
@@ -133,13 +152,19 @@ struct Quant {
         }
     }
 
-    static constexpr RowKernels kernels{&dot, &dequant, &axpy, &dot_rows<&dot>, &weighted_sum<&axpy>};
+    static constexpr RowKernels kernels{&dot,           &dequant,
+                                        &axpy,          &dot_rows<&dot>,
+                                        &weighted_sum<&axpy>, &dot_multi<&dot, &dequant>};
 };
 
 template <int32_t kType>
 struct Plain {
-    static constexpr RowKernels kernels{&dot_plain<kType>, &dequant_plain<kType>, &axpy_plain<kType>,
-                                        &dot_rows<&dot_plain<kType>>, &weighted_sum<&axpy_plain<kType>>};
+    static constexpr RowKernels kernels{&dot_plain<kType>,
+                                        &dequant_plain<kType>,
+                                        &axpy_plain<kType>,
+                                        &dot_rows<&dot_plain<kType>>,
+                                        &weighted_sum<&axpy_plain<kType>>,
+                                        &dot_multi<&dot_plain<kType>, &dequant_plain<kType>>};
 };
 
 }  // namespace

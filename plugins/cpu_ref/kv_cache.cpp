@@ -28,7 +28,8 @@ void quantize_row_q8_0(const float* x, void* dst, int64_t n) {
     }
 }
 
-KvCache::KvCache(const er_context_params& p) : kv_type_(p.kv_type), n_ctx_(p.n_ctx), n_head_kv_(p.n_head_kv) {
+KvCache::KvCache(const er_context_params& p)
+    : kv_type_(p.kv_type), n_ctx_(p.n_ctx), n_head_kv_(p.n_head_kv), n_seqs_(p.n_seqs > 1 ? p.n_seqs : 1) {
     auto bad = [](const std::string& what) { return Failure(ER_E_INVALID_ARGUMENT, "context: " + what); };
     if (p.n_ctx < 1) throw bad("n_ctx must be at least 1 (got " + std::to_string(p.n_ctx) + ")");
     if (p.n_layer < 0) throw bad("n_layer is negative");
@@ -50,8 +51,8 @@ KvCache::KvCache(const er_context_params& p) : kv_type_(p.kv_type), n_ctx_(p.n_c
     kernels_ = row_kernels(row_dtype_);
     k_row_bytes_ = static_cast<uint64_t>(p.head_dim_k) * elem_num / elem_den;
     v_row_bytes_ = static_cast<uint64_t>(p.head_dim_v) * elem_num / elem_den;
-    const uint64_t rows = static_cast<uint64_t>(p.n_layer) * static_cast<uint64_t>(p.n_ctx) *
-                          static_cast<uint64_t>(p.n_layer > 0 ? p.n_head_kv : 0);
+    const uint64_t rows = static_cast<uint64_t>(p.n_layer) * static_cast<uint64_t>(n_seqs_) *
+                          static_cast<uint64_t>(p.n_ctx) * static_cast<uint64_t>(p.n_layer > 0 ? p.n_head_kv : 0);
     bytes_ = rows * (k_row_bytes_ + v_row_bytes_);
     if (rows == 0) return;
     // calloc: zeroed pages the OS maps on first touch, so a large n_ctx costs nothing

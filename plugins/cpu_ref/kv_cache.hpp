@@ -1,14 +1,15 @@
 // The KV cache of one context, and the reference layout every backend's cache is
 // judged against.
 //
-// Geometry: n_layer layers, n_ctx positions, n_head_kv heads; K rows hold head_dim_k
-// values, V rows head_dim_v. K and V are separate arrays, each
+// Geometry: n_layer layers, n_seqs sequences of n_ctx positions, n_head_kv heads; K rows
+// hold head_dim_k values, V rows head_dim_v. K and V are separate arrays, each
 //
-//     [layer][position][kv head][row of head_dim values]
+//     [layer][sequence][position][kv head][row of head_dim values]
 //
-// so one (layer, position, head) row is contiguous, V is not transposed, and writing
-// a position touches only that position's rows (appending a token never rewrites
-// older ones). Row encodings by er_context_params.kv_type:
+// so one (layer, sequence, position, head) row is contiguous, V is not transposed,
+// writing a position touches only that position's rows (appending a token never
+// rewrites older ones), and a sequence's rows of one layer are one block found from
+// the sequence index alone. Row encodings by er_context_params.kv_type:
 //
 //   ER_KV_F32: head_dim IEEE floats.
 //   ER_KV_F16: head_dim IEEE halves, rounded to nearest even from F32.
@@ -48,8 +49,13 @@ public:
     const RowKernels& kernels() const { return *kernels_; }
     uint64_t bytes() const { return bytes_; }
 
-    uint8_t* k_row(int32_t layer, int32_t pos, int32_t head) { return k_.get() + offset(layer, pos, head, k_row_bytes_); }
-    uint8_t* v_row(int32_t layer, int32_t pos, int32_t head) { return v_.get() + offset(layer, pos, head, v_row_bytes_); }
+    int32_t n_seqs() const { return n_seqs_; }
+    uint8_t* k_row(int32_t layer, int32_t seq, int32_t pos, int32_t head) {
+        return k_.get() + offset(layer, seq, pos, head, k_row_bytes_);
+    }
+    uint8_t* v_row(int32_t layer, int32_t seq, int32_t pos, int32_t head) {
+        return v_.get() + offset(layer, seq, pos, head, v_row_bytes_);
+    }
     uint64_t k_row_bytes() const { return k_row_bytes_; }
     uint64_t v_row_bytes() const { return v_row_bytes_; }
 
@@ -61,12 +67,12 @@ private:
         void operator()(uint8_t* p) const { std::free(p); }
     };
 
-    uint64_t offset(int32_t layer, int32_t pos, int32_t head, uint64_t row_bytes) const {
-        return ((static_cast<uint64_t>(layer) * n_ctx_ + pos) * n_head_kv_ + head) * row_bytes;
+    uint64_t offset(int32_t layer, int32_t seq, int32_t pos, int32_t head, uint64_t row_bytes) const {
+        return (((static_cast<uint64_t>(layer) * n_seqs_ + seq) * n_ctx_ + pos) * n_head_kv_ + head) * row_bytes;
     }
 
     int32_t kv_type_, row_dtype_;
-    int32_t n_ctx_, n_head_kv_;
+    int32_t n_ctx_, n_head_kv_, n_seqs_;
     uint64_t k_row_bytes_, v_row_bytes_, bytes_;
     const RowKernels* kernels_;
     std::unique_ptr<uint8_t, FreeDeleter> k_, v_;

@@ -1,10 +1,14 @@
 // Matrix products against stored (usually quantized) weights.
 //
-// Decode (few rows): a GEMV per row whose inner loop decodes and multiplies in one pass
-// (RowKernels::dot). Prefill: a tile of kGemmTileRows weight rows is dequantized to F32
-// once and multiplied with every row of x by OpenBLAS sgemm, called single-threaded
-// from our own pool. Tiles have a fixed size, so each output element comes from a
-// call of the same shape whatever the thread count: the result is deterministic.
+// Steps of up to kMaxDotRows rows (decode, a decode step of several sequences, short
+// prompts): each weight row is multiplied with every row of x by RowKernels::dot_multi,
+// which dequantizes it once for all of them (one row: dequantizes and multiplies in one
+// pass) and gives each product the bits of a one-row step, so a row's result does not
+// depend on the rows it shares a step with. Longer steps (prefill): a tile of
+// kGemmTileRows weight rows is dequantized to F32 once and multiplied with every row of x
+// by OpenBLAS sgemm, called single-threaded from our own pool. Tiles have a fixed size,
+// so each output element comes from a call of the same shape whatever the thread count:
+// the result is deterministic.
 #include "ops.hpp"
 
 #include <cblas.h>
@@ -39,32 +43,30 @@ struct TaskMap {
     }
 };
 
-void gemv(const MatmulOp& op, int32_t n_rows, ThreadPool& pool) {
+void gemv(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const MatmulScratch& scratch) {
     // Each row is one dot product wherever it runs, so the task size may follow the
     // thread count: about 32 tasks per thread, at least kGemvRowsPerTask rows each.
     int64_t total_rows = 0;
     for (int32_t t = 0; t < op.n_targets; ++t) total_rows += op.targets[t].weight->rows;
     const int64_t rows_per_task = std::max(kGemvRowsPerTask, total_rows / (32 * int64_t{pool.size()}));
     const TaskMap map(op, rows_per_task);
-    pool.run(map.total(), [&](int64_t task, int) {
+    pool.run(map.total(), [&](int64_t task, int thread) {
         const int32_t t = map.target_of(task);
         const MatmulTarget& target = op.targets[t];
         const WeightRef& w = *target.weight;
         const int64_t r0 = (task - map.begin[t]) * rows_per_task;
         const int64_t r1 = std::min(r0 + rows_per_task, w.rows);
-        const DotFn dot = w.kernels->dot;
+        const DotMultiFn dot_multi = w.kernels->dot_multi;
+        float* decoded = scratch.rows ? scratch.rows + thread * scratch.row_floats_per_thread : nullptr;
         for (int64_t r = r0; r < r1; ++r) {
-            const uint8_t* row = w.row(r);
-            for (int32_t i = 0; i < n_rows; ++i) {
-                float v = dot(row, op.x + i * op.width, op.width);
-                if (target.bias) v += target.bias[r];
-                target.out[i * w.rows + r] = v;
-            }
+            dot_multi(w.row(r), op.x, op.width, n_rows, op.width, target.out + r, w.rows, decoded);
+            if (target.bias)
+                for (int32_t i = 0; i < n_rows; ++i) target.out[i * w.rows + r] += target.bias[r];
         }
     });
 }
 
-void gemm(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const TileScratch& scratch) {
+void gemm(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const MatmulScratch& scratch) {
     const TaskMap map(op, kGemmTileRows);
     pool.run(map.total(), [&](int64_t task, int thread) {
         const int32_t t = map.target_of(task);
@@ -76,7 +78,7 @@ void gemm(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const TileScratc
         if (w.dtype == 0) {
             tile = reinterpret_cast<const float*>(w.row(r0));
         } else {
-            float* buffer = scratch.data + thread * scratch.floats_per_thread;
+            float* buffer = scratch.tiles + thread * scratch.tile_floats_per_thread;
             for (int64_t r = 0; r < n_tile; ++r) w.kernels->dequant(w.row(r0 + r), buffer + r * w.cols, w.cols);
             tile = buffer;
         }
@@ -92,11 +94,11 @@ void gemm(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const TileScratc
 
 }  // namespace
 
-void run_matmul(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const TileScratch& scratch) {
+void run_matmul(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const MatmulScratch& scratch) {
     if (n_rows >= kGemmMinRows)
         gemm(op, n_rows, pool, scratch);
     else
-        gemv(op, n_rows, pool);
+        gemv(op, n_rows, pool, scratch);
 }
 
 void init_blas() {

@@ -15,6 +15,13 @@
 
 namespace edgerun::cpu_ref {
 
+// The sequence and position of every row of a step (abi.h er_step_row), in step order.
+struct StepRows {
+    const int32_t* seq = nullptr;
+    const int32_t* pos = nullptr;
+    int32_t n = 0;
+};
+
 // ------------------------------------------------------------------ matmul --
 
 // The fewest weight rows one GEMV task covers, and the rows of one dequantized prefill
@@ -22,9 +29,9 @@ namespace edgerun::cpu_ref {
 // shape whatever the thread count.
 inline constexpr int64_t kGemvRowsPerTask = 16;
 inline constexpr int64_t kGemmTileRows = 64;
-// Steps with at least this many rows multiply dequantized tiles with BLAS; fewer run a
-// GEMV per row.
-inline constexpr int32_t kGemmMinRows = 4;
+// Steps with at least this many rows multiply dequantized tiles with BLAS; fewer run
+// dot_multi (each weight row decoded once for all rows, every row as in a step alone).
+inline constexpr int32_t kGemmMinRows = kMaxDotRows + 1;
 
 struct MatmulTarget {
     const WeightRef* weight = nullptr;
@@ -39,14 +46,17 @@ struct MatmulOp {
     MatmulTarget targets[ER_NODE_MAX_IO];
 };
 
-// Per-thread room for one dequantized tile: kGemmTileRows * max width floats each.
-struct TileScratch {
-    float* data = nullptr;
-    int64_t floats_per_thread = 0;
+// Per-thread room for one dequantized tile of kGemmTileRows weight rows (BLAS steps) and
+// for one decoded weight row (dot_multi steps of several rows), max width floats each.
+struct MatmulScratch {
+    float* tiles = nullptr;
+    int64_t tile_floats_per_thread = 0;
+    float* rows = nullptr;
+    int64_t row_floats_per_thread = 0;
 };
 
 // out_t[r, :] = x[r, :] · W_tᵀ (+ bias_t) for r < n_rows.
-void run_matmul(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const TileScratch& scratch);
+void run_matmul(const MatmulOp& op, int32_t n_rows, ThreadPool& pool, const MatmulScratch& scratch);
 
 // Calls OpenBLAS once so its lazily created state exists before any step runs, and pins
 // its own threading to one thread (cpu_ref runs BLAS from its own pool).
@@ -67,7 +77,7 @@ class RopeTable {
 public:
     // Allocates room for max_rows rows (plan creation time).
     void init(const er_rope_params& params, const float* freq_factors, int32_t max_rows);
-    void compute(int32_t pos0, int32_t n_rows);  // ggml_rope_ext, ext_factor 0, attn_factor 1
+    void compute(const int32_t* positions, int32_t n_rows);  // ggml_rope_ext, ext_factor 0, attn_factor 1
     const er_rope_params& params() const { return params_; }
     const float* freq_factors() const { return factors_; }
     // cos and sin of pair k at row r: cs[2k], cs[2k+1] of row(r).
@@ -97,9 +107,10 @@ struct AttentionOp {
     er_attention_params params{};
 };
 
-// Appends k and v at positions pos0.. to the cache, then causal grouped-query attention
-// of every row over positions [0, its own]. `scores` has n_ctx floats per thread.
-void run_attention(const AttentionOp& op, KvCache& kv, int32_t pos0, int32_t n_rows, ThreadPool& pool,
-                   float* scores, int64_t scores_per_thread);
+// Appends each row's k and v to the cache at its sequence and position, then causal
+// grouped-query attention of every row over positions [0, its own] of its own
+// sequence. `scores` has n_ctx floats per thread.
+void run_attention(const AttentionOp& op, KvCache& kv, const StepRows& rows, ThreadPool& pool, float* scores,
+                   int64_t scores_per_thread);
 
 }  // namespace edgerun::cpu_ref

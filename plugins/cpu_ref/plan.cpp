@@ -266,7 +266,7 @@ void Plan::assign_buffers(const er_graph& graph) {
 
 void Plan::build_ops(const er_graph& graph) {
     const int32_t n_threads = pool_.size();
-    int64_t max_tile_width = 0;
+    int64_t max_tile_width = 0, max_matmul_width = 0;
     for (int32_t i = 0; i < graph.n_nodes; ++i) {
         const er_node& node = graph.nodes[i];
         Op op;
@@ -286,6 +286,7 @@ void Plan::build_ops(const er_graph& graph) {
                     t.bias = node.op != ER_OP_LOGITS && node.biases[k] >= 0 ? model_.weights[node.biases[k]].dequantized.data() : nullptr;
                     t.out = values_[node.outputs[k]].f32;
                     if (t.weight->dtype != 0) max_tile_width = std::max(max_tile_width, t.weight->cols);
+                    max_matmul_width = std::max(max_matmul_width, t.weight->cols);
                 }
                 break;
             case ER_OP_RMS_NORM:
@@ -323,11 +324,25 @@ void Plan::build_ops(const er_graph& graph) {
         ops_.push_back(op);
     }
     if (max_tokens_ >= kGemmMinRows && max_tile_width > 0) {
-        tile_scratch_.floats_per_thread = round_up(kGemmTileRows * max_tile_width, kAlignFloats);
-        tiles_.assign(static_cast<size_t>(tile_scratch_.floats_per_thread * n_threads), 0.0f);
-        tile_scratch_.data = tiles_.data();
+        matmul_scratch_.tile_floats_per_thread = round_up(kGemmTileRows * max_tile_width, kAlignFloats);
+        tiles_.assign(static_cast<size_t>(matmul_scratch_.tile_floats_per_thread * n_threads), 0.0f);
+        matmul_scratch_.tiles = tiles_.data();
         scratch_bytes_ += tiles_.size() * sizeof(float);
     }
+    if (max_tokens_ >= 2 && max_matmul_width > 0) {
+        matmul_scratch_.row_floats_per_thread = round_up(max_matmul_width, kAlignFloats);
+        decoded_rows_.assign(static_cast<size_t>(matmul_scratch_.row_floats_per_thread * n_threads), 0.0f);
+        matmul_scratch_.rows = decoded_rows_.data();
+        scratch_bytes_ += decoded_rows_.size() * sizeof(float);
+    }
+    row_seq_.assign(static_cast<size_t>(max_tokens_), 0);
+    row_pos_.assign(static_cast<size_t>(max_tokens_), 0);
+    logit_rows_.assign(static_cast<size_t>(max_tokens_), 0);
+    int64_t logits_width = 0;
+    for (const Op& op : ops_)
+        if (op.kind == ER_OP_LOGITS) logits_width = std::max(logits_width, op.matmul.width);
+    logits_in_.assign(static_cast<size_t>(logits_width * max_tokens_), 0.0f);
+    scratch_bytes_ += logits_in_.size() * sizeof(float) + 3 * row_seq_.size() * sizeof(int32_t);
     if (has_attention_) {
         scores_per_thread_ = round_up(ctx_.params.n_ctx, kAlignFloats);
         scores_.assign(static_cast<size_t>(scores_per_thread_ * n_threads), 0.0f);
@@ -352,18 +367,87 @@ er_status Plan::set_input(int32_t value, const void* data, int64_t n_rows, er_er
     return ER_OK;
 }
 
+er_status Plan::read_rows(const er_step& step, er_error* err) {
+    const int32_t n = step.n_tokens;
+    const int32_t n_ctx = ctx_.params.n_ctx;
+    const int32_t n_seqs = ctx_.kv->n_seqs();
+    n_logit_rows_ = 0;
+    if (!step.rows) {  // positions pos0.. of sequence 0
+        if (step.pos0 < 0 || int64_t{step.pos0} + n > n_ctx)
+            return set_errorf(err, ER_E_INVALID_ARGUMENT, "positions %d..%lld do not fit the context of %d", step.pos0,
+                              static_cast<long long>(step.pos0) + n - 1, n_ctx);
+        if (has_attention_ && step.pos0 > ctx_.n_filled[0])
+            return set_errorf(err, ER_E_INVALID_ARGUMENT,
+                              "step starts at position %d but the cache holds only positions before %d", step.pos0,
+                              ctx_.n_filled[0]);
+        for (int32_t r = 0; r < n; ++r) {
+            row_seq_[r] = 0;
+            row_pos_[r] = step.pos0 + r;
+            if (step.logits_all || r == n - 1) logit_rows_[n_logit_rows_++] = r;
+        }
+        return ER_OK;
+    }
+    er_status status = ER_OK;
+    int32_t r = 0;
+    for (; r < n && status == ER_OK; ++r) {
+        const er_step_row& row = step.rows[r];
+        if (row.seq < 0 || row.seq >= n_seqs) {
+            status = set_errorf(err, ER_E_INVALID_ARGUMENT, "row %d: sequence %d is not in the context's %d", r,
+                                row.seq, n_seqs);
+            break;
+        }
+        if (row.pos < 0 || row.pos >= n_ctx) {
+            status = set_errorf(err, ER_E_INVALID_ARGUMENT, "row %d: position %d does not fit the context of %d", r,
+                                row.pos, n_ctx);
+            break;
+        }
+        int32_t& next = ctx_.next_pos[row.seq];
+        if (next < 0 && has_attention_ && row.pos > ctx_.n_filled[row.seq]) {
+            status = set_errorf(err, ER_E_INVALID_ARGUMENT,
+                                "row %d: sequence %d starts at position %d but its cache holds only positions before %d",
+                                r, row.seq, row.pos, ctx_.n_filled[row.seq]);
+            break;
+        }
+        if (next >= 0 && row.pos != next) {
+            status = set_errorf(err, ER_E_INVALID_ARGUMENT,
+                                "row %d: sequence %d continues at position %d, not %d (a sequence's rows must have "
+                                "consecutive positions)",
+                                r, row.seq, row.pos, next);
+            break;
+        }
+        next = row.pos + 1;
+        row_seq_[r] = row.seq;
+        row_pos_[r] = row.pos;
+        if (row.logits) logit_rows_[n_logit_rows_++] = r;
+    }
+    for (int32_t k = 0; k < r && k < n; ++k) ctx_.next_pos[step.rows[k].seq] = -1;
+    return status;
+}
+
+void Plan::run_logits(const Op& op, int32_t n) {
+    if (n_logit_rows_ == n) {
+        run_matmul(op.matmul, n, pool_, matmul_scratch_);
+        return;
+    }
+    if (n_logit_rows_ == 0) return;
+    MatmulOp some = op.matmul;
+    if (n_logit_rows_ == 1) {  // the usual decode: one row, no copy
+        some.x += static_cast<int64_t>(logit_rows_[0]) * some.width;
+    } else {
+        for (int32_t k = 0; k < n_logit_rows_; ++k)
+            std::memcpy(logits_in_.data() + k * some.width, some.x + static_cast<int64_t>(logit_rows_[k]) * some.width,
+                        static_cast<size_t>(some.width) * sizeof(float));
+        some.x = logits_in_.data();
+    }
+    run_matmul(some, n_logit_rows_, pool_, matmul_scratch_);
+}
+
 er_status Plan::execute(const er_step& step, er_error* err) {
     std::lock_guard<std::mutex> lock(ctx_.step_mutex);
     const int32_t n = step.n_tokens;
     if (n < 1 || n > max_tokens_)
         return set_errorf(err, ER_E_INVALID_ARGUMENT, "step of %d tokens, this graph takes 1 to %d", n, max_tokens_);
-    if (step.pos0 < 0 || int64_t{step.pos0} + n > ctx_.params.n_ctx)
-        return set_errorf(err, ER_E_INVALID_ARGUMENT, "positions %d..%lld do not fit the context of %d", step.pos0,
-                          static_cast<long long>(step.pos0) + n - 1, ctx_.params.n_ctx);
-    if (has_attention_ && step.pos0 > ctx_.n_filled)
-        return set_errorf(err, ER_E_INVALID_ARGUMENT,
-                          "step starts at position %d but the cache holds only positions before %d", step.pos0,
-                          ctx_.n_filled);
+    if (er_status status = read_rows(step, err); status != ER_OK) return status;
     for (int32_t v = 0; v < static_cast<int32_t>(values_.size()); ++v)
         if ((values_[v].flags & ER_VALUE_INPUT) && values_[v].rows < n)
             return set_errorf(err, ER_E_INVALID_ARGUMENT, "input %d has %d rows set, the step needs %d", v,
@@ -376,30 +460,21 @@ er_status Plan::execute(const er_step& step, er_error* err) {
                 return set_errorf(err, ER_E_INVALID_ARGUMENT, "token id %d is outside the vocabulary [0, %lld)", ids[r],
                                   static_cast<long long>(op.weight->rows));
     }
-    for (RopeTable& table : ropes_) table.compute(step.pos0, n);
+    for (RopeTable& table : ropes_) table.compute(row_pos_.data(), n);
+    const StepRows rows{row_seq_.data(), row_pos_.data(), n};
 
     for (const Op& op : ops_) {
         const Value& out = values_[op.out];
         switch (op.kind) {
             case ER_OP_EMBED: run_embed(values_[op.in[0]].i32, n, *op.weight, out.f32, pool_); break;
-            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: run_matmul(op.matmul, n, pool_, tile_scratch_); break;
-            case ER_OP_LOGITS:
-                if (step.logits_all) {
-                    run_matmul(op.matmul, n, pool_, tile_scratch_);
-                } else {
-                    MatmulOp last = op.matmul;
-                    last.x += static_cast<int64_t>(n - 1) * last.width;
-                    run_matmul(last, 1, pool_, tile_scratch_);
-                }
-                break;
+            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: run_matmul(op.matmul, n, pool_, matmul_scratch_); break;
+            case ER_OP_LOGITS: run_logits(op, n); break;
             case ER_OP_RMS_NORM:
                 run_rms_norm(values_[op.in[0]].f32, out.f32, n, out.width, op.norm.group, op.weight->dequantized.data(),
                              op.norm.eps, pool_);
                 break;
             case ER_OP_ROPE: run_rope(values_[op.in[0]].f32, out.f32, n, out.width, ropes_[op.rope], pool_); break;
-            case ER_OP_ATTENTION:
-                run_attention(op.attention, *ctx_.kv, step.pos0, n, pool_, scores_.data(), scores_per_thread_);
-                break;
+            case ER_OP_ATTENTION: run_attention(op.attention, *ctx_.kv, rows, pool_, scores_.data(), scores_per_thread_); break;
             case ER_OP_SWIGLU: run_swiglu(values_[op.in[0]].f32, values_[op.in[1]].f32, out.f32, n, out.width, pool_); break;
             case ER_OP_ADD: run_add(values_[op.in[0]].f32, values_[op.in[1]].f32, out.f32, n, out.width, pool_); break;
         }
@@ -407,8 +482,10 @@ er_status Plan::execute(const er_step& step, er_error* err) {
     for (Value& v : values_)
         if (!(v.flags & ER_VALUE_INPUT)) v.rows = n;
     for (const Op& op : ops_)
-        if (op.kind == ER_OP_LOGITS && !step.logits_all) values_[op.out].rows = 1;
-    if (has_attention_) ctx_.n_filled = step.pos0 + n;
+        if (op.kind == ER_OP_LOGITS) values_[op.out].rows = n_logit_rows_;
+    stepped_ = true;
+    if (has_attention_)
+        for (int32_t r = 0; r < n; ++r) ctx_.n_filled[row_seq_[r]] = row_pos_[r] + 1;  // a sequence's last row wins
     return ER_OK;
 }
 
@@ -418,7 +495,7 @@ er_status Plan::get_output(int32_t value, float* dst, int64_t n_rows, er_error* 
     const Value& v = values_[value];
     if (v.type != ER_VALUE_F32) return set_errorf(err, ER_E_INVALID_ARGUMENT, "output %d is not F32", value);
     if (!dst) return set_errorf(err, ER_E_INVALID_ARGUMENT, "output %d: no destination", value);
-    if (v.rows == 0) return set_errorf(err, ER_E_STATE, "output %d: no step has run yet", value);
+    if (!stepped_) return set_errorf(err, ER_E_STATE, "output %d: no step has run yet", value);
     if (n_rows < 1 || n_rows > v.rows)
         return set_errorf(err, ER_E_INVALID_ARGUMENT, "output %d: asked for %lld rows, the last step left %d", value,
                           static_cast<long long>(n_rows), v.rows);
@@ -426,18 +503,23 @@ er_status Plan::get_output(int32_t value, float* dst, int64_t n_rows, er_error* 
     return ER_OK;
 }
 
-er_status Plan::argmax(int32_t value, int32_t* token, er_error* err) {
-    if (!token) return set_errorf(err, ER_E_INVALID_ARGUMENT, "argmax: no destination");
+er_status Plan::argmax(int32_t value, int32_t* tokens, int64_t n_rows, er_error* err) {
+    if (!tokens) return set_errorf(err, ER_E_INVALID_ARGUMENT, "argmax: no destination");
     if (value < 0 || value >= static_cast<int32_t>(values_.size()) || !(values_[value].flags & ER_VALUE_OUTPUT) ||
         values_[value].type != ER_VALUE_F32)
         return set_errorf(err, ER_E_INVALID_ARGUMENT, "value %d is not an F32 output of this graph", value);
     const Value& v = values_[value];
-    if (v.rows == 0) return set_errorf(err, ER_E_STATE, "argmax of output %d: no step has run yet", value);
-    const Argmax best = argmax_logits(v.f32 + static_cast<int64_t>(v.rows - 1) * v.width, v.width);
-    if (best.non_finite >= 0)
-        return set_errorf(err, ER_E_INTERNAL, "argmax of output %d: the logit of token %lld is not finite", value,
-                          static_cast<long long>(best.non_finite));
-    *token = static_cast<int32_t>(best.index);
+    if (!stepped_) return set_errorf(err, ER_E_STATE, "argmax of output %d: no step has run yet", value);
+    if (n_rows < 1 || n_rows > v.rows)
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "argmax of output %d: asked for %lld rows, the last step left %d",
+                          value, static_cast<long long>(n_rows), v.rows);
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const Argmax best = argmax_logits(v.f32 + r * v.width, v.width);
+        if (best.non_finite >= 0)
+            return set_errorf(err, ER_E_INTERNAL, "argmax of output %d, row %lld: the logit of token %lld is not finite",
+                              value, static_cast<long long>(r), static_cast<long long>(best.non_finite));
+        tokens[r] = static_cast<int32_t>(best.index);
+    }
     return ER_OK;
 }
 

@@ -24,7 +24,7 @@ public:
     er_status set_input(int32_t value, const void* data, int64_t n_rows, er_error* err);
     er_status execute(const er_step& step, er_error* err);
     er_status get_output(int32_t value, float* dst, int64_t n_rows, er_error* err);
-    er_status argmax(int32_t value, int32_t* token, er_error* err);
+    er_status argmax(int32_t value, int32_t* tokens, int64_t n_rows, er_error* err);
 
     uint64_t scratch_bytes() const { return scratch_bytes_; }
 
@@ -51,6 +51,10 @@ private:
         AttentionOp attention;
     };
 
+    // Fills rows_ (and logit_rows_) from the step and checks them against the context.
+    er_status read_rows(const er_step& step, er_error* err);
+    void run_logits(const Op& op, int32_t n);
+
     void compile(const er_graph& graph);
     void check_node(const er_node& node, int32_t index);
     void assign_buffers(const er_graph& graph);
@@ -62,14 +66,20 @@ private:
     ThreadPool& pool_;
     int32_t max_tokens_ = 1;
     bool has_attention_ = false;
+    bool stepped_ = false;  // a step has run (outputs hold its rows)
     std::vector<Value> values_;
     std::vector<Op> ops_;
     std::vector<RopeTable> ropes_;
     std::vector<float> arena_;
     std::vector<std::vector<int32_t>> int_inputs_;
+    // The step's rows (sequence, position) and the rows LOGITS computes, in step order.
+    std::vector<int32_t> row_seq_, row_pos_, logit_rows_;
+    int32_t n_logit_rows_ = 0;
+    std::vector<float> logits_in_;  // LOGITS' input rows gathered when only some ask
     std::vector<float> tiles_;   // per-thread dequantized weight tiles (prefill)
+    std::vector<float> decoded_rows_;  // per-thread decoded weight row (steps of 2 to kMaxDotRows rows)
     std::vector<float> scores_;  // per-thread attention scores
-    TileScratch tile_scratch_;
+    MatmulScratch matmul_scratch_;
     int64_t scores_per_thread_ = 0;
     uint64_t scratch_bytes_ = 0;
 };

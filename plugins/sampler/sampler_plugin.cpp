@@ -51,6 +51,20 @@ const er_sampler_iface kIface = {
         return er_status{ER_OK};
     },
     [](const er_sampler* s) { return int32_t{reinterpret_cast<const SamplingChain*>(s)->is_greedy() ? 1 : 0}; },
+    [](er_sampler* s, const float* logits, int32_t n_vocab, float* probs, er_error* err) {
+        if (n_vocab != chain(s)->n_vocab())
+            return set_errorf(err, ER_E_INVALID_ARGUMENT, "sampler: %d logits for a vocabulary of %d", n_vocab,
+                              chain(s)->n_vocab());
+        if (!logits || !probs) return set_errorf(err, ER_E_INVALID_ARGUMENT, "sampler: no logits or no output");
+        chain(s)->distribution(logits, probs);
+        return er_status{ER_OK};
+    },
+    [](er_sampler* s) { return chain(s)->uniform(); },
+    [](er_sampler* s, int32_t n_tokens, er_error* err) {
+        if (n_tokens < 0 || !chain(s)->rollback(size_t(n_tokens)))
+            return set_errorf(err, ER_E_INVALID_ARGUMENT, "sampler: cannot take back %d tokens", n_tokens);
+        return er_status{ER_OK};
+    },
 };
 
 const er_plugin kPlugin = {sizeof(er_plugin), ER_ABI_VERSION, ER_PLUGIN_SAMPLER, "sampler", "0.1.0",

@@ -18,34 +18,33 @@ SamplingChain::SamplingChain(const er_sampler_params& params, int32_t n_vocab)
     : params_(params),
       n_vocab_(n_vocab),
       rng_(Pcg64::from_seed(params.seed)),
-      history_(std::max(params.penalty_last_n, 0)),
       counts_(n_vocab, 0),
       candidates_(n_vocab),
       probabilities_(n_vocab) {}
 
-void SamplingChain::reset() {
-    history_next_ = 0;
-    history_size_ = 0;
-}
+void SamplingChain::reset() { history_.clear(); }
 
-void SamplingChain::accept(int32_t token) {
-    if (history_.empty()) return;
-    history_[history_next_] = token;
-    history_next_ = (history_next_ + 1) % history_.size();
-    history_size_ = std::min(history_size_ + 1, history_.size());
+void SamplingChain::accept(int32_t token) { history_.push_back(token); }
+
+bool SamplingChain::rollback(size_t n_tokens) {
+    if (n_tokens > history_.size()) return false;
+    history_.resize(history_.size() - n_tokens);
+    return true;
 }
 
 bool SamplingChain::is_greedy() const {
     const bool penalties = params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
                            params_.frequency_penalty != 0.0f;
-    return params_.temperature <= 0.0f && (!penalties || history_.empty());
+    return params_.temperature <= 0.0f && (!penalties || params_.penalty_last_n <= 0);
 }
 
 void SamplingChain::apply_penalties() {
-    if (history_size_ == 0) return;
-    for (size_t i = 0; i < history_size_; ++i) ++counts_[history_[i]];
-    for (size_t i = 0; i < history_size_; ++i) {
-        const int32_t id = history_[i];
+    const size_t window = std::min(history_.size(), size_t(std::max(params_.penalty_last_n, 0)));
+    if (window == 0) return;
+    const int32_t* recent = history_.data() + (history_.size() - window);
+    for (size_t i = 0; i < window; ++i) ++counts_[recent[i]];
+    for (size_t i = 0; i < window; ++i) {
+        const int32_t id = recent[i];
         const int32_t count = counts_[id];
         if (count == 0) continue;  // already penalised through an earlier occurrence
         float& logit = candidates_[id].logit;
@@ -98,7 +97,7 @@ void SamplingChain::keep_min_p(float p) {
     size_ = keep;
 }
 
-int32_t SamplingChain::sample(const float* logits) {
+int32_t SamplingChain::run_chain(const float* logits) {
     for (int32_t i = 0; i < n_vocab_; ++i) candidates_[i] = Candidate{logits[i], i};
     size_ = size_t(n_vocab_);
     sorted_ = false;
@@ -116,6 +115,20 @@ int32_t SamplingChain::sample(const float* logits) {
     keep_min_p(params_.min_p);
     for (size_t i = 0; i < size_; ++i) candidates_[i].logit /= params_.temperature;
     softmax();
+    return -1;
+}
+
+void SamplingChain::distribution(const float* logits, float* probs) {
+    std::fill(probs, probs + n_vocab_, 0.0f);
+    if (const int32_t token = run_chain(logits); token >= 0) {
+        probs[token] = 1.0f;
+        return;
+    }
+    for (size_t i = 0; i < size_; ++i) probs[candidates_[i].id] = float(probabilities_[i]);
+}
+
+int32_t SamplingChain::sample(const float* logits) {
+    if (const int32_t token = run_chain(logits); token >= 0) return token;
 
     const double u = rng_.uniform();
     double cumulative = 0.0;

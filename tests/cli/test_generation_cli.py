@@ -149,8 +149,22 @@ def bench_json():
     check("bench refuses a depth beyond the context", r.returncode != 0 and "exceed the context" in r.stderr, r.stderr)
 
 
+def bench_sequences():
+    r = run("bench", "-m", MODEL, "-n", "4", "-r", "1", "--json", "--threads", "2", "--sequences", "1,3")
+    check("bench --sequences exits 0", r.returncode == 0, r.stderr)
+    try:
+        rows = json.loads(r.stdout)["batch"]
+        check("bench --sequences reports each count", [row["sequences"] for row in rows] == [1, 3], rows)
+        check("... cpu_ref steps the three sequences together", rows[1]["batched"] is True, rows)
+        check("... with positive rates", all(row["tok_s"] > 0 for row in rows), rows)
+    except (ValueError, KeyError, IndexError) as e:
+        check("bench --sequences prints JSON", False, f"{e}: {r.stdout}")
+    r = run("bench", "-m", MODEL, "-n", "4", "--sequences", "2,zero")
+    check("bench refuses a bad --sequences", r.returncode == 2 and "--sequences: 'zero'" in r.stderr, r.stderr)
+
+
 for test in (generation_to_stdout_only, errors_before_work, common_options_before_the_command, ctrl_c_stops_cleanly, chat_reuses_cache, eval_writes_npy,
-             bench_json):
+             bench_json, bench_sequences):
     test()
 print(f"{len(failures)} failed" if failures else "all passed")
 sys.exit(1 if failures else 0)

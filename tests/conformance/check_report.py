@@ -20,6 +20,8 @@
 --long-fails RUN: a long-level run named RUN (decode, chunks, rewind) fails and names its
   first failing position (repeatable).
 --long-passes RUN: every long-level run named RUN passes (repeatable).
+--failing-batch: some batch comparison (sequences stepped together against each alone)
+  fails and says how; without it, none may fail.
 """
 import argparse
 import json
@@ -42,6 +44,7 @@ def main():
     ap.add_argument("--models-pass", action="store_true")
     ap.add_argument("--diverges-on", action="append", default=[])
     ap.add_argument("--failing-models", default="")
+    ap.add_argument("--failing-batch", action="store_true")
     ap.add_argument("--missing", action="append", default=[])
     ap.add_argument("--long-failing-ops", default=None)
     ap.add_argument("--long-first-step", default="")
@@ -153,6 +156,16 @@ def main():
         runs = [c for c in long_runs if c.get("run") == run]
         if not runs or any(c["status"] != "pass" for c in runs):
             problems.append(f"long level: the '{run}' runs do not all pass: {[c['status'] for c in runs]}")
+    batch = report.get("batch", {}).get("comparisons", [])
+    batch_failed = [c for c in batch if c["status"] in ("FAIL", "error")]
+    if args.failing_batch:
+        named = [f"{c['model']} ({c['candidate']}): {c['problems'][0]}" for c in batch_failed if c["problems"]]
+        if not named:
+            problems.append("no batch comparison fails")
+        else:
+            print("batch failures:\n  " + "\n  ".join(named))
+    elif batch_failed:
+        problems.append(f"{len(batch_failed)} batch comparisons fail: {[c['model'] for c in batch_failed]}")
     passing = sum(c["status"] == "pass" for c in comparisons)
     if passing < args.passing_models:
         problems.append(f"{passing} model comparisons pass, expected at least {args.passing_models}")

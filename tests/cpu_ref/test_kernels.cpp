@@ -91,6 +91,38 @@ TEST_CASE("dot, dequant and axpy: SIMD and portable kernels give the same bits, 
     }
 }
 
+TEST_CASE("dot_multi: every vector's result has the bits of dot() of that vector alone, on every kernel set") {
+    std::mt19937 rng(11);
+    for (int32_t dtype : kAllTypes) {
+        for (int64_t width : widths_for(dtype)) {
+            CAPTURE(dtype);
+            CAPTURE(width);
+            Weights w;
+            const int32_t id = w.add_random("w", dtype, width, 2, rng);
+            const uint64_t row_size = *edgerun::row_bytes(dtype, width);
+            // kMaxDotRows vectors a row apart with a gap, so a stride mix-up shows.
+            const int64_t stride = width + 3;
+            const auto x = cpu_ref_test::random_vector(stride * kMaxDotRows, rng);
+            for (Isa isa : {Isa::Generic, Isa::Avx2}) {
+                if (!isa_available(isa)) continue;
+                CAPTURE(isa_name(isa));
+                const RowKernels* k = row_kernels(dtype, isa);
+                for (int64_t r = 0; r < 2; ++r) {
+                    const void* row = static_cast<const uint8_t*>(w.descs()[id].data) + r * row_size;
+                    for (int32_t n_x : {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, kMaxDotRows}) {
+                        std::vector<float> got(size_t(n_x) * 2, -1.0f), want(size_t(n_x) * 2, -1.0f);
+                        std::vector<float> scratch(size_t(width), 0.0f);
+                        k->dot_multi(row, x.data(), stride, n_x, width, got.data(), 2, scratch.data());
+                        for (int32_t i = 0; i < n_x; ++i) want[size_t(i) * 2] = k->dot(row, x.data() + i * stride, width);
+                        CAPTURE(n_x);
+                        CHECK(cpu_ref_test::bit_equal(got, want));  // odd slots untouched: still -1
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("the portable half conversion equals blocks.hpp for all 65536 halves") {
     int mismatches = 0, first = -1;
     for (uint32_t h = 0; h < 65536; ++h) {
@@ -108,29 +140,39 @@ TEST_CASE("types without kernels are refused") {
     CHECK(dtype_supported(14));
 }
 
-TEST_CASE("KV cache layout: [layer][position][head] rows, K and V apart, Q8 rows are Q8_0 blocks") {
+TEST_CASE("KV cache layout: [layer][sequence][position][head] rows, K and V apart, Q8 rows are Q8_0 blocks") {
     auto p = cpu_ref_test::context_params(8, 4, ER_KV_Q8, 3, 2, 64, 32);
     KvCache kv(p);
     CHECK(kv.row_dtype() == 8);
+    CHECK(kv.n_seqs() == 1);
     CHECK(kv.k_row_bytes() == 2 * 34);
     CHECK(kv.v_row_bytes() == 34);
     CHECK(kv.bytes() == 3u * 8 * 2 * (68 + 34));
     // Row addresses step by head, then position, then layer.
-    CHECK(kv.k_row(0, 0, 1) - kv.k_row(0, 0, 0) == 68);
-    CHECK(kv.k_row(0, 1, 0) - kv.k_row(0, 0, 0) == 2 * 68);
-    CHECK(kv.k_row(1, 0, 0) - kv.k_row(0, 0, 0) == 8 * 2 * 68);
-    CHECK(kv.v_row(2, 7, 1) - kv.v_row(0, 0, 0) == ((2 * 8 + 7) * 2 + 1) * 34);
+    CHECK(kv.k_row(0, 0, 0, 1) - kv.k_row(0, 0, 0, 0) == 68);
+    CHECK(kv.k_row(0, 0, 1, 0) - kv.k_row(0, 0, 0, 0) == 2 * 68);
+    CHECK(kv.k_row(1, 0, 0, 0) - kv.k_row(0, 0, 0, 0) == 8 * 2 * 68);
+    CHECK(kv.v_row(2, 0, 7, 1) - kv.v_row(0, 0, 0, 0) == ((2 * 8 + 7) * 2 + 1) * 34);
+    // Several sequences: each layer holds every sequence's n_ctx positions in turn.
+    auto p3 = p;
+    p3.n_seqs = 3;
+    KvCache kv3(p3);
+    CHECK(kv3.n_seqs() == 3);
+    CHECK(kv3.bytes() == 3u * kv.bytes());
+    CHECK(kv3.k_row(0, 1, 0, 0) - kv3.k_row(0, 0, 0, 0) == 8 * 2 * 68);
+    CHECK(kv3.k_row(1, 0, 0, 0) - kv3.k_row(0, 0, 0, 0) == 3 * 8 * 2 * 68);
+    CHECK(kv3.v_row(2, 1, 7, 1) - kv3.v_row(0, 0, 0, 0) == (((2 * 3 + 1) * 8 + 7) * 2 + 1) * 34);
     // Never-written rows read as zeros.
     float zeros[64];
-    kv.kernels().dequant(kv.k_row(2, 7, 1), zeros, 64);
+    kv.kernels().dequant(kv.k_row(2, 0, 7, 1), zeros, 64);
     for (float z : zeros) CHECK(z == 0.0f);
 
     // Encoding a row writes llama.cpp's Q8_0 blocks: d = amax / 127, q = round(x / d).
     float row[64];
     for (int i = 0; i < 64; ++i) row[i] = i < 32 ? float(i - 16) * 0.5f : (i == 40 ? -63.5f : 1.0f);
-    kv.encode_row(row, 64, kv.k_row(1, 3, 1));
+    kv.encode_row(row, 64, kv.k_row(1, 0, 3, 1));
     edgerun::quant::BlockQ8_0 b[2];
-    std::memcpy(b, kv.k_row(1, 3, 1), sizeof b);
+    std::memcpy(b, kv.k_row(1, 0, 3, 1), sizeof b);
     // Block 0: amax = 8 (x = -8 at i = 0), d = 8/127; q_i = round((i - 16) * 0.5 * 127 / 8).
     CHECK(b[0].d == edgerun::quant::fp32_to_fp16(8.0f / 127.0f));
     CHECK(b[0].qs[0] == -127);
@@ -142,7 +184,7 @@ TEST_CASE("KV cache layout: [layer][position][head] rows, K and V apart, Q8 rows
     CHECK(b[1].qs[0] == 2);
     CHECK(b[1].qs[8] == -127);
     // The neighbour rows are untouched.
-    kv.kernels().dequant(kv.k_row(1, 3, 0), zeros, 64);
+    kv.kernels().dequant(kv.k_row(1, 0, 3, 0), zeros, 64);
     for (float z : zeros) CHECK(z == 0.0f);
 }
 

@@ -2,6 +2,9 @@
 // double-precision forward pass written here, and for determinism (threads, kernels).
 #include "helpers.hpp"
 
+#include <algorithm>
+
+#include <edgerun/batch_runner.hpp>
 #include <edgerun/runner.hpp>
 
 using namespace cpu_ref_test;
@@ -227,4 +230,126 @@ TEST_CASE("toy model: bit-identical logits for 1, 2 and 3 threads and for portab
     const auto q8 = run(m, kTokens, 10, 1, nullptr, ER_KV_Q8);
     CHECK(bit_equal(q8, run(m, kTokens, 10, 3, nullptr, ER_KV_Q8)));
     CHECK_FALSE(bit_equal(q8, one));  // the Q8 cache really is in use
+}
+
+namespace {
+
+// Three sequences fed as a server would: prompts of different lengths together, then a
+// mixed step (one decoding, two adding several tokens), then decode steps of all three,
+// then a rewind of one. Every row's logits, in feed order per sequence.
+struct BatchScript {
+    struct Feed {
+        int32_t seq;
+        std::vector<int32_t> tokens;
+        int32_t rewind_to = -1;  // rewind the sequence to this position first
+    };
+    std::vector<std::vector<Feed>> calls = {
+        {{0, {17, 250, 3, 99, 99, 0}}, {1, {299, 42}}, {2, {7, 128, 64, 5}}},
+        {{0, {42}}, {1, {5, 200, 17, 3, 250}}, {2, {99, 0, 8, 9}}},
+        {{0, {3}}, {1, {128}}, {2, {64}}},
+        {{2, {1}}, {0, {2}}},
+        {{1, {77, 78}, 3}, {0, {5}}},
+    };
+};
+
+using SeqLogits = std::vector<std::vector<float>>;  // per sequence: every row fed, in order
+
+SeqLogits run_script(const ToyModel& m, const BatchScript& script, bool batched, int threads, int32_t kv_type,
+                     const char* options = nullptr) {
+    const int32_t n_batch = 16, n_seqs = 3;
+    auto backend = make_backend(threads, options);
+    BackendModel model(backend, Session::model_params(m.w));
+    auto params = m.context(n_batch, kv_type);
+    std::unique_ptr<BatchRunner> runner;
+    if (batched) {
+        params.n_seqs = n_seqs;
+        runner = std::make_unique<BatchRunner>(model, params, m.graph(n_batch), m.graph(n_seqs));
+    } else {
+        runner = std::make_unique<BatchRunner>(model, params, n_seqs, m.graph(n_batch), m.graph(1));
+    }
+    CHECK(runner->batched() == batched);
+    SeqLogits out(n_seqs);
+    for (const auto& call : script.calls) {
+        std::vector<SequenceFeed> feeds;
+        std::vector<std::vector<float>> rows(call.size());
+        for (size_t i = 0; i < call.size(); ++i) {
+            const auto& f = call[i];
+            if (f.rewind_to >= 0) runner->rewind(f.seq, f.rewind_to);
+            rows[i].assign(f.tokens.size() * kVocab, 0.0f);
+            feeds.push_back({f.seq, f.tokens, rows[i].data()});
+        }
+        runner->feed(feeds);
+        for (size_t i = 0; i < call.size(); ++i) {
+            auto& seq_out = out[size_t(call[i].seq)];
+            seq_out.insert(seq_out.end(), rows[i].begin(), rows[i].end());
+            const auto last = runner->logits(call[i].seq);
+            CHECK(std::equal(last.begin(), last.end(), rows[i].end() - kVocab));
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("toy model: every row of a step of several sequences is bit-identical to its sequence stepped alone") {
+    ToyModel m;
+    const BatchScript script;
+    for (int32_t kv_type : {ER_KV_F32, ER_KV_F16, ER_KV_Q8}) {
+        CAPTURE(kv_type);
+        const SeqLogits alone = run_script(m, script, false, 2, kv_type);
+        const SeqLogits together = run_script(m, script, true, 2, kv_type);
+        for (size_t s = 0; s < alone.size(); ++s) {
+            CAPTURE(s);
+            CHECK(bit_equal(alone[s], together[s]));
+        }
+        // The sequences really differ (no row is computed from another sequence's cache
+        // by accident of them being equal), and a rewound row is recomputed.
+        CHECK_FALSE(bit_equal(alone[0], alone[1]));
+        CHECK(bit_equal(together[0], run_script(m, script, true, 3, kv_type)[0]));
+    }
+    const SeqLogits generic = run_script(m, script, true, 1, ER_KV_F32, "isa=generic");
+    CHECK(bit_equal(generic[1], run_script(m, script, false, 1, ER_KV_F32)[1]));
+}
+
+TEST_CASE("toy model: a step of several sequences checks every row's sequence and position") {
+    ToyModel m;
+    auto backend = make_backend(1);
+    BackendModel model(backend, Session::model_params(m.w));
+    auto params = m.context(8);
+    params.n_seqs = 2;
+    BackendContext context(model, params);
+    const Graph g = m.graph(8);
+    Plan plan(context, g.view());
+    const int32_t tokens[4] = {1, 2, 3, 4};
+    plan.set_input(g.tokens_input, tokens, 4);
+    auto error_of = [&](std::vector<er_step_row> rows) {
+        try {
+            plan.execute(rows);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(error_of({{0, 0, 1, 0}, {2, 0, 1, 0}}) == "executing step: row 1: sequence 2 is not in the context's 2");
+    CHECK(error_of({{0, 0, 1, 0}, {1, 64, 1, 0}}) == "executing step: row 1: position 64 does not fit the context of 64");
+    CHECK(error_of({{1, 1, 1, 0}}) ==
+          "executing step: row 0: sequence 1 starts at position 1 but its cache holds only positions before 0");
+    CHECK(error_of({{0, 0, 0, 0}, {1, 0, 0, 0}, {0, 2, 1, 0}}) ==
+          "executing step: row 2: sequence 0 continues at position 2, not 1 (a sequence's rows must have consecutive "
+          "positions)");
+    // Rows of two sequences interleaved; only the flagged rows get logits, in step order.
+    CHECK(error_of({{0, 0, 0, 0}, {1, 0, 1, 0}, {0, 1, 1, 0}, {1, 1, 0, 0}}).empty());
+    std::vector<float> logits(2 * kVocab);
+    plan.get_output(g.logits_output, logits.data(), 2);
+    CHECK_THROWS_WITH(plan.get_output(g.logits_output, logits.data(), 3),
+                      doctest::Contains("asked for 3 rows, the last step left 2"));
+    int32_t best[2];
+    plan.argmax_rows(g.logits_output, best);
+    for (int r = 0; r < 2; ++r)
+        CHECK(best[r] == std::max_element(logits.begin() + r * kVocab, logits.begin() + (r + 1) * kVocab) -
+                             (logits.begin() + r * kVocab));
+    // The failed steps left nothing behind: sequence 1 now holds positions 0 and 1.
+    CHECK(error_of({{1, 2, 1, 0}}).empty());
+    CHECK(error_of({{1, 4, 1, 0}}) ==
+          "executing step: row 0: sequence 1 starts at position 4 but its cache holds only positions before 3");
 }

@@ -29,8 +29,11 @@
 extern "C" {
 #endif
 
-/* Bump on any incompatible change to a struct or call in this file. */
-#define ER_ABI_VERSION 1u
+/* Bump on any incompatible change to a struct or call in this file.
+ * 2: multi-sequence contexts and steps (er_context_params.n_seqs, er_step.rows,
+ *    er_device_info.max_seqs), plan_argmax over several rows, and the sampler's
+ *    distribution / uniform / rollback entries for speculative decoding. */
+#define ER_ABI_VERSION 2u
 
 /* The one symbol every plugin library exports (see er_plugin_entry_fn). */
 #define ER_ENTRY_SYMBOL "edgerun_plugin_entry"
@@ -263,7 +266,7 @@ typedef struct er_format_iface {
  * of one), built once and handed to the backend whole, so it can fuse nodes, plan
  * memory and capture it. Nodes are in execution order; values are single-assignment.
  * Every value is a row-major matrix of [rows, width]: rows is the number of tokens in
- * the step (1 for LOGITS in last-row mode).
+ * the step (for LOGITS: the rows the step asks logits of).
  */
 enum {
     ER_OP_EMBED = 1,        /* out = rows of weights[0] picked by in[0] (I32 token ids) */
@@ -272,14 +275,15 @@ enum {
                                outputs share one input so a backend may fuse them */
     ER_OP_RMS_NORM = 4,     /* out = in[0] / rms(in[0] over groups of params.rms_norm.group)
                                * weights[0] (weights[0] has `group` elements) */
-    ER_OP_ROPE = 5,         /* out = in[0] with rotary embedding at the step's positions;
+    ER_OP_ROPE = 5,         /* out = in[0] with rotary embedding at each row's position;
                                weights[0] OPTIONAL per-dimension frequency factors */
-    ER_OP_ATTENTION = 6,    /* in q, k, v: append k, v to the cache of `layer` at the step's
-                               positions, then causal grouped-query attention over the cache */
+    ER_OP_ATTENTION = 6,    /* in q, k, v: append each row's k, v to the cache of `layer` at
+                               its sequence and position, then causal grouped-query attention
+                               of each row over its own sequence's cache */
     ER_OP_SWIGLU = 7,       /* out = silu(in[0]) * in[1] */
     ER_OP_ADD = 8,          /* out = in[0] + in[1] */
-    ER_OP_LOGITS = 9,       /* out = in[0] · weights[0]ᵀ for the last row, or every row when
-                               the step asks for all logits */
+    ER_OP_LOGITS = 9,       /* out = in[0] · weights[0]ᵀ for the rows the step asks logits of
+                               (the last row, every row, or the rows flagged: er_step) */
     ER_OP_COUNT_ = 10
 };
 
@@ -375,6 +379,10 @@ typedef struct er_device_info {
     uint64_t memory_free;
     int32_t unified_memory;   /* 1 when the device shares DRAM with the host (Jetson) */
     int32_t score;            /* higher is preferred when the user names no backend */
+    /* The most sequences one context may hold (er_context_params.n_seqs); 0 or 1: one.
+     * Where it is 1 the runtime still serves several sequences, with one context each,
+     * stepped one at a time. */
+    int32_t max_seqs;
 } er_device_info;
 
 typedef struct er_backend_params {
@@ -401,27 +409,73 @@ enum { ER_KV_F32 = 0, ER_KV_F16 = 1, ER_KV_Q8 = 2 }; /* Q8: int8, one f16 scale 
 
 typedef struct er_context_params {
     uint32_t struct_size;
-    int32_t n_ctx;       /* KV cache positions */
-    int32_t n_batch;     /* the most tokens one step will carry */
+    int32_t n_ctx;       /* KV cache positions of each sequence */
+    int32_t n_batch;     /* the most tokens one step will carry, all sequences together */
     int32_t kv_type;     /* ER_KV_* */
     int32_t n_layer;     /* KV geometry */
     int32_t n_head_kv;
     int32_t head_dim_k;
     int32_t head_dim_v;
+    int32_t n_seqs;      /* sequences (0 .. n_seqs - 1), each with its own n_ctx positions of
+                            KV cache; <= 1: one. At most the device's max_seqs. */
 } er_context_params;
 
 /*
- * One step of a plan. Positions are pos0 .. pos0 + n_tokens - 1; the cache holds
- * positions [0, pos0 + n_tokens) after the step, and anything past that is stale, so
- * rewinding a conversation is simply a step with a smaller pos0. pos0 may not lie past
- * the end of what the cache holds (a gap would leave positions never written); a
- * backend refuses such a step with ER_E_INVALID_ARGUMENT.
+ * Several sequences in one step.
+ *
+ * A context holds n_seqs sequences (conversations), each with its own KV cache of n_ctx
+ * positions; a step carries rows of any of them, and each row says which sequence it
+ * belongs to and at which position it sits (er_step_row). Every row of a step is
+ * computed exactly as it would be in a step of that sequence alone (attention reads
+ * only its own sequence's cache), so batching changes speed, never results; cpu_ref
+ * makes that exact, bit for bit, for steps of up to 16 rows.
+ *
+ * Why one context holding several sequences, not a step over several contexts (the
+ * choice llama.cpp makes too):
+ *  - A plan belongs to one context and owns the buffers of its steps; a step across
+ *    contexts would need a plan that belongs to none, and contexts whose lifetimes the
+ *    backend does not control referenced from inside a step.
+ *  - The KV cache of all sequences is one allocation, so a row's cache is found from
+ *    its sequence index alone (base + seq * stride). The per-row table {seq, pos} is
+ *    all that changes from step to step: a device backend copies it into device memory
+ *    (16 bytes a row) and replays a captured CUDA Graph with the KV base, position and
+ *    attention length of every row read from that table, not baked into the graph.
+ *  - Weights are already shared between contexts (er_model), so several contexts
+ *    would save nothing; sequences of one context share its scratch too.
+ * A backend that runs one sequence per context says max_seqs = 1 (or 0): the runtime
+ * then keeps a context per sequence and steps them one at a time.
+ */
+typedef struct er_step_row {
+    int32_t seq;      /* the sequence this row belongs to, 0 .. n_seqs - 1 */
+    int32_t pos;      /* its position in that sequence */
+    int32_t logits;   /* 1: LOGITS computes this row; 0: it does not */
+    int32_t reserved; /* 0 */
+} er_step_row;
+
+/*
+ * One step of a plan: n_tokens rows.
+ *
+ * rows == NULL: the rows are positions pos0 .. pos0 + n_tokens - 1 of sequence 0, and
+ * LOGITS computes the last row, or every row with logits_all.
+ * rows != NULL: n_tokens entries, one per row in step order; pos0 and logits_all are
+ * ignored. The rows of one sequence have consecutive, increasing positions in step
+ * order (they need not be adjacent), and LOGITS computes the rows that ask, in step
+ * order (none may ask: then LOGITS has no rows).
+ *
+ * Each row's key and value are appended to its sequence's cache at its position, then
+ * it attends to positions [0, pos] of its own sequence. A sequence's cache holds
+ * positions [0, last + 1) after a step whose last row of it is at `last`, and anything
+ * past that is stale, so rewinding a conversation is simply a step at a smaller
+ * position. A sequence's first row may not lie past the end of what its cache holds
+ * (a gap would leave positions never written); a backend refuses such a step, or a
+ * sequence index outside the context, with ER_E_INVALID_ARGUMENT.
  */
 typedef struct er_step {
     uint32_t struct_size;
     int32_t n_tokens;
     int32_t pos0;
     int32_t logits_all;  /* LOGITS computes every row instead of only the last */
+    const er_step_row* rows; /* NULL for a single-sequence step; see above */
 } er_step;
 
 typedef struct er_op_query {
@@ -476,8 +530,10 @@ typedef struct er_backend_iface {
     er_status (*plan_get_output)(er_plan* plan, int32_t value, float* dst, int64_t n_rows,
                                  er_error* err);
 
-    /* OPTIONAL: argmax of the last row of an output on the device (ties: lowest id). */
-    er_status (*plan_argmax)(er_plan* plan, int32_t value, int32_t* token, er_error* err);
+    /* OPTIONAL: argmax on the device of each of the first `n_rows` rows the last step
+     * left in an output, into tokens[0 .. n_rows) (ties: lowest id; a NaN or infinite
+     * logit is an error naming the row and token, never a silent pick). */
+    er_status (*plan_argmax)(er_plan* plan, int32_t value, int32_t* tokens, int64_t n_rows, er_error* err);
     /* OPTIONAL */
     er_status (*memory_stats)(er_context* ctx, er_memory_stats* out, er_error* err);
 } er_backend_iface;
@@ -513,6 +569,24 @@ typedef struct er_sampler_iface {
                         er_error* err);
     /* 1 when sample() is a plain argmax of the logits (so a device argmax may replace it). */
     int32_t (*is_greedy)(const er_sampler* sampler);
+
+    /* For speculative decoding, which accepts or rejects a draft's tokens against the
+     * target's distributions with the sampler's own random numbers, then takes the
+     * rejected tokens back. All three OPTIONAL (a sampler without them still samples). */
+
+    /* The distribution sample() draws from for these logits, after the whole chain
+     * (penalties over the history, top-k, top-p, min-p, temperature): n_vocab
+     * probabilities into `probs`, 0 for every token the chain removed, summing to 1
+     * (greedy: 1 at the token sample() returns). Draws no random number, changes nothing. */
+    er_status (*distribution)(er_sampler* sampler, const float* logits, int32_t n_vocab, float* probs,
+                              er_error* err);
+    /* The next number of the sampler's seeded stream (the one sample() draws from),
+     * uniform in [0, 1). */
+    double (*uniform)(er_sampler* sampler);
+    /* Forget the last `n_tokens` accepted tokens, as if they had never been accepted
+     * (the penalties see the history as it was before them). ER_E_INVALID_ARGUMENT when
+     * fewer were accepted since reset. The random stream is not rewound. */
+    er_status (*rollback)(er_sampler* sampler, int32_t n_tokens, er_error* err);
 } er_sampler_iface;
 
 #ifdef __cplusplus

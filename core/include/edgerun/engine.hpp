@@ -3,6 +3,7 @@
 // contexts (Runners) that share them.
 #pragma once
 
+#include <edgerun/batch_runner.hpp>
 #include <edgerun/kv_type.hpp>
 #include <edgerun/model.hpp>
 #include <edgerun/runner.hpp>
@@ -36,6 +37,11 @@ public:
     // A new context over the shared weights: its own KV cache and plans.
     std::unique_ptr<Runner> new_runner() const;
 
+    // `n_seqs` sequences over the shared weights, in one context stepped together when
+    // the backend holds that many sequences per context (er_device_info.max_seqs), else
+    // one context each, stepped one at a time (or so with `one_at_a_time`).
+    std::unique_ptr<BatchRunner> new_batch_runner(int32_t n_seqs, bool one_at_a_time = false) const;
+
 private:
     struct Released {
         const er_format_iface* iface;
@@ -49,6 +55,8 @@ private:
     Graph decode_graph_;
     er_device_info device_{};  // before backend_: choosing the backend fills it
     Backend backend_;
+    er_context_params context_params() const;  // one sequence
+
     Released released_;
     BackendModel backend_model_;  // the backend's copy of the weights (er_model); contexts share it
 };

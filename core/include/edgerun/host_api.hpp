@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -230,11 +231,21 @@ public:
         check(iface_->plan_set_input(raw(), value, data, n_rows, &err), err, "setting input");
     }
 
+    // A step of sequence 0 alone: positions pos0 .. pos0 + n_tokens - 1.
     void execute(int32_t n_tokens, int32_t pos0, bool logits_all) {
         auto step = sized<er_step>();
         step.n_tokens = n_tokens;
         step.pos0 = pos0;
         step.logits_all = logits_all ? 1 : 0;
+        er_error err{};
+        check(iface_->plan_execute(raw(), &step, &err), err, "executing step");
+    }
+
+    // A step of rows from several sequences (abi.h er_step_row).
+    void execute(std::span<const er_step_row> rows) {
+        auto step = sized<er_step>();
+        step.n_tokens = static_cast<int32_t>(rows.size());
+        step.rows = rows.data();
         er_error err{};
         check(iface_->plan_execute(raw(), &step, &err), err, "executing step");
     }
@@ -246,11 +257,17 @@ public:
 
     bool has_argmax() const { return iface_->plan_argmax != nullptr; }
 
+    // The argmax of the first row of an output (the only one after a decode step).
     int32_t argmax(int32_t value) {
-        er_error err{};
         int32_t token = -1;
-        check(iface_->plan_argmax(raw(), value, &token, &err), err, "device argmax");
+        argmax_rows(value, std::span<int32_t>(&token, 1));
         return token;
+    }
+
+    void argmax_rows(int32_t value, std::span<int32_t> tokens) {
+        er_error err{};
+        check(iface_->plan_argmax(raw(), value, tokens.data(), static_cast<int64_t>(tokens.size()), &err), err,
+              "device argmax");
     }
 
     er_plan* raw() const { return handle_.get(); }
@@ -290,7 +307,36 @@ public:
 
     bool is_greedy() const { return iface_->is_greedy(handle_.get()) == 1; }
 
+    // The entries for speculative decoding (abi.h); OPTIONAL for a sampler plugin.
+    bool has_speculative_entries() const {
+        return iface_->struct_size >= sizeof(er_sampler_iface) && iface_->distribution && iface_->uniform &&
+               iface_->rollback;
+    }
+
+    // `probs` gets n_vocab probabilities: what sample() would draw from.
+    void distribution(const float* logits, int32_t n_vocab, float* probs) {
+        require_speculative();
+        er_error err{};
+        check(iface_->distribution(handle_.get(), logits, n_vocab, probs, &err), err, "sampler distribution");
+    }
+
+    double uniform() {
+        require_speculative();
+        return iface_->uniform(handle_.get());
+    }
+
+    void rollback(int32_t n_tokens) {
+        require_speculative();
+        er_error err{};
+        check(iface_->rollback(handle_.get(), n_tokens, &err), err, "sampler rollback");
+    }
+
 private:
+    void require_speculative() const {
+        if (!has_speculative_entries())
+            throw Error("this sampler plugin has no distribution/uniform/rollback entries", ER_E_UNSUPPORTED);
+    }
+
     const er_sampler_iface* iface_ = nullptr;
     std::shared_ptr<er_sampler> handle_;
 };

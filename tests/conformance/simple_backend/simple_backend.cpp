@@ -12,6 +12,9 @@
 //   KV_SHORT        attention reads the KV cache one position short (the newest
 //                   position is left out)
 //   SOFTMAX_NOMAX   softmax without subtracting the maximum (overflows on large scores)
+//   KV_MIX          every row of a step reads and writes the KV cache of the step's first
+//                   row's sequence (a per-step cache base, where it must be per row):
+//                   sequences stepped together mix their caches
 //   DECODE_SPLIT    single-token attention past 512 cached positions split into blocks of
 //                   256 (flash-decode) whose partial sums are added without rescaling each
 //                   by exp(block max - overall max): only long contexts go wrong
@@ -109,10 +112,13 @@ struct Model {
     std::vector<Weight> weights;
 };
 
+constexpr int32_t kMaxSeqs = 8;  // sequences one context may hold
+
 struct Context {
     Model* model = nullptr;
     er_context_params params{};
-    // [layer][position][kv head][head_dim], floats rounded to the cache type.
+    int32_t n_seqs = 1;
+    // [layer][sequence][position][kv head][head_dim], floats rounded to the cache type.
     std::vector<float> k, v;
 };
 
@@ -124,6 +130,8 @@ struct Plan {
     std::vector<std::vector<float>> f32;    // per value: max_tokens rows
     std::vector<std::vector<int32_t>> i32;  // per I32 input
     std::vector<int32_t> rows;              // rows each value holds after the last step
+    std::vector<int32_t> seq, pos;          // the step's rows: sequence and position
+    std::vector<int32_t> logit_rows;        // the rows LOGITS computes, in step order
 };
 
 // The value as the cache type stores it: F32 as is, F16 rounded to nearest even, Q8 as
@@ -144,10 +152,11 @@ void round_to_cache(int32_t kv_type, float* x, int64_t n) {
 
 // ------------------------------------------------------------------- ops --
 
-void op_matmul(Plan& p, const er_node& node, int32_t n, bool last_row_only) {
+// Computes rows `which` of the input (every row when empty), into consecutive output rows.
+void op_matmul(Plan& p, const er_node& node, int32_t n, const std::vector<int32_t>* which = nullptr) {
     const std::vector<float>& x = p.f32[node.inputs[0]];
     const int64_t width = p.values[node.inputs[0]].width;
-    const int32_t first = last_row_only ? n - 1 : 0;
+    const int32_t n_out = which ? int32_t(which->size()) : n;
     for (int32_t k = 0; k < node.n_outputs; ++k) {
         const Weight& w = p.ctx->model->weights[node.weights[k]];
         std::vector<float> bias;
@@ -156,8 +165,10 @@ void op_matmul(Plan& p, const er_node& node, int32_t n, bool last_row_only) {
         std::vector<float> row(size_t(w.cols));
         for (int64_t j = 0; j < w.rows; ++j) {
             dequantize_row(w, j, row.data());
-            for (int32_t r = first; r < n; ++r)
-                out[(r - first) * w.rows + j] = dot(&x[r * width], row.data(), width) + (bias.empty() ? 0.0f : bias[j]);
+            for (int32_t i = 0; i < n_out; ++i) {
+                const int32_t r = which ? (*which)[size_t(i)] : i;
+                out[i * w.rows + j] = dot(&x[r * width], row.data(), width) + (bias.empty() ? 0.0f : bias[j]);
+            }
         }
     }
 }
@@ -180,7 +191,7 @@ void op_rms_norm(Plan& p, const er_node& node, int32_t n) {
     }
 }
 
-void op_rope(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
+void op_rope(Plan& p, const er_node& node, int32_t n) {
     const er_rope_params& rp = node.params.rope;
     std::vector<float> factors;
     if (node.weights[0] >= 0) factors = dequantize_all(p.ctx->model->weights[node.weights[0]]);
@@ -199,9 +210,10 @@ void op_rope(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
 #endif
                 const double freq = std::pow(double(rp.freq_base), exponent) / (factors.empty() ? 1.0 : factors[k]);
 #ifdef PLANTED_FAULT_ROPE_TILE
-                const double angle = double(pos0 + r % 16) * freq * rp.freq_scale;  // FAULT
+                // FAULT: the row's offset inside its 16-row tile, not inside the step
+                const double angle = double(p.pos[r] - r / 16 * 16) * freq * rp.freq_scale;
 #else
-                const double angle = double(pos0 + r) * freq * rp.freq_scale;
+                const double angle = double(p.pos[r]) * freq * rp.freq_scale;
 #endif
                 // NORMAL rotates adjacent pairs, NEOX the two halves of the rotated part.
                 const int32_t a = rp.mode == ER_ROPE_NEOX ? k : 2 * k;
@@ -214,28 +226,42 @@ void op_rope(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
     }
 }
 
-void op_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
+void op_attention(Plan& p, const er_node& node, int32_t n) {
     const er_attention_params& ap = node.params.attention;
     Context& c = *p.ctx;
     const int64_t dk = ap.head_dim_k, dv = ap.head_dim_v, n_kv = ap.n_head_kv;
-    auto k_at = [&](int64_t pos, int64_t g) { return &c.k[((node.layer * int64_t(c.params.n_ctx) + pos) * n_kv + g) * dk]; };
-    auto v_at = [&](int64_t pos, int64_t g) { return &c.v[((node.layer * int64_t(c.params.n_ctx) + pos) * n_kv + g) * dv]; };
-    // Append this step's keys and values.
+    auto row_of = [&](int64_t seq, int64_t pos, int64_t g) {
+        return ((int64_t(node.layer) * c.n_seqs + seq) * c.params.n_ctx + pos) * n_kv + g;
+    };
+    auto k_at = [&](int64_t seq, int64_t pos, int64_t g) { return &c.k[row_of(seq, pos, g) * dk]; };
+    auto v_at = [&](int64_t seq, int64_t pos, int64_t g) { return &c.v[row_of(seq, pos, g) * dv]; };
+    auto seq_of = [&](int32_t r) {
+#ifdef PLANTED_FAULT_KV_MIX
+        (void)r;
+        return p.seq[0];  // FAULT: one cache base for the whole step
+#else
+        return p.seq[r];
+#endif
+    };
+    // Append this step's keys and values, each row to its sequence at its position.
     for (int32_t r = 0; r < n; ++r)
         for (int64_t g = 0; g < n_kv; ++g) {
-            std::memcpy(k_at(pos0 + r, g), &p.f32[node.inputs[1]][(r * n_kv + g) * dk], dk * sizeof(float));
-            std::memcpy(v_at(pos0 + r, g), &p.f32[node.inputs[2]][(r * n_kv + g) * dv], dv * sizeof(float));
-            round_to_cache(c.params.kv_type, k_at(pos0 + r, g), dk);
-            round_to_cache(c.params.kv_type, v_at(pos0 + r, g), dv);
+            float* k = k_at(seq_of(r), p.pos[r], g);
+            float* v = v_at(seq_of(r), p.pos[r], g);
+            std::memcpy(k, &p.f32[node.inputs[1]][(r * n_kv + g) * dk], dk * sizeof(float));
+            std::memcpy(v, &p.f32[node.inputs[2]][(r * n_kv + g) * dv], dv * sizeof(float));
+            round_to_cache(c.params.kv_type, k, dk);
+            round_to_cache(c.params.kv_type, v, dv);
         }
     const int32_t group = ap.n_head / ap.n_head_kv;
     std::vector<double> weights, acc;
     for (int32_t r = 0; r < n; ++r) {
 #ifdef PLANTED_FAULT_KV_SHORT
-        const int32_t n_pos = pos0 + r;  // FAULT: the newest position is left out
+        const int32_t n_pos = p.pos[r];  // FAULT: the newest position is left out
 #else
-        const int32_t n_pos = pos0 + r + 1;  // causal: positions [0, pos0 + r]
+        const int32_t n_pos = p.pos[r] + 1;  // causal: positions [0, its own] of its own sequence
 #endif
+        const int32_t seq = seq_of(r);
         for (int32_t h = 0; h < ap.n_head; ++h) {
 #ifdef PLANTED_FAULT_GQA_MAP
             const int32_t g = h % ap.n_head_kv;  // FAULT
@@ -247,7 +273,7 @@ void op_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
             weights.assign(size_t(n_pos), 0.0);
             double max = -INFINITY, sum = 0.0;
             for (int32_t j = 0; j < n_pos; ++j) {
-                weights[j] = double(ap.scale) * dot(q, k_at(j, g), dk);
+                weights[j] = double(ap.scale) * dot(q, k_at(seq, j, g), dk);
                 max = std::fmax(max, weights[j]);
             }
 #ifdef PLANTED_FAULT_DECODE_SPLIT
@@ -271,7 +297,7 @@ void op_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
             float* out = &p.f32[node.outputs[0]][(int64_t(r) * ap.n_head + h) * dv];
             acc.assign(size_t(dv), 0.0);  // position by position: reads each cached row in order
             for (int32_t j = 0; j < n_pos; ++j) {
-                const float* v = v_at(j, g);
+                const float* v = v_at(seq, j, g);
                 for (int64_t i = 0; i < dv; ++i) acc[i] += weights[j] * v[i];
             }
             for (int64_t i = 0; i < dv; ++i) out[i] = float(acc[i] / sum);
@@ -282,7 +308,16 @@ void op_attention(Plan& p, const er_node& node, int32_t n, int32_t pos0) {
 void execute(Plan& p, const er_step& step) {
     const int32_t n = step.n_tokens;
     if (n < 1 || n > p.max_tokens) throw Failure(ER_E_INVALID_ARGUMENT, "step has " + std::to_string(n) + " tokens");
-    if (step.pos0 < 0 || step.pos0 + n > p.ctx->params.n_ctx) throw Failure(ER_E_INVALID_ARGUMENT, "step past the context");
+    // Each row's sequence and position: from the row table, or positions pos0.. of sequence 0.
+    p.logit_rows.clear();
+    for (int32_t r = 0; r < n; ++r) {
+        const er_step_row row = step.rows ? step.rows[r] : er_step_row{0, step.pos0 + r, step.logits_all || r == n - 1, 0};
+        if (row.seq < 0 || row.seq >= p.ctx->n_seqs) throw Failure(ER_E_INVALID_ARGUMENT, "a row of no sequence of the context");
+        if (row.pos < 0 || row.pos >= p.ctx->params.n_ctx) throw Failure(ER_E_INVALID_ARGUMENT, "step past the context");
+        p.seq[r] = row.seq;
+        p.pos[r] = row.pos;
+        if (row.logits) p.logit_rows.push_back(r);
+    }
     for (const er_node& node : p.nodes) {
         const int64_t width = p.values[node.outputs[0]].width;
         switch (node.op) {
@@ -295,11 +330,11 @@ void execute(Plan& p, const er_step& step) {
                 }
                 break;
             }
-            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: op_matmul(p, node, n, false); break;
-            case ER_OP_LOGITS: op_matmul(p, node, n, !step.logits_all); break;
+            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: op_matmul(p, node, n); break;
+            case ER_OP_LOGITS: op_matmul(p, node, n, &p.logit_rows); break;
             case ER_OP_RMS_NORM: op_rms_norm(p, node, n); break;
-            case ER_OP_ROPE: op_rope(p, node, n, step.pos0); break;
-            case ER_OP_ATTENTION: op_attention(p, node, n, step.pos0); break;
+            case ER_OP_ROPE: op_rope(p, node, n); break;
+            case ER_OP_ATTENTION: op_attention(p, node, n); break;
             case ER_OP_SWIGLU: case ER_OP_ADD: {
                 const float* a = p.f32[node.inputs[0]].data();
                 const float* b = p.f32[node.inputs[1]].data();
@@ -311,7 +346,7 @@ void execute(Plan& p, const er_step& step) {
             default: throw Failure(ER_E_UNSUPPORTED, "unknown op " + std::to_string(node.op));
         }
         for (int32_t k = 0; k < node.n_outputs; ++k)
-            p.rows[node.outputs[k]] = node.op == ER_OP_LOGITS && !step.logits_all ? 1 : n;
+            p.rows[node.outputs[k]] = node.op == ER_OP_LOGITS ? int32_t(p.logit_rows.size()) : n;
     }
 }
 
@@ -345,10 +380,12 @@ er_status model_load(er_backend*, const er_model_params* params, er_model** out,
 
 er_status context_create(er_model* model, const er_context_params* params, er_context** out, er_error* err) {
     return guard(err, [&] {
+        if (params->n_seqs > kMaxSeqs) throw Failure(ER_E_UNSUPPORTED, "more sequences than one context holds");
         auto ctx = std::make_unique<Context>();
         ctx->model = reinterpret_cast<Model*>(model);
         ctx->params = *params;
-        const int64_t rows = int64_t(params->n_layer) * params->n_ctx * params->n_head_kv;
+        ctx->n_seqs = params->n_seqs > 1 ? params->n_seqs : 1;
+        const int64_t rows = int64_t(params->n_layer) * ctx->n_seqs * params->n_ctx * params->n_head_kv;
         ctx->k.assign(size_t(rows * params->head_dim_k), 0.0f);
         ctx->v.assign(size_t(rows * params->head_dim_v), 0.0f);
         *out = reinterpret_cast<er_context*>(ctx.release());
@@ -365,6 +402,8 @@ er_status plan_create(er_context* ctx, const er_graph* graph, er_plan** out, er_
         plan->f32.resize(plan->values.size());
         plan->i32.resize(plan->values.size());
         plan->rows.assign(plan->values.size(), 0);
+        plan->seq.assign(size_t(graph->max_tokens), 0);
+        plan->pos.assign(size_t(graph->max_tokens), 0);
         for (size_t v = 0; v < plan->values.size(); ++v) {
             const size_t size = size_t(plan->values[v].width * graph->max_tokens);
             if (plan->values[v].type == ER_VALUE_I32) plan->i32[v].assign(size, 0);
@@ -403,6 +442,7 @@ const er_backend_iface kIface = {
         std::snprintf(out->name, sizeof out->name, "simple (host CPU, one thread)");
         std::snprintf(out->kind, sizeof out->kind, "cpu");
         out->score = 0;
+        out->max_seqs = kMaxSeqs;
         return er_status{ER_OK};
     },
     [](const er_backend_params*, er_backend** out, er_error*) {
