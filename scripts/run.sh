@@ -11,7 +11,11 @@ say() { echo "run: $*" >&2; }
 start=$SECONDS
 scripts/install-deps.sh >&2
 build=${EDGERUN_BUILD_DIR:-build}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# A first configuration leaves the tests out (scripts/test.sh turns them on); an existing
+# one is kept as it is.
+tests=()
+[ -f "$build/CMakeCache.txt" ] || tests=(-DEDGERUN_BUILD_TESTS=OFF)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${tests[@]}" >/dev/null
 targets=(edgerun formats_gguf cpu_ref sampler)
 # The CUDA plugin only where there is a GPU to run it (scripts/test.sh always builds it).
 if [ -e /dev/nvidia0 ] || [ -e /dev/nvhost-ctrl-gpu ]; then

@@ -9,7 +9,7 @@ source scripts/venv.sh
 python=$EDGERUN_VENV/bin/python
 build=${EDGERUN_BUILD_DIR:-build}
 jobs=${EDGERUN_JOBS:-$(nproc)}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEDGERUN_BUILD_TESTS=ON \
   -DPython3_EXECUTABLE="$python" -DEDGERUN_PYTHON="$python" "$@"
 cmake --build "$build" -j "$jobs"
 status=0
