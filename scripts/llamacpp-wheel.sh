@@ -62,7 +62,7 @@ if ! ls "$dir"/llama_cpp_python-*.whl > /dev/null 2>&1; then
   work=$(mktemp -d "$dir.tmp.XXXXXX")
   trap 'rm -rf "$work"' EXIT
   echo "llamacpp-wheel: compiling llama.cpp (llama-cpp-python $version, $flavour: $flags);" \
-       "about 10 minutes on 2 cores, once" >&2
+       "about 5 minutes on 2 cores, once" >&2
   start=$SECONDS
   if ! CMAKE_ARGS="$flags" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
        "$python" -m pip wheel --quiet --disable-pip-version-check --no-cache-dir --no-deps \

@@ -10,7 +10,7 @@ python=$EDGERUN_VENV/bin/python
 build=${EDGERUN_BUILD_DIR:-build}
 jobs=${EDGERUN_JOBS:-$(nproc)}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEDGERUN_BUILD_TESTS=ON \
-  -DPython3_EXECUTABLE="$python" -DEDGERUN_PYTHON="$python" "$@"
+  -DPython3_EXECUTABLE="$python" "$@"
 cmake --build "$build" -j "$jobs"
 status=0
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --output-junit ctest-results.xml || status=$?
