@@ -5,20 +5,11 @@
 #include <string>
 
 namespace edgerun {
-namespace {
-
-void check_graph_ends(const Graph& graph, const char* which) {
-    if (graph.tokens_input < 0 || graph.logits_output < 0)
-        throw Error(std::string(which) + " graph must start from tokens and end in logits", ER_E_INVALID_ARGUMENT);
-}
-
-}  // namespace
-
 BatchRunner::BatchRunner(const BackendModel& model, const er_context_params& params, const Graph& prefill,
                          const Graph& batch)
     : n_seqs_(std::max(params.n_seqs, 1)), n_ctx_(params.n_ctx) {
-    check_graph_ends(prefill, "prefill");
-    check_graph_ends(batch, "batch");
+    prefill.require_tokens_to_logits("prefill");
+    batch.require_tokens_to_logits("batch");
     if (prefill.max_tokens != params.n_batch || batch.max_tokens > params.n_batch)
         throw Error("the prefill graph must take n_batch tokens and the batch graph at most that", ER_E_INVALID_ARGUMENT);
     BackendContext context(model, params);

@@ -199,4 +199,9 @@ Graph GraphBuilder::finish() { return std::move(graph_); }
 
 const char* op_name(int32_t op) { return er_op_name(op); }
 
+void Graph::require_tokens_to_logits(const char* which) const {
+    if (tokens_input < 0 || logits_output < 0)
+        throw Error(std::string(which) + " graph must start from tokens and end in logits", ER_E_INVALID_ARGUMENT);
+}
+
 }  // namespace edgerun

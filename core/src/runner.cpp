@@ -4,15 +4,6 @@
 #include <algorithm>
 
 namespace edgerun {
-namespace {
-
-void check_graph_ends(const Graph& graph, const char* which) {
-    if (graph.tokens_input < 0 || graph.logits_output < 0)
-        throw Error(std::string(which) + " graph must start from tokens and end in logits", ER_E_INVALID_ARGUMENT);
-}
-
-}  // namespace
-
 Runner::Runner(const BackendModel& model, const er_context_params& params, const Graph& prefill, const Graph& decode)
     : context_(model, params),
       params_(params),
@@ -22,8 +13,8 @@ Runner::Runner(const BackendModel& model, const er_context_params& params, const
       prefill_logits_(prefill.logits_output),
       decode_tokens_(decode.tokens_input),
       decode_logits_(decode.logits_output) {
-    check_graph_ends(prefill, "prefill");
-    check_graph_ends(decode, "decode");
+    prefill.require_tokens_to_logits("prefill");
+    decode.require_tokens_to_logits("decode");
     if (prefill.max_tokens != params.n_batch || decode.max_tokens != 1)
         throw Error("prefill graph must take n_batch tokens and decode graph one", ER_E_INVALID_ARGUMENT);
     n_vocab_ = decode.values[decode_logits_].width;

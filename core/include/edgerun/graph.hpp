@@ -41,6 +41,9 @@ struct Graph {
         return er_graph{sizeof(er_graph), max_tokens, static_cast<int32_t>(nodes.size()), nodes.data(),
                         static_cast<int32_t>(values.size()), values.data()};
     }
+
+    // What a runner steps: token ids in, logits out. Throws naming the graph (`which`).
+    void require_tokens_to_logits(const char* which) const;
 };
 
 // One weight (and optional bias) of a multi-output matmul.
