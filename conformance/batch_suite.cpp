@@ -143,14 +143,8 @@ std::vector<BatchComparison> run_batch_level(const PluginRegistry& registry, con
             c.model = file;
             c.candidate = candidate.name() + " kv=" + kv_type_name(kv);
             try {
-                EngineOptions eo;
-                eo.backend = candidate.name();
-                eo.backend_options = candidate.options;
-                eo.n_threads = candidate.threads;
-                eo.kv_type = kv;
-                eo.n_batch = options.n_batch;
-                eo.n_ctx = kMostPositions + 11 * kSequences;
-                const Engine engine(registry, entry.path, eo);
+                const Engine engine(registry, entry.path,
+                                    candidate.engine_options(kv, options.n_batch, kMostPositions + 11 * kSequences));
                 const std::vector<int32_t> text = sequence_tokens(engine.model(), 11 * kSequences + kMostPositions);
                 c = compare(engine, text, options.exact);
                 c.model = file;

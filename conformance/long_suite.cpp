@@ -173,14 +173,7 @@ std::vector<LongComparison> run_long_level(const PluginRegistry& registry, const
                 out.push_back(c);
             }
             auto engine_for = [&](const BackendSpec& spec, int32_t kv) {
-                EngineOptions o;
-                o.backend = spec.name();
-                o.backend_options = spec.options;
-                o.n_threads = spec.threads;
-                o.kv_type = kv;
-                o.n_batch = n_batch;
-                o.n_ctx = settings.positions;
-                return std::make_unique<Engine>(registry, entry.path, o);
+                return std::make_unique<Engine>(registry, entry.path, spec.engine_options(kv, n_batch, settings.positions));
             };
             std::map<int32_t, FedRun> reference_runs;  // one token per step, by KV cache type
             auto reference_run = [&](int32_t kv) -> const FedRun& {

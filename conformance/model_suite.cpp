@@ -42,14 +42,8 @@ std::vector<int32_t> sequence_tokens(const Model& model, int32_t n) {
 
 BackendRun run_model(const PluginRegistry& registry, const BackendSpec& backend, const std::string& model_path,
                      int32_t kv_type, const SequenceSettings& settings, const std::vector<int32_t>& tokens) {
-    EngineOptions options;
-    options.backend = backend.name();
-    options.backend_options = backend.options;
-    options.n_threads = backend.threads;
-    options.kv_type = kv_type;
-    options.n_batch = settings.n_batch;
-    options.n_ctx = int32_t(tokens.size()) + settings.greedy_tokens + 8;
-    const Engine engine(registry, model_path, options);
+    const Engine engine(registry, model_path,
+                        backend.engine_options(kv_type, settings.n_batch, int32_t(tokens.size()) + settings.greedy_tokens + 8));
     BackendRun run;
     run.device = engine.device().name;
 

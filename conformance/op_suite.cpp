@@ -20,6 +20,17 @@ Backend BackendSpec::create() const {
     return Backend(*plugin, params);
 }
 
+EngineOptions BackendSpec::engine_options(int32_t kv_type, int32_t n_batch, int32_t n_ctx) const {
+    EngineOptions o;
+    o.backend = name();
+    o.backend_options = options;
+    o.n_threads = threads;
+    o.kv_type = kv_type;
+    o.n_batch = n_batch;
+    o.n_ctx = n_ctx;
+    return o;
+}
+
 std::vector<float> run_case(const Backend& backend, const OpCase& c, std::vector<size_t>* step_ends) {
     auto model_params = sized<er_model_params>();
     model_params.weights = c.weights->descs().data();

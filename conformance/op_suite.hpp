@@ -6,6 +6,7 @@
 
 #include "weight_set.hpp"
 
+#include <edgerun/engine.hpp>
 #include <edgerun/graph.hpp>
 #include <edgerun/host_api.hpp>
 
@@ -24,6 +25,8 @@ struct BackendSpec {
 
     std::string name() const { return std::string(plugin->name()); }
     Backend create() const;
+    // What an Engine on this backend is given: its name, options and threads, and these.
+    EngineOptions engine_options(int32_t kv_type, int32_t n_batch, int32_t n_ctx) const;
 };
 
 // One step of an op test: rows of each input, then the step's positions.
