@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"tokenize", "the token ids (or pieces) a model's tokenizer gives a text", &edgerun::cli::cmd_tokenize},
     {"quantize", "re-quantize a model file (Q4_K_M, Q6_K, Q8_0, ...) as llama.cpp's recipe does", &edgerun::cli::cmd_quantize},
     {"synth", "write a model with a real model's exact shapes and types, random weights", &edgerun::cli::cmd_synth},
+    {"serve", "an OpenAI-compatible HTTP server with continuous batching", &edgerun::cli::cmd_serve},
 };
 
 void print_help() {

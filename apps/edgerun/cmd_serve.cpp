@@ -1,0 +1,72 @@
+// edgerun serve: an OpenAI-compatible HTTP server (/v1/chat/completions,
+// /v1/completions, /v1/models, /health, /metrics) over N slots stepped together.
+// serve/ holds the parts: the HTTP layer, the OpenAI request and response shapes, the
+// scheduler with its slots, and the metrics.
+#include "cli.hpp"
+#include "commands.hpp"
+#include "engine_options.hpp"
+#include "serve/http_server.hpp"
+
+#include <edgerun/text/chat_template.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace edgerun::cli {
+
+int cmd_serve(const std::vector<std::string>& args) {
+    CommonOptions common;
+    ModelOptions model_options;
+    serve::ServerOptions server;
+    serve::SchedulerOptions scheduling;
+    std::string template_name, model_name;
+    int port = server.port;
+    int64_t grace_ms = server.shutdown_grace.count();
+    po::options_description desc("edgerun serve options");
+    add_model_options(desc, model_options);
+    desc.add_options()
+        ("host", po::value(&server.host)->default_value(server.host), "address to listen on (loopback unless told otherwise)")
+        ("port", po::value(&port)->default_value(port), "port (0: any free one; the one taken is printed)")
+        ("parallel,np", po::value(&scheduling.n_slots)->default_value(scheduling.n_slots), "slots: requests run at once (each has -c positions of its own)")
+        ("queue", po::value(&scheduling.queue_limit)->default_value(scheduling.queue_limit), "requests that may wait for a slot; more get 429")
+        ("api-key", po::value(&server.api_key), "require 'Authorization: Bearer KEY' on /v1/")
+        ("model-name", po::value(&model_name), "the model's id in the API (default: the file name without .gguf)")
+        ("chat-template", po::value(&template_name), "use this template family instead of the model's own")
+        ("max-body", po::value(&server.max_body_bytes)->default_value(server.max_body_bytes), "largest request body in bytes (more: 413)")
+        ("max-connections", po::value(&server.max_connections)->default_value(server.max_connections), "connections served at once (more: 503)")
+        ("shutdown-grace-ms", po::value(&grace_ms)->default_value(grace_ms), "on SIGTERM, how long running requests may finish")
+        ("sampler-plugin", po::value(&scheduling.sampler_plugin)->default_value(scheduling.sampler_plugin), "sampler plugin name");
+    if (!parse(args, desc, common,
+               "usage: edgerun serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX] [--api-key KEY]\n"
+               "An OpenAI-compatible HTTP server; -b is the most prompt tokens one step prefills."))
+        return 0;
+    if (port < 0 || port > 65535) throw Error("--port must be 0 .. 65535", ER_E_INVALID_ARGUMENT);
+    if (grace_ms < 0) throw Error("--shutdown-grace-ms must be >= 0", ER_E_INVALID_ARGUMENT);
+    if (server.max_connections < 1) throw Error("--max-connections must be at least 1", ER_E_INVALID_ARGUMENT);
+    server.port = uint16_t(port);
+    server.shutdown_grace = std::chrono::milliseconds(grace_ms);
+
+    EngineOptions engine_options = resolve(model_options);
+    scheduling.chunk = engine_options.n_batch;
+    PluginRegistry registry = load_plugins(common);
+    Engine engine(registry, model_options.model, engine_options);
+    text::Tokenizer tokenizer(text::Vocab::from_file(engine.model().file()));
+    const text::ChatTemplate chat_template = text::chat_template_for(tokenizer, template_name);
+    if (model_name.empty()) {
+        model_name = std::filesystem::path(model_options.model).filename().string();
+        if (model_name.size() > 5 && model_name.ends_with(".gguf")) model_name.resize(model_name.size() - 5);
+    }
+
+    serve::Metrics metrics(scheduling.n_slots);
+    serve::Scheduler scheduler(engine, registry, tokenizer, scheduling, metrics);
+    serve::OpenAiApi api(tokenizer, chat_template, model_name, scheduler.n_ctx());
+    std::fprintf(stderr, "serve: %s on %s, %d slots of %d tokens each (%s), template %s\n", model_name.c_str(),
+                 std::string(engine.backend().plugin().name()).c_str(), scheduling.n_slots, scheduler.n_ctx(),
+                 scheduler.batched() ? "stepped together" : "stepped one after the other", chat_template.name().c_str());
+    serve::HttpServer http(server, api, scheduler, metrics);
+    http.run();
+    std::fprintf(stderr, "serve: stopped\n");
+    return 0;
+}
+
+}  // namespace edgerun::cli

@@ -1,0 +1,52 @@
+// The HTTP side of `edgerun serve`, on Boost.Beast: one thread accepts, each connection
+// gets a thread of its own (at most max_connections; past that a 503 comes at once), so
+// /health, /metrics and 429 answers come while every slot is busy. A connection waiting
+// for its job polls its socket, so a client that goes away, streaming or not, cancels
+// the job at the scheduler's next step. SIGTERM or SIGINT: stop accepting, let the
+// running jobs finish for up to shutdown_grace, end the rest with an error, return.
+#pragma once
+
+#include "metrics.hpp"
+#include "openai_api.hpp"
+#include "scheduler.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace edgerun::serve {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    uint16_t port = 8080;                  // 0: any free port (the one taken is printed)
+    std::string api_key;                   // empty: none asked for
+    size_t max_body_bytes = 8u << 20;      // bigger bodies get 413
+    int32_t max_connections = 64;
+    std::chrono::milliseconds shutdown_grace{10000};
+    std::chrono::seconds idle_timeout{60}; // a keep-alive connection with no request is closed
+};
+
+class HttpServer {
+public:
+    HttpServer(const ServerOptions& options, OpenAiApi& api, Scheduler& scheduler, Metrics& metrics);
+    // Binds (throws when it cannot), prints "listening on http://HOST:PORT" to stderr,
+    // and serves until SIGTERM or SIGINT.
+    void run();
+
+private:
+    class Connection;
+
+    ServerOptions options_;
+    OpenAiApi& api_;
+    Scheduler& scheduler_;
+    Metrics& metrics_;
+    std::atomic<bool> stopping_{false};
+    std::mutex mutex_;
+    std::condition_variable connections_done_;
+    int32_t connections_ = 0;
+};
+
+}  // namespace edgerun::serve

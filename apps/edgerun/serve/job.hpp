@@ -1,0 +1,80 @@
+// One request's trip through the scheduler: what it asks for (JobSpec), and the events
+// the scheduler thread sends back to the connection that waits on it (text as it is
+// generated, then the end or an error). The connection may cancel it at any time (the
+// client went away); the scheduler notices at its next step.
+#pragma once
+
+#include <edgerun/abi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace edgerun::serve {
+
+struct JobSpec {
+    std::vector<int32_t> prompt;
+    int32_t max_tokens = -1;  // < 0: until an end-of-generation token or a full context
+    std::vector<std::string> stop;
+    er_sampler_params sampler{};
+};
+
+struct Usage {
+    int32_t prompt_tokens = 0;
+    int32_t completion_tokens = 0;
+    int32_t cached_tokens = 0;  // prompt tokens the slot's cache already held
+};
+
+struct JobEvent {
+    enum class Kind { Text, Done, Error };
+    Kind kind = Kind::Text;
+    std::string text;           // Text: the next piece; Error: the message
+    std::string finish_reason;  // Done: "stop" or "length"
+    Usage usage;                // Done
+    int status = 500;           // Error: the HTTP status it maps to
+};
+
+class Job {
+public:
+    explicit Job(JobSpec spec) : spec_(std::move(spec)), created_(std::chrono::steady_clock::now()) {}
+
+    const JobSpec& spec() const { return spec_; }
+    std::chrono::steady_clock::time_point created() const { return created_; }
+
+    // Scheduler side.
+    void push(JobEvent event) {
+        {
+            std::lock_guard lock(mutex_);
+            events_.push_back(std::move(event));
+        }
+        ready_.notify_one();
+    }
+
+    // Connection side: moves the events that arrived into `out`, waiting up to `timeout`
+    // for the first one. False when none came in time.
+    bool wait(std::vector<JobEvent>& out, std::chrono::milliseconds timeout) {
+        std::unique_lock lock(mutex_);
+        if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;
+        for (JobEvent& e : events_) out.push_back(std::move(e));
+        events_.clear();
+        return true;
+    }
+
+    void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+    bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+
+private:
+    JobSpec spec_;
+    std::chrono::steady_clock::time_point created_;
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<JobEvent> events_;
+    std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace edgerun::serve

@@ -1,0 +1,288 @@
+#include "openai_api.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <optional>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+namespace edgerun::serve {
+
+namespace {
+
+int64_t unix_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+ApiError wrong_type(const std::string& field, const char* expected) {
+    return ApiError(400, "'" + field + "' must be " + expected, field, "invalid_type");
+}
+
+// The field's value when present and not null; absent and null both mean "the default".
+const json* field(const json& body, const char* name) {
+    auto it = body.find(name);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+double number(const json& body, const char* name, double fallback, double lo, double hi) {
+    const json* v = field(body, name);
+    if (!v) return fallback;
+    if (!v->is_number()) throw wrong_type(name, "a number");
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi)
+        throw ApiError(400, "'" + std::string(name) + "' must be between " + json(lo).dump() + " and " + json(hi).dump(),
+                       name, "invalid_value");
+    return x;
+}
+
+std::optional<int64_t> integer(const json& body, const char* name) {
+    const json* v = field(body, name);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer()) throw wrong_type(name, "an integer");
+    if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(INT64_MAX))
+        throw ApiError(400, "'" + std::string(name) + "' is out of range", name, "invalid_value");
+    return v->get<int64_t>();
+}
+
+bool boolean(const json& body, const char* name) {
+    const json* v = field(body, name);
+    if (!v) return false;
+    if (!v->is_boolean()) throw wrong_type(name, "a boolean");
+    return v->get<bool>();
+}
+
+// Fields the OpenAI API has, that would change what the answer means, and that this
+// server does not implement: refused rather than silently ignored.
+void refuse_unimplemented(const json& body, Endpoint endpoint) {
+    auto refuse = [](const std::string& name, const std::string& why) {
+        throw ApiError(400, "'" + name + "' is not supported by this server (" + why + ")", name, "unsupported_parameter");
+    };
+    if (auto n = integer(body, "n"); n && *n != 1) refuse("n", "one choice per request");
+    if (auto n = integer(body, "best_of"); n && *n != 1) refuse("best_of", "one choice per request");
+    for (const char* name : {"tools", "functions", "logit_bias"})
+        if (const json* v = field(body, name); v && !v->empty()) refuse(name, "not implemented");
+    for (const char* name : {"tool_choice", "function_call"})
+        if (const json* v = field(body, name); v && !(v->is_string() && v->get<std::string>() == "none"))
+            refuse(name, "no tools");
+    if (const json* v = field(body, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()) && !(v->is_number() && v->get<double>() == 0))
+        refuse("logprobs", "not implemented");
+    if (const json* v = field(body, "top_logprobs"); v && !(v->is_number() && v->get<double>() == 0))
+        refuse("top_logprobs", "not implemented");
+    if (const json* v = field(body, "response_format");
+        v && !(v->is_object() && v->value("type", json()) == json("text")))
+        refuse("response_format", "plain text only");
+    if (endpoint == Endpoint::Completion) {
+        if (boolean(body, "echo")) refuse("echo", "not implemented");
+        if (const json* v = field(body, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
+            refuse("suffix", "not implemented");
+    }
+}
+
+}  // namespace
+
+json ApiError::body() const {
+    return json{{"error",
+                 {{"message", what()},
+                  {"type", type},
+                  {"param", param.empty() ? json() : json(param)},
+                  {"code", code.empty() ? json() : json(code)}}}};
+}
+
+OpenAiApi::OpenAiApi(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template, std::string model_id,
+                     int32_t n_ctx)
+    : tokenizer_(tokenizer), chat_template_(chat_template), model_id_(std::move(model_id)), n_ctx_(n_ctx),
+      created_(unix_seconds()) {}
+
+std::string OpenAiApi::dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string OpenAiApi::new_id(Endpoint endpoint) {
+    static std::atomic<uint64_t> counter{0};
+    static const uint64_t salt = std::random_device{}();
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(salt ^ (++counter * 0x9E3779B97F4A7C15ull)));
+    return (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::string(hex);
+}
+
+json OpenAiApi::models() const {
+    return json{{"object", "list"},
+                {"data", json::array({json{{"id", model_id_}, {"object", "model"}, {"created", created_}, {"owned_by", "edgerun"}}})}};
+}
+
+std::vector<int32_t> OpenAiApi::chat_prompt(const json& body) const {
+    const json* messages = field(body, "messages");
+    if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
+    if (!messages->is_array()) throw wrong_type("messages", "an array");
+    if (messages->empty()) throw ApiError(400, "'messages' must not be empty", "messages", "invalid_value");
+    std::vector<text::ChatMessage> chat;
+    for (size_t i = 0; i < messages->size(); ++i) {
+        const json& m = (*messages)[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) throw wrong_type(where, "an object");
+        const json* role = field(m, "role");
+        if (!role || !role->is_string()) throw wrong_type(where + ".role", "a string");
+        std::string r = role->get<std::string>();
+        if (r == "developer") r = "system";  // the newer name of the system role
+        if (r != "system" && r != "user" && r != "assistant")
+            throw ApiError(400, where + ".role: '" + r + "' is not system, developer, user or assistant", where + ".role",
+                           "invalid_value");
+        std::string content;
+        const json* c = field(m, "content");
+        if (c && c->is_string()) {
+            content = c->get<std::string>();
+        } else if (c && c->is_array()) {  // content parts: text only
+            for (const json& part : *c) {
+                if (!part.is_object() || part.value("type", json()) != json("text") || !part.contains("text") ||
+                    !part["text"].is_string())
+                    throw ApiError(400, where + ".content: only text parts are supported", where + ".content",
+                                   "invalid_value");
+                content += part["text"].get<std::string>();
+            }
+        } else if (c || r != "assistant") {
+            throw wrong_type(where + ".content", "a string or an array of text parts");
+        }
+        chat.push_back({r, std::move(content)});
+    }
+    return text::encode_chat_prompt(tokenizer_, chat_template_.format(chat, true), true);
+}
+
+std::vector<int32_t> OpenAiApi::completion_prompt(const json& body) const {
+    const json* prompt = field(body, "prompt");
+    if (!prompt) throw ApiError(400, "'prompt' is required", "prompt", "missing_required_parameter");
+    if (prompt->is_string()) return tokenizer_.encode(prompt->get<std::string>(), true, true);
+    if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string())
+        return tokenizer_.encode((*prompt)[0].get<std::string>(), true, true);
+    if (prompt->is_array() && !prompt->empty() && std::all_of(prompt->begin(), prompt->end(), [](const json& t) { return t.is_number_integer(); })) {
+        std::vector<int32_t> tokens;
+        const int64_t n_vocab = tokenizer_.n_tokens();
+        for (const json& t : *prompt) {
+            const int64_t id = t.is_number_unsigned() && t.get<uint64_t>() > uint64_t(INT64_MAX) ? -1 : t.get<int64_t>();
+            if (id < 0 || id >= n_vocab)
+                throw ApiError(400, "'prompt': token " + t.dump() + " is not in the vocabulary", "prompt", "invalid_value");
+            tokens.push_back(int32_t(id));
+        }
+        return tokens;
+    }
+    if (prompt->is_array() && prompt->size() > 1 && (*prompt)[0].is_string())
+        throw ApiError(400, "'prompt': one prompt per request (a batch of prompts is not supported)", "prompt",
+                       "unsupported_parameter");
+    throw wrong_type("prompt", "a string, or an array of token ids");
+}
+
+ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
+    json body = json::parse(text, nullptr, false);
+    if (body.is_discarded()) throw ApiError(400, "the body is not valid JSON", "", "invalid_json");
+    if (!body.is_object()) throw ApiError(400, "the body must be a JSON object", "", "invalid_json");
+
+    const json* model = field(body, "model");
+    if (!model) throw ApiError(400, "'model' is required", "model", "missing_required_parameter");
+    if (!model->is_string()) throw wrong_type("model", "a string");
+    if (model->get<std::string>() != model_id_)
+        throw ApiError(404, "the model '" + model->get<std::string>() + "' does not exist (this server has '" + model_id_ + "')",
+                       "model", "model_not_found");
+    refuse_unimplemented(body, endpoint);
+
+    ParsedRequest out;
+    out.stream = boolean(body, "stream");
+    if (const json* options = field(body, "stream_options")) {
+        if (!options->is_object()) throw wrong_type("stream_options", "an object");
+        out.include_usage = boolean(*options, "include_usage");
+    }
+
+    JobSpec& spec = out.spec;
+    std::optional<int64_t> max_tokens = integer(body, "max_tokens");
+    if (endpoint == Endpoint::Chat)
+        if (auto m = integer(body, "max_completion_tokens")) max_tokens = m;
+    const char* max_name = endpoint == Endpoint::Chat && field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if (max_tokens && *max_tokens <= 0) throw ApiError(400, "'" + std::string(max_name) + "' must be at least 1", max_name, "invalid_value");
+    if (max_tokens && *max_tokens > n_ctx_)
+        throw ApiError(400, "'" + std::string(max_name) + "' (" + std::to_string(*max_tokens) + ") is more than the context of " +
+                            std::to_string(n_ctx_) + " tokens", max_name, "invalid_value");
+    spec.max_tokens = max_tokens ? int32_t(*max_tokens) : -1;
+
+    if (const json* stop = field(body, "stop")) {
+        if (stop->is_string()) {
+            spec.stop.push_back(stop->get<std::string>());
+        } else if (stop->is_array() && stop->size() <= 16) {
+            for (const json& s : *stop) {
+                if (!s.is_string()) throw wrong_type("stop", "a string or an array of strings");
+                spec.stop.push_back(s.get<std::string>());
+            }
+        } else {
+            throw wrong_type("stop", "a string or an array of at most 16 strings");
+        }
+    }
+
+    er_sampler_params& p = spec.sampler;
+    p.struct_size = sizeof(er_sampler_params);
+    p.temperature = float(number(body, "temperature", 1.0, 0.0, 2.0));
+    p.top_p = float(number(body, "top_p", 1.0, 0.0, 1.0));
+    p.min_p = float(number(body, "min_p", 0.0, 0.0, 1.0));
+    p.presence_penalty = float(number(body, "presence_penalty", 0.0, -2.0, 2.0));
+    p.frequency_penalty = float(number(body, "frequency_penalty", 0.0, -2.0, 2.0));
+    p.repeat_penalty = 1.0f;
+    p.penalty_last_n = n_ctx_;  // as OpenAI's penalties: over the whole text
+    const std::optional<int64_t> top_k = integer(body, "top_k");
+    if (top_k && *top_k < 0) throw ApiError(400, "'top_k' must be >= 0", "top_k", "invalid_value");
+    p.top_k = top_k ? int32_t(std::min<int64_t>(*top_k, INT32_MAX)) : 0;
+    const std::optional<int64_t> seed = integer(body, "seed");
+    p.seed = seed ? uint64_t(*seed) : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+
+    spec.prompt = endpoint == Endpoint::Chat ? chat_prompt(body) : completion_prompt(body);
+    const char* prompt_name = endpoint == Endpoint::Chat ? "messages" : "prompt";
+    if (spec.prompt.empty()) throw ApiError(400, "the prompt is empty (no tokens)", prompt_name, "invalid_value");
+    if (int64_t(spec.prompt.size()) >= n_ctx_)
+        throw ApiError(400, "the prompt is " + std::to_string(spec.prompt.size()) + " tokens; this server's context is " +
+                            std::to_string(n_ctx_) + " tokens per request (leave room for at least one to generate)",
+                       prompt_name, "context_length_exceeded");
+    return out;
+}
+
+json OpenAiApi::response(Endpoint endpoint, const std::string& id, const std::string& text,
+                         const std::string& finish_reason, const Usage& usage) const {
+    json choice = endpoint == Endpoint::Chat
+                      ? json{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"logprobs", nullptr},
+                             {"finish_reason", finish_reason}}
+                      : json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+    return json{{"id", id},
+                {"object", endpoint == Endpoint::Chat ? "chat.completion" : "text_completion"},
+                {"created", unix_seconds()},
+                {"model", model_id_},
+                {"choices", json::array({choice})},
+                {"usage",
+                 {{"prompt_tokens", usage.prompt_tokens},
+                  {"completion_tokens", usage.completion_tokens},
+                  {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+                  {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}}}};
+}
+
+json OpenAiApi::chunk(Endpoint endpoint, const std::string& id, const std::string* text,
+                      const std::string* finish_reason, bool with_role, bool include_usage) const {
+    json choice{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason ? json(*finish_reason) : json()}};
+    if (endpoint == Endpoint::Chat) {
+        json delta = json::object();
+        if (with_role) delta["role"] = "assistant";
+        if (text) delta["content"] = *text;
+        else if (with_role) delta["content"] = "";
+        choice["delta"] = delta;
+    } else {
+        choice["text"] = text ? *text : std::string();
+    }
+    json out{{"id", id},
+             {"object", endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion"},
+             {"created", unix_seconds()},
+             {"model", model_id_},
+             {"choices", json::array({choice})}};
+    if (include_usage) out["usage"] = nullptr;
+    return out;
+}
+
+json OpenAiApi::usage_chunk(Endpoint endpoint, const std::string& id, const Usage& usage) const {
+    json out = response(endpoint, id, "", "stop", usage);
+    out["object"] = endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
+    out["choices"] = json::array();
+    return out;
+}
+
+}  // namespace edgerun::serve

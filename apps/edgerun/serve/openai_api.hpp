@@ -1,0 +1,76 @@
+// The OpenAI API's shapes: a /v1/chat/completions or /v1/completions body becomes a
+// JobSpec (or an ApiError with the status and the field at fault), and a job's output
+// becomes a response or a stream of chunks. No HTTP here.
+#pragma once
+
+#include "job.hpp"
+
+#include <edgerun/text/chat_template.hpp>
+#include <edgerun/text/tokenizer.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace edgerun::serve {
+
+using nlohmann::json;
+
+// An error as the OpenAI API reports it: {"error": {"message", "type", "param", "code"}}.
+struct ApiError : std::runtime_error {
+    ApiError(int status, const std::string& message, std::string param = {}, std::string code = {},
+             std::string type = "invalid_request_error")
+        : std::runtime_error(message), status(status), param(std::move(param)), code(std::move(code)),
+          type(std::move(type)) {}
+    int status;
+    std::string param, code, type;
+    json body() const;
+};
+
+enum class Endpoint { Chat, Completion };
+
+struct ParsedRequest {
+    JobSpec spec;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+};
+
+class OpenAiApi {
+public:
+    OpenAiApi(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template, std::string model_id,
+              int32_t n_ctx);
+
+    const std::string& model_id() const { return model_id_; }
+
+    // Throws ApiError (400 bad field, 404 unknown model) for what cannot be served.
+    ParsedRequest parse(Endpoint endpoint, std::string_view body) const;
+
+    json models() const;
+
+    // A whole response (stream: false).
+    json response(Endpoint endpoint, const std::string& id, const std::string& text, const std::string& finish_reason,
+                  const Usage& usage) const;
+    // One chunk of a stream: the role first (chat), then text, then the finish reason.
+    json chunk(Endpoint endpoint, const std::string& id, const std::string* text, const std::string* finish_reason,
+               bool with_role, bool include_usage) const;
+    // The last chunk when stream_options.include_usage: no choices, the usage.
+    json usage_chunk(Endpoint endpoint, const std::string& id, const Usage& usage) const;
+
+    static std::string new_id(Endpoint endpoint);
+    // JSON text; invalid UTF-8 (which the tokenizer should never make) replaced, not thrown.
+    static std::string dump(const json& value);
+
+private:
+    std::vector<int32_t> chat_prompt(const json& body) const;
+    std::vector<int32_t> completion_prompt(const json& body) const;
+
+    const text::Tokenizer& tokenizer_;
+    const text::ChatTemplate& chat_template_;
+    std::string model_id_;
+    int32_t n_ctx_;
+    int64_t created_;
+};
+
+}  // namespace edgerun::serve

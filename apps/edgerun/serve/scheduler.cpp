@@ -1,0 +1,246 @@
+#include "scheduler.hpp"
+
+#include <algorithm>
+
+namespace edgerun::serve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    const size_t n = std::min(a.size(), b.size());
+    size_t i = 0;
+    while (i < n && a[i] == b[i]) ++i;
+    return i;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const Engine& engine, const PluginRegistry& registry, const text::Tokenizer& tokenizer,
+                     const SchedulerOptions& options, Metrics& metrics)
+    : tokenizer_(tokenizer), options_(options), metrics_(metrics) {
+    if (options.n_slots < 1) throw Error("--parallel must be at least 1", ER_E_INVALID_ARGUMENT);
+    if (options.queue_limit < 0) throw Error("--queue must be >= 0", ER_E_INVALID_ARGUMENT);
+    sampler_plugin_ = registry.find(ER_PLUGIN_SAMPLER, options.sampler_plugin);
+    if (!sampler_plugin_)
+        throw Error("no sampler plugin named '" + options.sampler_plugin + "'", ER_E_INVALID_ARGUMENT);
+    options_.chunk = std::max(1, std::min(options.chunk, engine.options().n_batch));
+    runner_ = engine.new_batch_runner(options.n_slots);
+    slots_.resize(size_t(options.n_slots));
+    for (int32_t s = 0; s < options.n_slots; ++s) slots_[size_t(s)].seq = s;
+    thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() { stop(std::chrono::milliseconds(0)); }
+
+std::shared_ptr<Job> Scheduler::submit(JobSpec spec, Refusal& refusal) {
+    std::lock_guard lock(mutex_);
+    refusal = Refusal::None;
+    if (stopping_) {
+        refusal = Refusal::Stopping;
+        return nullptr;
+    }
+    // A request that finds a free slot does not count against the queue.
+    const size_t free_slots = slots_.size() - std::min(size_t(busy_.load()), slots_.size());
+    if (waiting_.size() >= free_slots + size_t(options_.queue_limit)) {
+        refusal = Refusal::QueueFull;
+        return nullptr;
+    }
+    auto job = std::make_shared<Job>(std::move(spec));
+    waiting_.push_back(job);
+    metrics_.set_queue_depth(int64_t(waiting_.size()));
+    wake_.notify_one();
+    return job;
+}
+
+void Scheduler::stop(std::chrono::milliseconds grace) {
+    {
+        std::unique_lock lock(mutex_);
+        stopping_ = true;
+        wake_.notify_all();
+        if (!finished_cv_.wait_for(lock, grace, [&] { return finished_; })) abort_ = true;
+        wake_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::run() {
+    while (true) {
+        {
+            std::unique_lock lock(mutex_);
+            if (abort_) break;
+            assign_waiting();
+            const bool active = std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.job != nullptr; });
+            if (!active) {
+                if (stopping_ && waiting_.empty()) break;
+                wake_.wait(lock, [&] { return abort_ || stopping_ || !waiting_.empty(); });
+                continue;
+            }
+        }
+        step();
+    }
+    std::lock_guard lock(mutex_);
+    for (Slot& slot : slots_)
+        if (slot.job) fail(slot, "the server is shutting down", 503);
+    for (auto& job : waiting_) job->push(JobEvent{JobEvent::Kind::Error, "the server is shutting down", "", {}, 503});
+    waiting_.clear();
+    finished_ = true;
+    finished_cv_.notify_all();
+}
+
+void Scheduler::assign_waiting() {
+    while (!waiting_.empty()) {
+        std::shared_ptr<Job> job = waiting_.front();
+        if (job->cancelled()) {
+            waiting_.pop_front();
+            metrics_.cancelled();
+            continue;
+        }
+        // The free slot that already holds the longest prefix of this prompt.
+        Slot* best = nullptr;
+        size_t best_common = 0;
+        for (Slot& slot : slots_) {
+            if (slot.job) continue;
+            const size_t common = common_prefix(slot.cached, job->spec().prompt);
+            if (!best || common > best_common) best = &slot, best_common = common;
+        }
+        if (!best) break;
+        waiting_.pop_front();
+        start(*best, std::move(job));
+    }
+    metrics_.set_queue_depth(int64_t(waiting_.size()));
+    count_busy();
+}
+
+void Scheduler::count_busy() {
+    busy_ = int32_t(std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.job != nullptr; }));
+    metrics_.set_busy_slots(busy_);
+}
+
+void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
+    const std::vector<int32_t>& prompt = job->spec().prompt;
+    // At least the last prompt token is fed again: its logits give the first token.
+    const size_t common = std::min(common_prefix(slot.cached, prompt), prompt.size() - 1);
+    runner_->rewind(slot.seq, int32_t(common));
+    slot.cached.resize(common);
+    slot.job = std::move(job);
+    slot.prompt_fed = common;
+    slot.next_token = -1;
+    slot.generated = 0;
+    slot.usage = Usage{int32_t(prompt.size()), 0, int32_t(common)};
+    try {
+        slot.sampler.emplace(*sampler_plugin_, slot.job->spec().sampler, int32_t(runner_->n_vocab()));
+        for (int32_t token : prompt) slot.sampler->accept(token);
+    } catch (const std::exception& e) {
+        fail(slot, e.what(), 400);
+        return;
+    }
+    slot.decoder.emplace(tokenizer_);
+    slot.matcher.emplace(slot.job->spec().stop);
+    metrics_.prompt_tokens(int64_t(prompt.size() - common), int64_t(common));
+}
+
+bool Scheduler::step() {
+    feeds_.clear();
+    fed_slots_.clear();
+    for (Slot& slot : slots_)
+        if (slot.job && slot.job->cancelled()) {
+            metrics_.cancelled();
+            slot.job.reset();
+            slot.next_token = -1;
+        }
+    int64_t budget = options_.chunk;
+    for (Slot& slot : slots_)
+        if (slot.decoding()) {
+            feeds_.push_back(SequenceFeed{slot.seq, std::span<const int32_t>(&slot.next_token, 1), nullptr});
+            fed_slots_.push_back(&slot);
+            --budget;
+        }
+    // Prompts in the order their requests came, in chunks that fill the step.
+    std::vector<Slot*> prefilling;
+    for (Slot& slot : slots_)
+        if (slot.job && !slot.decoding()) prefilling.push_back(&slot);
+    std::sort(prefilling.begin(), prefilling.end(),
+              [](const Slot* a, const Slot* b) { return a->job->created() < b->job->created(); });
+    for (Slot* slot : prefilling) {
+        if (budget <= 0) break;
+        const std::vector<int32_t>& prompt = slot->job->spec().prompt;
+        const size_t n = std::min(prompt.size() - slot->prompt_fed, size_t(budget));
+        feeds_.push_back(SequenceFeed{slot->seq, std::span<const int32_t>(prompt.data() + slot->prompt_fed, n), nullptr});
+        fed_slots_.push_back(slot);
+        budget -= int64_t(n);
+    }
+    if (feeds_.empty()) return false;
+
+    try {
+        runner_->feed(feeds_);
+    } catch (const std::exception& e) {
+        for (Slot* slot : fed_slots_) {
+            fail(*slot, std::string("the model failed: ") + e.what(), 500);
+            runner_->rewind(slot->seq, 0);
+            slot->cached.clear();
+        }
+        return true;
+    }
+
+    const auto now = Clock::now();
+    int64_t generated = 0;
+    for (size_t i = 0; i < fed_slots_.size(); ++i) {
+        Slot& slot = *fed_slots_[i];
+        slot.cached.insert(slot.cached.end(), feeds_[i].tokens.begin(), feeds_[i].tokens.end());
+        if (!slot.decoding()) {
+            slot.prompt_fed += feeds_[i].tokens.size();
+            if (slot.prompt_fed < slot.job->spec().prompt.size()) continue;
+        }
+        after_row(slot, now, generated);
+    }
+    metrics_.generated(generated, now);
+    count_busy();
+    return true;
+}
+
+void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated) {
+    int32_t token = -1;
+    try {
+        const std::span<const float> logits = runner_->logits(slot.seq);
+        token = slot.sampler->sample(logits.data(), int32_t(logits.size()));
+    } catch (const std::exception& e) {
+        fail(slot, std::string("sampling failed: ") + e.what(), 500);
+        return;
+    }
+    if (tokenizer_.is_eog(token)) {
+        finish(slot, "stop");
+        return;
+    }
+    slot.sampler->accept(token);
+    ++generated;
+    if (++slot.generated == 1) metrics_.time_to_first_token(std::chrono::duration<double>(now - slot.job->created()).count());
+    slot.usage.completion_tokens = slot.generated;
+    if (std::string text = slot.matcher->push(slot.decoder->push(token)); !text.empty())
+        slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(text), "", {}, 0});
+    const int32_t max_tokens = slot.job->spec().max_tokens;
+    if (slot.matcher->stopped())
+        finish(slot, "stop");
+    else if ((max_tokens >= 0 && slot.generated >= max_tokens) || runner_->position(slot.seq) >= runner_->n_ctx())
+        finish(slot, "length");
+    else
+        slot.next_token = token;
+}
+
+void Scheduler::finish(Slot& slot, const std::string& finish_reason) {
+    std::string rest = slot.matcher->push(slot.decoder->flush());
+    rest += slot.matcher->flush();
+    if (!rest.empty()) slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(rest), "", {}, 0});
+    slot.job->push(JobEvent{JobEvent::Kind::Done, "", finish_reason, slot.usage, 0});
+    slot.job.reset();
+    slot.next_token = -1;
+}
+
+void Scheduler::fail(Slot& slot, const std::string& message, int status) {
+    slot.job->push(JobEvent{JobEvent::Kind::Error, message, "", {}, status});
+    slot.job.reset();
+    slot.next_token = -1;
+}
+
+}  // namespace edgerun::serve

@@ -1,0 +1,96 @@
+// The slots of `edgerun serve` and the thread that steps them. Each slot is one sequence
+// of a BatchRunner with its own sampler. A request goes to the free slot whose cache
+// shares the longest token prefix with its prompt and feeds only the rest; requests
+// beyond the slots wait in a bounded queue. Every step carries one decode row of each
+// generating slot plus prompt chunks of the others, at most `chunk` rows in all, so a
+// long prompt arriving delays the others by one chunk per step, not by the whole prompt.
+#pragma once
+
+#include "job.hpp"
+#include "metrics.hpp"
+
+#include <edgerun/engine.hpp>
+#include <edgerun/generate.hpp>
+#include <edgerun/plugin_registry.hpp>
+#include <edgerun/text/tokenizer.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace edgerun::serve {
+
+struct SchedulerOptions {
+    int32_t n_slots = 4;
+    int32_t queue_limit = 16;  // requests waiting for a slot; more get 429
+    int32_t chunk = 256;       // most rows of one step
+    std::string sampler_plugin = "sampler";
+};
+
+class Scheduler {
+public:
+    Scheduler(const Engine& engine, const PluginRegistry& registry, const text::Tokenizer& tokenizer,
+              const SchedulerOptions& options, Metrics& metrics);
+    ~Scheduler();
+
+    enum class Refusal { None, QueueFull, Stopping };
+    // The job, queued; or nullptr and why not.
+    std::shared_ptr<Job> submit(JobSpec spec, Refusal& refusal);
+
+    // Takes no more requests, lets the running and queued ones finish for up to `grace`,
+    // ends the rest with an error event, and stops the thread.
+    void stop(std::chrono::milliseconds grace);
+
+    int32_t n_ctx() const { return runner_->n_ctx(); }
+    bool batched() const { return runner_->batched(); }
+
+private:
+    struct Slot {
+        int32_t seq = 0;
+        std::shared_ptr<Job> job;
+        std::vector<int32_t> cached;  // the tokens this sequence's cache holds
+        size_t prompt_fed = 0;        // prompt tokens in the cache (prefill done at prompt.size())
+        int32_t next_token = -1;      // sampled, not yet fed (decoding)
+        int32_t generated = 0;
+        Usage usage;
+        std::optional<Sampler> sampler;
+        std::optional<text::StreamDecoder> decoder;
+        std::optional<StopMatcher> matcher;
+        bool decoding() const { return job && next_token >= 0; }
+    };
+
+    void run();
+    void assign_waiting();  // holds mutex_
+    void count_busy();      // slots with a job, for submit() and the metrics
+    void start(Slot& slot, std::shared_ptr<Job> job);
+    bool step();  // false when there was nothing to do
+    void after_row(Slot& slot, std::chrono::steady_clock::time_point now, int64_t& generated);
+    void finish(Slot& slot, const std::string& finish_reason);
+    void fail(Slot& slot, const std::string& message, int status);
+
+    const text::Tokenizer& tokenizer_;
+    const Plugin* sampler_plugin_;
+    SchedulerOptions options_;
+    Metrics& metrics_;
+    std::unique_ptr<BatchRunner> runner_;
+    std::vector<Slot> slots_;  // the scheduler thread's alone
+    std::atomic<int32_t> busy_{0};
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::shared_ptr<Job>> waiting_;
+    bool stopping_ = false;  // no new requests
+    bool abort_ = false;     // end everything now
+    bool finished_ = false;  // the thread is done
+    std::condition_variable finished_cv_;
+    std::thread thread_;
+
+    std::vector<SequenceFeed> feeds_;
+    std::vector<Slot*> fed_slots_;
+};
+
+}  // namespace edgerun::serve
