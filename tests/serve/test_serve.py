@@ -1,0 +1,287 @@
+"""edgerun serve through the official `openai` client (and raw HTTP where the client
+cannot send what is tested: malformed JSON, a missing key).
+
+    test_serve.py EDGERUN MODEL CASE      CASE: api | errors | batching | lifecycle
+
+MODEL may be @fetch:REPO_ROOT (the project's real model, tests/fetched_model.py)."""
+import concurrent.futures
+import http.client
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+import openai
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from fetched_model import model_path  # noqa: E402
+from serve_server import Server  # noqa: E402
+
+COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"  # greedy SmolLM2 counts on: a long answer without an end token
+
+
+def client(server, **kw):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=kw.pop("api_key", "none"), max_retries=0, timeout=120, **kw)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def metrics(server):
+    status, text = server.get("/metrics")
+    check(status == 200, f"/metrics status {status}")
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            key = s.name + ("{" + ",".join(f"{k}={v}" for k, v in sorted(s.labels.items())) + "}" if s.labels else "")
+            out[key] = s.value
+    return out
+
+
+def wait_for(cond, seconds, what):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not within {seconds} s: {what}")
+
+
+def stream_chat(c, model, **kw):
+    role, text, finish, usage = None, "", None, None
+    for chunk in c.chat.completions.create(model=model, stream=True, stream_options={"include_usage": True}, **kw):
+        if chunk.usage:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            role = role or choice.delta.role
+            text += choice.delta.content or ""
+            finish = choice.finish_reason or finish
+    return role, text, finish, usage
+
+
+def stream_completion(c, model, **kw):
+    text, finish = "", None
+    for chunk in c.completions.create(model=model, stream=True, **kw):
+        for choice in chunk.choices:
+            text += choice.text
+            finish = choice.finish_reason or finish
+    return text, finish
+
+
+def case_api(edgerun, model):
+    with Server(edgerun, model, "-t", "1", "-c", "512", "--parallel", "2") as s:
+        c = client(s)
+        check([m.id for m in c.models.list().data] == [s.model_id], "/v1/models lists the model")
+        messages = [{"role": "system", "content": "You are a helpful assistant."},
+                    {"role": "user", "content": "Name three colours."}]
+        for kw in ({"temperature": 0}, {"temperature": 0.9, "top_p": 0.9, "seed": 1234, "extra_body": {"top_k": 40, "min_p": 0.02},
+                                        "presence_penalty": 0.5, "frequency_penalty": 0.3}):
+            whole = c.chat.completions.create(model=s.model_id, messages=messages, max_tokens=40, **kw)
+            text = whole.choices[0].message.content
+            check(whole.choices[0].message.role == "assistant" and text, f"a chat answer: {whole}")
+            check(whole.choices[0].finish_reason in ("stop", "length"), whole.choices[0].finish_reason)
+            u = whole.usage
+            check(u.prompt_tokens > 10 and 0 < u.completion_tokens <= 40 and u.total_tokens == u.prompt_tokens + u.completion_tokens,
+                  f"usage {u}")
+            role, streamed, finish, usage = stream_chat(c, s.model_id, messages=messages, max_tokens=40, **kw)
+            check(role == "assistant", f"the first chunk carries the role ({role})")
+            check(streamed == text, f"streamed {streamed!r} != non-streamed {text!r} ({kw})")
+            check(finish == whole.choices[0].finish_reason, f"finish {finish}")
+            check(usage and usage.completion_tokens == u.completion_tokens and usage.prompt_tokens == u.prompt_tokens,
+                  f"stream usage {usage} vs {u}")
+
+        whole = c.completions.create(model=s.model_id, prompt=COUNTING, max_tokens=12, temperature=0)
+        check(whole.choices[0].finish_reason == "length" and whole.usage.completion_tokens == 12, f"{whole}")
+        check(" 9" in whole.choices[0].text, f"greedy SmolLM2 counts on: {whole.choices[0].text!r}")
+        streamed, finish = stream_completion(c, s.model_id, prompt=COUNTING, max_tokens=12, temperature=0)
+        check((streamed, finish) == (whole.choices[0].text, "length"), f"streamed completion {streamed!r} {finish}")
+
+        # A stop string ends the text right before it.
+        stopped = c.completions.create(model=s.model_id, prompt=COUNTING, max_tokens=30, temperature=0, stop=[" 12"])
+        check(stopped.choices[0].finish_reason == "stop", stopped.choices[0].finish_reason)
+        check(stopped.choices[0].text.endswith("11,") and " 12" not in stopped.choices[0].text, stopped.choices[0].text)
+
+        # The same conversation grown by a turn reuses the slot's cache.
+        first = c.chat.completions.create(model=s.model_id, messages=messages, max_tokens=20, temperature=0)
+        grown = messages + [{"role": "assistant", "content": first.choices[0].message.content},
+                            {"role": "user", "content": "And three more?"}]
+        second = c.chat.completions.create(model=s.model_id, messages=grown, max_tokens=20, temperature=0)
+        cached = second.usage.prompt_tokens_details.cached_tokens
+        check(first.usage.prompt_tokens <= cached < second.usage.prompt_tokens,
+              f"cached_tokens {cached}: the first prompt ({first.usage.prompt_tokens}) is reused")
+        m = metrics(s)
+        check(m["edgerun_prompt_tokens_cached_total"] >= cached, "cached tokens in /metrics")
+        check(m["edgerun_generated_tokens_total"] > 0 and m['edgerun_requests_total{status=200}'] >= 9, f"{m}")
+        check(m["edgerun_slots"] == 2 and m["edgerun_queue_depth"] == 0, f"{m}")
+        check(m["edgerun_time_to_first_token_seconds_count"] >= 9, "time to first token histogram")
+        check(s.stop() == 0, "SIGTERM exits 0")
+
+
+def expect_error(call, status, param=None, code=None):
+    try:
+        call()
+    except openai.APIStatusError as e:
+        check(e.status_code == status, f"status {e.status_code}, expected {status}: {e}")
+        err = e.response.json()["error"]
+        check(isinstance(err.get("message"), str) and err["message"] and "type" in err, f"OpenAI-style error {err}")
+        if param:
+            check(err.get("param") == param or param in err["message"], f"names {param}: {err}")
+        if code:
+            check(err.get("code") == code, f"code {code}: {err}")
+        return
+    raise AssertionError(f"no error, expected {status}")
+
+
+def raw(server, method, path, body=None, headers=None):
+    conn = http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=30)
+    conn.request(method, path, body=body, headers=headers or {})
+    r = conn.getresponse()
+    data = r.read()
+    conn.close()
+    return r.status, data
+
+
+def case_errors(edgerun, model):
+    with Server(edgerun, model, "-t", "1", "-c", "256", "--parallel", "1", "--max-body", "65536") as s:
+        c = client(s)
+        m = s.model_id
+        msgs = [{"role": "user", "content": "hi"}]
+        chat = c.chat.completions.create
+        for body in (b"{not json", b"[1, 2]", b'{"model": "x", "messages": ', "{\"model\": \"\xff\"}".encode("latin-1")):
+            status, data = raw(s, "POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+            check(status == 400 and "error" in json.loads(data), f"malformed JSON {body!r}: {status} {data!r}")
+        expect_error(lambda: chat(model=m, messages=msgs, temperature="hot"), 400, "temperature")
+        expect_error(lambda: chat(model=m, messages=msgs, temperature=7), 400, "temperature")
+        expect_error(lambda: chat(model=m, messages="hi"), 400, "messages")
+        expect_error(lambda: chat(model=m, messages=[{"role": "user", "content": 5}]), 400, "messages[0].content")
+        expect_error(lambda: chat(model=m, messages=[{"role": "wizard", "content": "x"}]), 400, "messages[0].role")
+        expect_error(lambda: chat(model=m, messages=[]), 400, "messages")
+        expect_error(lambda: chat(model=m, messages=msgs, stop=3), 400, "stop")
+        expect_error(lambda: chat(model=m, messages=msgs, seed="x"), 400, "seed")
+        expect_error(lambda: chat(model="no-such-model", messages=msgs), 404, "model", "model_not_found")
+        expect_error(lambda: c.completions.create(model=m, prompt="word " * 400), 400, "prompt", "context_length_exceeded")
+        for bad in (0, -5, 10**9):
+            expect_error(lambda: chat(model=m, messages=msgs, max_tokens=bad), 400, "max_tokens")
+            expect_error(lambda: c.completions.create(model=m, prompt="x", max_tokens=bad), 400, "max_tokens")
+        for field, value in (("n", 2), ("tools", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
+                             ("logprobs", True), ("response_format", {"type": "json_object"}), ("logit_bias", {"42": 5})):
+            expect_error(lambda: chat(model=m, messages=msgs, **{field: value}), 400, field, "unsupported_parameter")
+        expect_error(lambda: c.completions.create(model=m, prompt="x", logprobs=2), 400, "logprobs")
+        expect_error(lambda: c.completions.create(model=m, prompt=["a", "b"]), 400, "prompt")
+        expect_error(lambda: c.completions.create(model=m, prompt="x " * 40000), 413)
+        status, data = raw(s, "GET", "/v1/nothing")
+        check(status == 404 and json.loads(data)["error"]["message"], f"unknown path {status}")
+        status, data = raw(s, "GET", "/v1/chat/completions")
+        check(status == 405, f"GET on a POST endpoint: {status}")
+        # Unknown fields are ignored, and after all that the server still answers.
+        ok = chat(model=m, messages=msgs, max_tokens=5, temperature=0, extra_body={"no_such_field": {"a": 1}})
+        check(ok.choices[0].message.content is not None and ok.usage.completion_tokens >= 1, f"{ok}")
+        check(s.get("/health") == (200, '{"status":"ok"}'), "health")
+        bad = metrics(s)
+        check(bad.get("edgerun_requests_total{status=400}", 0) >= 20, f"400s counted: {bad}")
+        check(s.stop() == 0, "SIGTERM exits 0")
+
+    key = "s3cret-key"
+    with Server(edgerun, model, "-t", "1", "-c", "256", "--parallel", "1", "--api-key", key) as s:
+        expect_error(lambda: client(s, api_key="wrong").models.list(), 401, code="invalid_api_key")
+        expect_error(lambda: client(s, api_key=key + "x").models.list(), 401)
+        status, data = raw(s, "GET", "/v1/models")
+        check(status == 401 and json.loads(data)["error"]["code"] == "invalid_api_key", f"no key: {status} {data!r}")
+        check([x.id for x in client(s, api_key=key).models.list().data] == [s.model_id], "the right key works")
+        check(s.stop() == 0, "SIGTERM exits 0")
+
+
+def case_batching(edgerun, model):
+    """At temperature 0, N concurrent requests give exactly the texts they give alone."""
+    prompts = [COUNTING, "The capital of France is", "Once upon a time, there was a", "def fibonacci(n):",
+               "Water boils at a temperature of", "My favourite fruit is"]
+    with Server(edgerun, model, "-t", "1", "-c", "512", "--parallel", "4", "-b", "32") as s:
+        c = client(s)
+
+        def run(i):
+            r = c.completions.create(model=s.model_id, prompt=prompts[i], max_tokens=24 + 4 * i, temperature=0)
+            return r.choices[0].text, r.usage.completion_tokens
+
+        alone = [run(i) for i in range(len(prompts))]
+        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+            together = list(pool.map(run, range(len(prompts))))
+        for i, (a, t) in enumerate(zip(alone, together)):
+            check(a == t, f"prompt {i}: alone {a!r}, concurrent {t!r}")
+        # Chats streamed at once: each equals its own non-streamed answer.
+        questions = ["What is 2+2?", "Name a planet.", "Say hello in French.", "What colour is the sky?"]
+        msgs = [[{"role": "user", "content": q}] for q in questions]
+        whole = [c.chat.completions.create(model=s.model_id, messages=mm, max_tokens=30, temperature=0).choices[0].message.content
+                 for mm in msgs]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            streamed = list(pool.map(lambda mm: stream_chat(c, s.model_id, messages=mm, max_tokens=30, temperature=0)[1], msgs))
+        check(whole == streamed, f"streamed together {streamed} != alone {whole}")
+        check(s.stop() == 0, "SIGTERM exits 0")
+
+
+def long_stream(c, model, max_tokens=400):
+    return c.completions.create(model=model, prompt=COUNTING, max_tokens=max_tokens, temperature=0, stream=True)
+
+
+def case_lifecycle(edgerun, model):
+    with Server(edgerun, model, "-t", "1", "-c", "1024", "--parallel", "1", "--queue", "1",
+                "--shutdown-grace-ms", "1000") as s:
+        c = client(s)
+        # A streaming client that goes away frees its slot.
+        stream = long_stream(c, s.model_id)
+        for _, _chunk in zip(range(3), stream):
+            pass
+        stream.close()
+        wait_for(lambda: metrics(s)["edgerun_requests_cancelled_total"] == 1, 10, "the streamed request is cancelled")
+        wait_for(lambda: metrics(s)["edgerun_slots_busy"] == 0, 10, "its slot is free")
+
+        # So does one waiting for a whole (non-streamed) answer.
+        sock = socket.create_connection(s.url.removeprefix("http://").split(":"), timeout=10)
+        body = json.dumps({"model": s.model_id, "prompt": COUNTING, "max_tokens": 500, "temperature": 0}).encode()
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        wait_for(lambda: metrics(s)["edgerun_slots_busy"] == 1, 10, "the non-streamed request runs")
+        sock.close()
+        wait_for(lambda: metrics(s)["edgerun_requests_cancelled_total"] == 2, 10, "the non-streamed request is cancelled")
+        wait_for(lambda: metrics(s)["edgerun_slots_busy"] == 0, 10, "its slot is free")
+
+        # One slot busy, one request queued: the next gets 429, while /health still answers.
+        busy = long_stream(c, s.model_id, 300)
+        next(iter(busy))
+        queued = concurrent.futures.ThreadPoolExecutor(1).submit(
+            lambda: c.completions.create(model=s.model_id, prompt="Hello", max_tokens=3, temperature=0))
+        wait_for(lambda: metrics(s)["edgerun_queue_depth"] == 1, 10, "a request waits in the queue")
+        expect_error(lambda: c.completions.create(model=s.model_id, prompt="Hi", max_tokens=3), 429, code="rate_limit_exceeded")
+        t = time.monotonic()
+        check(s.get("/health", timeout=2) == (200, '{"status":"ok"}'), "health while every slot streams")
+        check(time.monotonic() - t < 1, "health answers at once")
+        busy.close()
+        check(queued.result(timeout=60).usage.completion_tokens >= 1, "the queued request is served")
+
+        # SIGTERM while a request streams: the stream ends (finished or with an error
+        # event) and the server exits 0 within the grace period and a margin.
+        stream = long_stream(c, s.model_id, 900)
+        next(iter(stream))
+        t = time.monotonic()
+        code = s.stop(timeout=15)
+        took = time.monotonic() - t
+        check(code == 0, f"SIGTERM: exit status {code}")
+        check(took < 8, f"SIGTERM: exited after {took:.1f} s")
+        try:
+            for _ in stream:
+                pass
+            raise AssertionError("the stream cut at shutdown should end with an error event")
+        except openai.APIError as e:
+            check("shutting down" in str(e), f"the error event says why: {e}")
+
+
+CASES = {"api": case_api, "errors": case_errors, "batching": case_batching, "lifecycle": case_lifecycle}
+
+if __name__ == "__main__":
+    edgerun, model_arg, case = sys.argv[1:4]
+    CASES[case](edgerun, model_path(model_arg))
+    print(f"serve {case}: ok")
