@@ -180,12 +180,16 @@ private:
     // went away meanwhile.
     bool next_events(Job& job, std::vector<JobEvent>& events) {
         events.clear();
-        while (!job.wait(events, kPollSlice))
+        while (true) {
+            const bool arrived = job.wait(events, kPollSlice);
+            // Checked whether events came or not: a job that keeps sending text never
+            // lets the wait time out.
             if (peer_gone(socket_.native_handle())) {
                 job.cancel();
                 return false;
             }
-        return true;
+            if (arrived) return true;
+        }
     }
 
     bool whole(Endpoint endpoint, Job& job, const std::string& id) {
