@@ -128,12 +128,13 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--threads", default="2")
     ap.add_argument("--parallel", default="4")
+    ap.add_argument("--chunk", default="64", help="edgerun serve --chunk: most rows of one step")
     ap.add_argument("--ctx", type=int, default=4096, help="context per slot")
     args = ap.parse_args()
 
     runs = []
     with Server(args.edgerun, args.model, "-t", args.threads, "--parallel", args.parallel, "-c", str(args.ctx),
-                "--queue", "64") as s:
+                "--queue", "64", "--chunk", args.chunk) as s:
         runs.append(bench("edgerun serve", s, args))
     if args.llama_server:
         # llama-server divides -c among its slots: the same per-slot context is -c ctx * np.
@@ -143,7 +144,7 @@ def main():
             runs.append(bench("llama-server", s, args))
 
     print(f"\n{args.max_tokens} output tokens per request, temperature 0, streamed; -t {args.threads}, "
-          f"{args.parallel} slots of {args.ctx} tokens\n")
+          f"{args.parallel} slots of {args.ctx} tokens; edgerun --chunk {args.chunk}\n")
     print("| server | clients | requests | TTFT P50 / P95 (ms) | TPOT P50 / P95 (ms) | aggregate tok/s | errors | incomplete |")
     print("|---|---|---|---|---|---|---|---|")
     for name, levels, _ in runs:

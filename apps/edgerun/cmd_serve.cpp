@@ -28,6 +28,7 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("host", po::value(&server.host)->default_value(server.host), "address to listen on (loopback unless told otherwise)")
         ("port", po::value(&port)->default_value(port), "port (0: any free one; the one taken is printed)")
         ("parallel,np", po::value(&scheduling.n_slots)->default_value(scheduling.n_slots), "slots: requests run at once (each has -c positions of its own)")
+        ("chunk", po::value(&scheduling.chunk)->default_value(scheduling.chunk), "most rows (decode rows and prompt tokens) of one step: a long prompt delays the other streams by about one such step (at most -b)")
         ("queue", po::value(&scheduling.queue_limit)->default_value(scheduling.queue_limit), "requests that may wait for a slot; more get 429")
         ("api-key", po::value(&server.api_key), "require 'Authorization: Bearer KEY' on /v1/")
         ("model-name", po::value(&model_name), "the model's id in the API (default: the file name without .gguf)")
@@ -38,7 +39,7 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("sampler-plugin", po::value(&scheduling.sampler_plugin)->default_value(scheduling.sampler_plugin), "sampler plugin name");
     if (!parse(args, desc, common,
                "usage: edgerun serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX] [--api-key KEY]\n"
-               "An OpenAI-compatible HTTP server; -b is the most prompt tokens one step prefills."))
+               "An OpenAI-compatible HTTP server over --parallel slots stepped together."))
         return 0;
     if (port < 0 || port > 65535) throw Error("--port must be 0 .. 65535", ER_E_INVALID_ARGUMENT);
     if (grace_ms < 0) throw Error("--shutdown-grace-ms must be >= 0", ER_E_INVALID_ARGUMENT);
@@ -47,7 +48,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     server.shutdown_grace = std::chrono::milliseconds(grace_ms);
 
     EngineOptions engine_options = resolve(model_options);
-    scheduling.chunk = engine_options.n_batch;
+    if (scheduling.chunk < 1) throw Error("--chunk must be at least 1", ER_E_INVALID_ARGUMENT);
     PluginRegistry registry = load_plugins(common);
     Engine engine(registry, model_options.model, engine_options);
     text::Tokenizer tokenizer(text::Vocab::from_file(engine.model().file()));

@@ -200,7 +200,7 @@ def case_batching(edgerun, model):
     """At temperature 0, N concurrent requests give exactly the texts they give alone."""
     prompts = [COUNTING, "The capital of France is", "Once upon a time, there was a", "def fibonacci(n):",
                "Water boils at a temperature of", "My favourite fruit is"]
-    with Server(edgerun, model, "-t", "1", "-c", "512", "--parallel", "4", "-b", "32") as s:
+    with Server(edgerun, model, "-t", "1", "-c", "512", "--parallel", "4", "--chunk", "8") as s:
         c = client(s)
 
         def run(i):

@@ -27,7 +27,7 @@ namespace edgerun::serve {
 struct SchedulerOptions {
     int32_t n_slots = 4;
     int32_t queue_limit = 16;  // requests waiting for a slot; more get 429
-    int32_t chunk = 256;       // most rows of one step
+    int32_t chunk = 64;        // most rows of one step (at most the engine's n_batch)
     std::string sampler_plugin = "sampler";
 };
 
