@@ -163,6 +163,13 @@ def case_errors(edgerun, model):
         expect_error(lambda: chat(model=m, messages=[]), 400, "messages")
         expect_error(lambda: chat(model=m, messages=msgs, stop=3), 400, "stop")
         expect_error(lambda: chat(model=m, messages=msgs, seed="x"), 400, "seed")
+        expect_error(lambda: chat(model=m, messages=msgs, max_tokens="10"), 400, "max_tokens")
+        expect_error(lambda: chat(model=m, messages=msgs, top_p=1.5), 400, "top_p")
+        expect_error(lambda: chat(model=m, messages=msgs, extra_body={"stream": "yes"}), 400, "stream")
+        expect_error(lambda: chat(model=m, messages=msgs, extra_body={"top_k": -1}), 400, "top_k")
+        expect_error(lambda: chat(model=m, messages=msgs, extra_body={"stream_options": 3}), 400, "stream_options")
+        expect_error(lambda: c.completions.create(model=m, prompt=[1, 2, 10**9]), 400, "prompt")
+        expect_error(lambda: c.completions.create(model=m, prompt={"text": "x"}), 400, "prompt")
         expect_error(lambda: chat(model="no-such-model", messages=msgs), 404, "model", "model_not_found")
         expect_error(lambda: c.completions.create(model=m, prompt="word " * 400), 400, "prompt", "context_length_exceeded")
         for bad in (0, -5, 10**9):

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <functional>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 namespace edgerun::serve {
@@ -332,7 +333,14 @@ void HttpServer::run() {
                  static_cast<long long>(options_.shutdown_grace.count()));
     scheduler_.stop(options_.shutdown_grace);
     std::unique_lock lock(mutex_);
-    connections_done_.wait_for(lock, std::chrono::seconds(5), [&] { return connections_ == 0; });
+    if (!connections_done_.wait_for(lock, std::chrono::seconds(5), [&] { return connections_ == 0; })) {
+        // A client that stopped halfway through sending a request (or reading an
+        // answer) holds its thread; it must not hold the exit, nor outlive what the
+        // threads use.
+        std::fprintf(stderr, "serve: %d connections still open; exiting without them\n", connections_);
+        std::fflush(stderr);
+        std::_Exit(0);
+    }
 }
 
 }  // namespace edgerun::serve
