@@ -11,6 +11,7 @@
 // launch allocates, copies from the host or synchronizes.
 #pragma once
 
+#include "graph_op_params.hpp"
 #include "kernel_params.hpp"
 
 #include <cuda_runtime_api.h>
@@ -31,6 +32,13 @@ cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream);
 cudaError_t launch_embed(const EmbedParams& p, cudaStream_t stream);
 
 cudaError_t launch_advance_step(StepCounters* counters, cudaStream_t stream);
+
+// The general graph ops (graph_op_params.hpp, graph_ops.cu).
+cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream);
+cudaError_t launch_rope_rows(const RopeRowsParams& p, cudaStream_t stream);
+cudaError_t launch_elementwise(const ElementwiseParams& p, cudaStream_t stream);
+cudaError_t launch_kv_append(const KvAppendParams& p, cudaStream_t stream);
+cudaError_t launch_attention_rows(const AttentionRowsParams& p, cudaStream_t stream);
 
 int device_sm_count(int device);
 
