@@ -2,8 +2,9 @@
 //
 // STATUS: compiled for sm_87/sm_90 and for compute_87 PTX, never run on a GPU yet (the
 // sessions that wrote it had none). The math the kernels are made of is tested on the
-// CPU (tests/cuda/test_kernel_math.cpp); the kernels themselves are tested by
-// tests/cuda/gpu/, which has not run yet. Do not wire these into the backend until it has.
+// CPU (tests/cuda/test_kernel_math.cpp); the kernels themselves run on the CPU emulation
+// (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
+// as cuda_orin_emu); tests/cuda/gpu/ has not run yet.
 //
 // Rules every launch here follows, so a whole decode step can be captured in a CUDA
 // graph once and replayed: values that change per step (position, KV length, token id)
