@@ -58,13 +58,16 @@ for src in "$kernels"/*.cu; do
 done
 
 cxx=${CXX:-c++}
-if "$cxx" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Icore/include -I"$kernels" -I"$cuda_include" \
-     "$kernels/host_runtime.cpp"; then
-  echo "PASS  host_runtime.cpp against the CUDA 12.6 runtime headers"
-  passed=$((passed + 1))
-else
-  echo "FAIL  host_runtime.cpp against the CUDA 12.6 runtime headers"
-  failed=$((failed + 1))
-fi
+# The runtime-API host code: the kernel library's and the plugin's CUDA Device.
+for src in "$kernels/host_runtime.cpp" plugins/cuda_orin/cuda_device.cpp; do
+  if "$cxx" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Icore/include -I"$kernels" -Iplugins/cuda_orin \
+       -I"$cuda_include" "$src"; then
+    echo "PASS  $(basename "$src") against the CUDA 12.6 runtime headers"
+    passed=$((passed + 1))
+  else
+    echo "FAIL  $(basename "$src") against the CUDA 12.6 runtime headers"
+    failed=$((failed + 1))
+  fi
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

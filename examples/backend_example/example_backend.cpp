@@ -26,6 +26,7 @@
 // cache, so it comes out as it would in a step of its own. A backend that keeps one
 // sequence per context leaves device_info's max_seqs at 0 and the runtime steps the
 // sequences one context at a time instead.
+#include <edgerun/graph_check.hpp>
 #include <edgerun/plugin_sdk.hpp>
 #include <edgerun/quant/blocks.hpp>
 
@@ -356,15 +357,21 @@ er_status plan_create(er_context* ctx, const er_graph* graph, er_plan** out, er_
     return guard(err, [&] {
         auto plan = std::make_unique<Plan>();
         plan->ctx = reinterpret_cast<Context*>(ctx);
+        // The SDK's graph checks (edgerun/graph_check.hpp): value table, arity, widths,
+        // weight shapes, KV geometry. The backend adds only which weight types it runs.
+        const Model& model = *plan->ctx->model;
+        const edgerun::sdk::CheckedGraph checked = edgerun::sdk::check_graph(
+            *graph, plan->ctx->params, int64_t(model.weights.size()), [&](int32_t index, const std::string& node) {
+                const Weight& w = model.weights[size_t(index)];
+                if (!matmul_type(w.dtype))
+                    throw Failure(ER_E_UNSUPPORTED, node + ": example runs F32 and Q8_0 weights only; '" + w.name +
+                                                        "' is type " + std::to_string(w.dtype));
+                return edgerun::sdk::WeightShape{w.name, w.dtype, w.rows, w.cols};
+            });
+        plan->has_attention = checked.has_attention;
         plan->max_tokens = graph->max_tokens;
         plan->nodes.assign(graph->nodes, graph->nodes + graph->n_nodes);
         plan->values.assign(graph->values, graph->values + graph->n_values);
-        for (const er_node& node : plan->nodes) {
-            if (node.op != ER_OP_ATTENTION) continue;
-            if (node.params.attention.n_head_kv != plan->ctx->params.n_head_kv)
-                throw Failure(ER_E_INVALID_ARGUMENT, "attention's KV heads differ from the context's");
-            plan->has_attention = true;
-        }
         plan->floats.resize(plan->values.size());
         plan->ids.resize(plan->values.size());
         plan->rows.assign(plan->values.size(), 0);

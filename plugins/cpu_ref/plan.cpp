@@ -1,6 +1,7 @@
 #include "plan.hpp"
 
 #include <edgerun/argmax.hpp>
+#include <edgerun/graph_check.hpp>
 #include <edgerun/plugin_sdk.hpp>
 
 #include <algorithm>
@@ -14,10 +15,6 @@ namespace {
 
 using sdk::Failure;
 using sdk::set_errorf;
-
-std::string node_label(const er_node& node, int32_t index) {
-    return "node " + std::to_string(index) + " (" + er_op_name(node.op) + ")";
-}
 
 // Floats per buffer are rounded up so every buffer starts 64-byte aligned in the arena.
 constexpr int64_t kAlignFloats = 16;
@@ -33,167 +30,29 @@ Plan::Plan(Context& ctx, const er_graph& graph)
 
 Plan::~Plan() { ctx_.scratch_bytes.fetch_sub(scratch_bytes_); }
 
-const WeightRef& Plan::weight_at(const er_node& node, int32_t slot, int32_t index) const {
-    const int32_t w = node.weights[slot];
-    if (w < 0 || w >= static_cast<int32_t>(model_.weights.size()))
-        throw Failure(ER_E_INVALID_ARGUMENT, node_label(node, index) + ": weight index " + std::to_string(w) +
-                                                 " is not in the model's table of " +
-                                                 std::to_string(model_.weights.size()));
-    const WeightRef& ref = model_.weights[w];
-    if (!ref.kernels)
-        throw Failure(ER_E_UNSUPPORTED, node_label(node, index) + ": cpu_ref cannot decode " +
-                                            dtype_label(ref.dtype) + " weights ('" + ref.name + "')");
-    return ref;
-}
-
 void Plan::compile(const er_graph& graph) {
-    if (graph.struct_size < sizeof(er_graph)) throw Failure(ER_E_INVALID_ARGUMENT, "graph struct is too small");
-    if (graph.max_tokens < 1)
-        throw Failure(ER_E_INVALID_ARGUMENT, "graph max_tokens must be at least 1 (got " +
-                                                 std::to_string(graph.max_tokens) + ")");
-    if (graph.max_tokens > ctx_.params.n_batch)
-        throw Failure(ER_E_INVALID_ARGUMENT, "graph takes " + std::to_string(graph.max_tokens) +
-                                                 " tokens per step, the context's n_batch is " +
-                                                 std::to_string(ctx_.params.n_batch));
-    if (graph.n_values < 0 || graph.n_nodes < 0 || (graph.n_values > 0 && !graph.values) ||
-        (graph.n_nodes > 0 && !graph.nodes))
-        throw Failure(ER_E_INVALID_ARGUMENT, "graph has no value or node table");
+    // The graph checks every backend makes (edgerun/graph_check.hpp); cpu_ref adds only
+    // which weight types it decodes.
+    const sdk::CheckedGraph checked =
+        sdk::check_graph(graph, ctx_.params, static_cast<int64_t>(model_.weights.size()),
+                         [&](int32_t w, const std::string& node) {
+                             const WeightRef& ref = model_.weights[w];
+                             if (!ref.kernels)
+                                 throw Failure(ER_E_UNSUPPORTED, node + ": cpu_ref cannot decode " +
+                                                                     dtype_label(ref.dtype) + " weights ('" + ref.name + "')");
+                             return sdk::WeightShape{ref.name, ref.dtype, ref.rows, ref.cols};
+                         });
+    has_attention_ = checked.has_attention;
     max_tokens_ = graph.max_tokens;
     values_.resize(static_cast<size_t>(graph.n_values));
     for (int32_t v = 0; v < graph.n_values; ++v) {
         const er_value_desc& d = graph.values[v];
-        if (d.type != ER_VALUE_F32 && d.type != ER_VALUE_I32)
-            throw Failure(ER_E_INVALID_ARGUMENT, "value " + std::to_string(v) + " has unknown type " + std::to_string(d.type));
-        if (d.width < 1 || d.width > (int64_t{1} << 31))
-            throw Failure(ER_E_INVALID_ARGUMENT, "value " + std::to_string(v) + " has width " + std::to_string(d.width));
-        if (d.type == ER_VALUE_I32 && !(d.flags & ER_VALUE_INPUT))
-            throw Failure(ER_E_INVALID_ARGUMENT, "value " + std::to_string(v) + " is I32 but not a host input");
         values_[v].type = d.type;
         values_[v].flags = d.flags;
         values_[v].width = d.width;
-        values_[v].computed = (d.flags & ER_VALUE_INPUT) != 0;
     }
-    for (int32_t i = 0; i < graph.n_nodes; ++i) check_node(graph.nodes[i], i);
-    for (int32_t v = 0; v < graph.n_values; ++v)
-        if ((values_[v].flags & ER_VALUE_OUTPUT) && !values_[v].computed)
-            throw Failure(ER_E_INVALID_ARGUMENT, "output value " + std::to_string(v) + " is never computed");
     assign_buffers(graph);
     build_ops(graph);
-}
-
-void Plan::check_node(const er_node& node, int32_t index) {
-    const std::string label = node_label(node, index);
-    auto fail = [&](const std::string& what) { return Failure(ER_E_INVALID_ARGUMENT, label + ": " + what); };
-    int32_t want_in = 0, min_out = 1, max_out = 1;
-    switch (node.op) {
-        case ER_OP_EMBED: case ER_OP_MATMUL: case ER_OP_RMS_NORM: case ER_OP_ROPE: case ER_OP_LOGITS: want_in = 1; break;
-        case ER_OP_MATMUL_MULTI: want_in = 1, max_out = ER_NODE_MAX_IO; break;
-        case ER_OP_SWIGLU: case ER_OP_ADD: want_in = 2; break;
-        case ER_OP_ATTENTION: want_in = 3; break;
-        default: throw Failure(ER_E_UNSUPPORTED, label + ": unknown op " + std::to_string(node.op));
-    }
-    if (node.n_inputs != want_in) throw fail("takes " + std::to_string(want_in) + " inputs, has " + std::to_string(node.n_inputs));
-    if (node.n_outputs < min_out || node.n_outputs > max_out) throw fail("has " + std::to_string(node.n_outputs) + " outputs");
-    for (int32_t k = 0; k < node.n_inputs; ++k) {
-        const int32_t v = node.inputs[k];
-        if (v < 0 || v >= static_cast<int32_t>(values_.size())) throw fail("input value " + std::to_string(v) + " does not exist");
-        if (!values_[v].computed) throw fail("input value " + std::to_string(v) + " is used before it is computed");
-        const int32_t want_type = node.op == ER_OP_EMBED ? ER_VALUE_I32 : ER_VALUE_F32;
-        if (values_[v].type != want_type)
-            throw fail("input value " + std::to_string(v) + (want_type == ER_VALUE_I32 ? " must be I32 token ids" : " must be F32"));
-    }
-    for (int32_t k = 0; k < node.n_outputs; ++k) {
-        const int32_t v = node.outputs[k];
-        if (v < 0 || v >= static_cast<int32_t>(values_.size())) throw fail("output value " + std::to_string(v) + " does not exist");
-        if (values_[v].computed) throw fail("output value " + std::to_string(v) + " is assigned twice (or is a host input)");
-        if (values_[v].type != ER_VALUE_F32) throw fail("output value " + std::to_string(v) + " must be F32");
-        values_[v].computed = true;
-    }
-    auto width = [&](int32_t v) { return values_[v].width; };
-    auto expect_width = [&](int32_t v, int64_t want, const char* what) {
-        if (width(v) != want)
-            throw fail(std::string(what) + " value " + std::to_string(v) + " is " + std::to_string(width(v)) +
-                       " wide, expected " + std::to_string(want));
-    };
-    auto check_matmul = [&](int32_t slot, bool allow_bias) {
-        const WeightRef& w = weight_at(node, slot, index);
-        if (w.cols != width(node.inputs[0]))
-            throw fail("weight '" + w.name + "' has rows of " + std::to_string(w.cols) + " values, the input is " +
-                       std::to_string(width(node.inputs[0])) + " wide");
-        expect_width(node.outputs[slot], w.rows, "output");
-        const int32_t b = node.biases[slot];
-        if (b >= 0) {
-            if (!allow_bias) throw fail("takes no bias");
-            if (b >= static_cast<int32_t>(model_.weights.size())) throw fail("bias index " + std::to_string(b) + " does not exist");
-            const WeightRef& bias = model_.weights[b];
-            if (bias.rows != 1 || bias.cols != w.rows || bias.dequantized.empty())
-                throw fail("bias '" + bias.name + "' must be one row of " + std::to_string(w.rows) + " values");
-        }
-    };
-    switch (node.op) {
-        case ER_OP_EMBED: {
-            const WeightRef& w = weight_at(node, 0, index);
-            expect_width(node.inputs[0], 1, "token");
-            expect_width(node.outputs[0], w.cols, "output");
-            break;
-        }
-        case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI:
-            for (int32_t k = 0; k < node.n_outputs; ++k) check_matmul(k, true);
-            break;
-        case ER_OP_LOGITS: check_matmul(0, false); break;
-        case ER_OP_RMS_NORM: {
-            const er_rms_norm_params& p = node.params.rms_norm;
-            if (p.group < 1 || width(node.inputs[0]) % p.group != 0)
-                throw fail("group " + std::to_string(p.group) + " does not divide the input width " +
-                           std::to_string(width(node.inputs[0])));
-            if (!(p.eps >= 0.0f) || !std::isfinite(p.eps)) throw fail("eps must be finite and >= 0");
-            const WeightRef& w = weight_at(node, 0, index);
-            if (w.rows != 1 || w.cols != p.group) throw fail("weight '" + w.name + "' must be one row of " + std::to_string(p.group) + " values");
-            expect_width(node.outputs[0], width(node.inputs[0]), "output");
-            break;
-        }
-        case ER_OP_ROPE: {
-            const er_rope_params& p = node.params.rope;
-            if (p.mode != ER_ROPE_NORMAL && p.mode != ER_ROPE_NEOX) throw fail("unknown rope mode " + std::to_string(p.mode));
-            if (p.head_dim < 1 || width(node.inputs[0]) % p.head_dim != 0)
-                throw fail("head_dim " + std::to_string(p.head_dim) + " does not divide the input width");
-            if (p.n_rot < 2 || p.n_rot > p.head_dim || p.n_rot % 2 != 0)
-                throw fail("n_rot " + std::to_string(p.n_rot) + " must be even and in [2, head_dim]");
-            if (!(p.freq_base > 0.0f) || !(p.freq_scale > 0.0f) || !std::isfinite(p.freq_base) || !std::isfinite(p.freq_scale))
-                throw fail("freq_base and freq_scale must be positive");
-            if (node.weights[0] >= 0) {
-                const WeightRef& w = weight_at(node, 0, index);
-                if (w.rows != 1 || w.cols != p.n_rot / 2)
-                    throw fail("frequency factors '" + w.name + "' must be one row of " + std::to_string(p.n_rot / 2) + " values");
-            }
-            expect_width(node.outputs[0], width(node.inputs[0]), "output");
-            break;
-        }
-        case ER_OP_ATTENTION: {
-            const er_attention_params& p = node.params.attention;
-            const er_context_params& c = ctx_.params;
-            if (p.n_head < 1 || p.n_head_kv < 1 || p.n_head % p.n_head_kv != 0)
-                throw fail(std::to_string(p.n_head) + " query heads do not share " + std::to_string(p.n_head_kv) + " KV heads evenly");
-            if (p.n_head_kv != c.n_head_kv || p.head_dim_k != c.head_dim_k || p.head_dim_v != c.head_dim_v)
-                throw fail("KV geometry (" + std::to_string(p.n_head_kv) + " heads, dims " + std::to_string(p.head_dim_k) +
-                           "/" + std::to_string(p.head_dim_v) + ") differs from the context's (" +
-                           std::to_string(c.n_head_kv) + ", " + std::to_string(c.head_dim_k) + "/" +
-                           std::to_string(c.head_dim_v) + ")");
-            if (node.layer < 0 || node.layer >= c.n_layer)
-                throw fail("KV layer " + std::to_string(node.layer) + " is not in the context's " + std::to_string(c.n_layer));
-            if (!std::isfinite(p.scale)) throw fail("scale is not finite");
-            expect_width(node.inputs[0], int64_t{p.n_head} * p.head_dim_k, "q");
-            expect_width(node.inputs[1], int64_t{p.n_head_kv} * p.head_dim_k, "k");
-            expect_width(node.inputs[2], int64_t{p.n_head_kv} * p.head_dim_v, "v");
-            expect_width(node.outputs[0], int64_t{p.n_head} * p.head_dim_v, "output");
-            has_attention_ = true;
-            break;
-        }
-        case ER_OP_SWIGLU: case ER_OP_ADD:
-            expect_width(node.inputs[1], width(node.inputs[0]), "second input");
-            expect_width(node.outputs[0], width(node.inputs[0]), "output");
-            break;
-    }
 }
 
 void Plan::assign_buffers(const er_graph& graph) {

@@ -36,7 +36,6 @@ private:
         float* f32 = nullptr;    // F32 values: max_tokens rows in the arena
         int32_t* i32 = nullptr;  // I32 values (host inputs only)
         int32_t rows = 0;        // rows the last step left (set_input: rows given)
-        bool computed = false;   // produced by a node (or given by the host)
     };
 
     struct Op {
@@ -56,10 +55,8 @@ private:
     void run_logits(const Op& op, int32_t n);
 
     void compile(const er_graph& graph);
-    void check_node(const er_node& node, int32_t index);
     void assign_buffers(const er_graph& graph);
     void build_ops(const er_graph& graph);
-    const WeightRef& weight_at(const er_node& node, int32_t slot, int32_t index) const;
 
     Context& ctx_;
     Model& model_;

@@ -22,7 +22,8 @@ struct ActivationQ8 {
     const float* d;
 };
 
-// Everything a GEMV may read of its input: q8 for quantized weights, float for F16.
+// Everything a GEMV may read of its input: q8 for quantized weights (dp4a), float for F16
+// and for quantized weights when q8.q is null (the exact path).
 struct Activation {
     ActivationQ8 q8;
     const float* f;  // n_pad floats, the tail zero

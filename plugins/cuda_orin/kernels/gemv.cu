@@ -26,8 +26,10 @@ __device__ float row_slice_dot(const PackedMatrix& w, int row, const Activation&
     for (int t = first_task; t < n_tasks; t += stride) {
         if constexpr (Type == kF16)
             acc += task_dot_f16(w, row, t, x.f);
-        else
+        else if (x.q8.q)
             acc += task_dot<Type>(w, row, t, x.q8);
+        else  // float activations (Activation's q8 left null)
+            acc += task_dot_float<Type>(w, row, t, x.f);
     }
     return acc;
 }

@@ -2,8 +2,9 @@
 //
 // STATUS: compiled for sm_87/sm_90 and for compute_87 PTX, never run on a GPU yet (the
 // sessions that wrote it had none). The math the kernels are made of is tested on the
-// CPU (tests/cuda/test_kernel_math.cpp); the kernels themselves are tested by
-// tests/cuda/gpu/, which has not run yet. Do not wire these into the backend until it has.
+// CPU (tests/cuda/test_kernel_math.cpp); the kernels themselves run on the CPU emulation
+// (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
+// as cuda_orin_emu); tests/cuda/gpu/ has not run yet.
 //
 // Rules every launch here follows, so a whole decode step can be captured in a CUDA
 // graph once and replayed: values that change per step (position, KV length, token id)
@@ -11,6 +12,7 @@
 // launch allocates, copies from the host or synchronizes.
 #pragma once
 
+#include "graph_op_params.hpp"
 #include "kernel_params.hpp"
 
 #include <cuda_runtime_api.h>
@@ -31,6 +33,13 @@ cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream);
 cudaError_t launch_embed(const EmbedParams& p, cudaStream_t stream);
 
 cudaError_t launch_advance_step(StepCounters* counters, cudaStream_t stream);
+
+// The general graph ops (graph_op_params.hpp, graph_ops.cu).
+cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream);
+cudaError_t launch_rope_rows(const RopeRowsParams& p, cudaStream_t stream);
+cudaError_t launch_elementwise(const ElementwiseParams& p, cudaStream_t stream);
+cudaError_t launch_kv_append(const KvAppendParams& p, cudaStream_t stream);
+cudaError_t launch_attention_rows(const AttentionRowsParams& p, cudaStream_t stream);
 
 int device_sm_count(int device);
 

@@ -1,0 +1,89 @@
+// cuda_orin's objects behind the ABI (model, context, plan), written against the Device
+// interface (device.hpp) only, so the same host code runs on a GPU and, in CI, on the
+// CPU emulation of the kernels.
+#pragma once
+
+#include "device.hpp"
+
+#include <edgerun/abi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edgerun::cuda_orin {
+
+// Device memory owned by one object, released with it.
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    DeviceBuffer(Device& device, uint64_t bytes) : device_(&device), bytes_(bytes), data_(device.allocate(bytes)) {}
+    DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+        reset();
+        device_ = o.device_, bytes_ = o.bytes_, data_ = o.data_;
+        o.data_ = nullptr, o.bytes_ = 0;
+        return *this;
+    }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    ~DeviceBuffer() { reset(); }
+
+    void* data() const { return data_; }
+    template <class T>
+    T* as() const { return static_cast<T*>(data_); }
+    uint64_t bytes() const { return bytes_; }
+
+private:
+    void reset() noexcept {
+        if (data_) device_->release(data_);
+        data_ = nullptr;
+    }
+    Device* device_ = nullptr;
+    uint64_t bytes_ = 0;
+    void* data_ = nullptr;
+};
+
+struct Backend {
+    std::unique_ptr<Device> device;
+    bool use_graphs = true;  // option graphs=0 turns capture off
+    // Option activations=q8: GEMVs of quantized weights read 8-bit activations (dp4a,
+    // faster; ~1e-3 relative error in a single dot product). Default: float activations,
+    // exact to float rounding like the reference.
+    bool q8_activations = false;
+};
+
+// One weight as the device holds it, in the forms its uses need.
+struct DeviceWeight {
+    std::string name;
+    int32_t dtype = -1;
+    int64_t rows = 0, cols = 0;
+    uint64_t row_bytes = 0;     // GGUF layout
+    DeviceBuffer table;         // EMBED: the GGUF bytes as they are
+    DeviceBuffer packed_bytes;  // MATMUL: the GEMV layout (weight_layout.hpp)
+    PackedMatrix packed{};
+    DeviceBuffer floats;        // norms, biases, rope factors: F32
+};
+
+struct Model {
+    Backend* backend = nullptr;
+    std::vector<DeviceWeight> weights;
+    uint64_t bytes = 0;
+};
+
+struct Context {
+    Model* model = nullptr;
+    er_context_params params{};
+    int32_t n_seqs = 1;
+    DeviceBuffer kv;                      // every layer's K, V (and Q8 scales), all sequences
+    std::vector<KvLayerAllSeqs> layers;   // views into kv
+    std::vector<int32_t> filled;          // per sequence: positions [0, filled) hold keys and values
+    std::vector<int32_t> next_pos;        // per sequence, while a step's rows are read
+    uint64_t kv_bytes = 0;
+    uint64_t scratch_bytes = 0;           // of the plans alive
+};
+
+// One line naming a need that does not fit the device's free memory (or "" when it fits).
+std::string memory_shortfall(Device& device, const char* what, uint64_t need);
+
+}  // namespace edgerun::cuda_orin

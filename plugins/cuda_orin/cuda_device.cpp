@@ -1,0 +1,173 @@
+// The CUDA implementation of cuda_orin's Device interface: the CUDA runtime (memory,
+// one stream, stream capture into a CUDA Graph) and the kernel library's launchers.
+//
+// STATUS: compiled (nvcc's host compiler against the CUDA runtime headers), never run:
+// the sessions that wrote it had no GPU. The same backend code runs in CI on the host
+// implementation (tests/cuda/emu/emulated_device.cpp); nothing here has been observed on
+// a device.
+#include "device.hpp"
+#include "kernels.hpp"
+
+#include <edgerun/plugin_sdk.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace edgerun::cuda_orin {
+namespace {
+
+using sdk::Failure;
+
+// A failed CUDA call as one line naming the call and the error.
+void check(cudaError_t status, const char* call) {
+    if (status == cudaSuccess) return;
+    const er_status code = status == cudaErrorMemoryAllocation ? ER_E_OUT_OF_MEMORY : ER_E_INTERNAL;
+    throw Failure(code, std::string("cuda_orin: ") + call + " failed: " + cudaGetErrorName(status) + " (" +
+                            cudaGetErrorString(status) + ")");
+}
+
+// MemAvailable of /proc/meminfo in bytes, 0 when unknown. On a Jetson the GPU allocates
+// from the same DRAM, and cudaMemGetInfo ignores memory the kernel would reclaim.
+uint64_t host_mem_available() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    std::string unit;
+    while (in >> key >> kib >> unit)
+        if (key == "MemAvailable:") return kib * 1024;
+    return 0;
+}
+
+class CudaDevice final : public Device {
+public:
+    explicit CudaDevice(int32_t index) : index_(index) {
+        check(cudaSetDevice(index), "cudaSetDevice");
+        char name[256] = {};
+        cudaDeviceProp prop{};
+        check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
+        std::snprintf(name, sizeof name, "%s", prop.name);
+        description_.name = name;
+        description_.memory_total = prop.totalGlobalMem;
+        int integrated = 0;
+        check(cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, index), "cudaDeviceGetAttribute(Integrated)");
+        description_.integrated = integrated != 0;
+        description_.sm_count = device_sm_count(index);
+        check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    }
+    ~CudaDevice() override {
+        drop_capture();
+        if (stream_) cudaStreamDestroy(stream_);
+    }
+
+    const DeviceDescription& description() const override { return description_; }
+    DeviceMemory memory() override {
+        size_t free = 0, total = 0;
+        check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+        if (description_.integrated) {
+            const uint64_t available = host_mem_available();
+            if (available > 0) return {available, total};
+        }
+        return {free, total};
+    }
+
+    void* allocate(uint64_t bytes) override {
+        void* p = nullptr;
+        check(cudaMalloc(&p, bytes), "cudaMalloc");
+        const cudaError_t zero = cudaMemset(p, 0, bytes);
+        if (zero != cudaSuccess) {
+            cudaFree(p);
+            check(zero, "cudaMemset");
+        }
+        return p;
+    }
+    void release(void* p) noexcept override { cudaFree(p); }
+    void copy_to_device(void* dst, const void* src, uint64_t bytes) override {
+        check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (to device)");
+        // The host buffer may be reused at once (a step's row table): wait for the copy.
+        check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after a copy to the device)");
+    }
+    void copy_to_host(void* dst, const void* src, uint64_t bytes) override {
+        check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (to host)");
+        check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after a copy to the host)");
+    }
+
+    void prepare(const PrepareParams& p) override { check(launch_prepare(p, stream_), "launch of prepare"); }
+    void gemv(const GemvLaunch& launch) override {
+        check(launch_gemv(launch, description_.sm_count, stream_), "launch of gemv");
+    }
+    void attention(const AttentionParams& p) override { check(launch_attention(p, stream_), "launch of attention"); }
+    void embed(const EmbedParams& p) override { check(launch_embed(p, stream_), "launch of embed"); }
+    void rms_norm(const RmsNormParams& p) override { check(launch_rms_norm(p, stream_), "launch of rms_norm"); }
+    void rope_rows(const RopeRowsParams& p) override { check(launch_rope_rows(p, stream_), "launch of rope_rows"); }
+    void elementwise(const ElementwiseParams& p) override {
+        check(launch_elementwise(p, stream_), "launch of elementwise");
+    }
+    void kv_append(const KvAppendParams& p) override { check(launch_kv_append(p, stream_), "launch of kv_append"); }
+    void attention_rows(const AttentionRowsParams& p) override {
+        check(launch_attention_rows(p, stream_), "launch of attention_rows");
+    }
+
+    // A fault in any kernel of the step surfaces here, at the end of the step that made it.
+    void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (end of step)"); }
+
+    void begin_capture() override {
+        drop_capture();
+        check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    }
+    bool end_capture(std::string* why) override {
+        cudaGraph_t graph = nullptr;
+        cudaError_t status = cudaStreamEndCapture(stream_, &graph);
+        if (status == cudaSuccess) status = cudaGraphInstantiate(&exec_, graph, 0);
+        if (graph) cudaGraphDestroy(graph);
+        if (status != cudaSuccess) {
+            cudaGetLastError();  // a failed capture is not a sticky error: clear it
+            exec_ = nullptr;
+            if (why) *why = std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";
+            return false;
+        }
+        return true;
+    }
+    void replay() override {
+        check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
+        ++replays_;
+    }
+    void drop_capture() noexcept override {
+        if (exec_) cudaGraphExecDestroy(exec_);
+        exec_ = nullptr;
+    }
+    int64_t replays() const override { return replays_; }
+
+private:
+    int32_t index_;
+    DeviceDescription description_;
+    cudaStream_t stream_ = nullptr;
+    cudaGraphExec_t exec_ = nullptr;
+    int64_t replays_ = 0;
+};
+
+}  // namespace
+
+const char* const kPluginName = "cuda_orin";
+const char* const kPluginDescription = "CUDA backend for Jetson Orin (sm_87) and sm_90; not yet run on a GPU";
+
+int32_t device_count() {
+    int count = 0;
+    // No driver or no GPU is not an error here: there are simply no devices.
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+std::unique_ptr<Device> open_device(int32_t index) {
+    if (index < 0 || index >= device_count())
+        throw Failure(ER_E_UNSUPPORTED, "cuda_orin: no CUDA device " + std::to_string(index) + " (" +
+                                            std::to_string(device_count()) + " found)");
+    return std::make_unique<CudaDevice>(index);
+}
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,81 @@
+// The one narrow interface through which cuda_orin's host code reaches a device:
+// memory (allocate, copy), kernel launches (the kernel library's entries), synchronize,
+// and capture/replay of a step. Two implementations:
+//   - cuda_device.cpp: the CUDA runtime and the kernels compiled by nvcc (the plugin);
+//   - tests/cuda/emu/emulated_device.cpp: the same kernel sources compiled as C++ and run
+//     on the CPU emulation of CUDA (a test plugin that CI runs under edgerun-conformance).
+// No CUDA header here, so the backend (backend.cpp) is plain C++ and compiles once for
+// both. Every call that fails throws sdk::Failure naming the device call and its error;
+// launches are asynchronous on a device, and synchronize() reports a fault a kernel hit.
+#pragma once
+
+#include "graph_op_params.hpp"
+#include "kernel_params.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace edgerun::cuda_orin {
+
+struct DeviceMemory {
+    uint64_t free = 0;
+    uint64_t total = 0;
+};
+
+struct DeviceDescription {
+    std::string name;
+    uint64_t memory_total = 0;
+    bool integrated = false;  // shares DRAM with the host (Jetson)
+    int sm_count = 0;
+};
+
+class Device {
+public:
+    virtual ~Device() = default;
+
+    virtual const DeviceDescription& description() const = 0;
+    // Free and total device memory now (the figure allocations are checked against).
+    virtual DeviceMemory memory() = 0;
+
+    virtual void* allocate(uint64_t bytes) = 0;  // zero-filled
+    virtual void release(void* p) noexcept = 0;
+    virtual void copy_to_device(void* dst, const void* src, uint64_t bytes) = 0;
+    virtual void copy_to_host(void* dst, const void* src, uint64_t bytes) = 0;
+
+    // Launches (asynchronous, in order on the device's one stream).
+    virtual void prepare(const PrepareParams& p) = 0;
+    virtual void gemv(const GemvLaunch& launch) = 0;  // planned by the device (its SM count)
+    virtual void attention(const AttentionParams& p) = 0;
+    virtual void embed(const EmbedParams& p) = 0;
+    virtual void rms_norm(const RmsNormParams& p) = 0;
+    virtual void rope_rows(const RopeRowsParams& p) = 0;
+    virtual void elementwise(const ElementwiseParams& p) = 0;
+    virtual void kv_append(const KvAppendParams& p) = 0;
+    virtual void attention_rows(const AttentionRowsParams& p) = 0;
+
+    // Waits for every launch; throws with the first asynchronous fault.
+    virtual void synchronize() = 0;
+
+    // Capture of a step's launches for replay (CUDA Graphs). Between begin_capture and
+    // end_capture launches are recorded, not run; replay() runs the recording again with
+    // the parameters as they were recorded, so anything that changes per step must be
+    // read from device memory. end_capture returns false (with *why) when the device
+    // cannot capture; the caller then launches plainly.
+    virtual void begin_capture() = 0;
+    virtual bool end_capture(std::string* why) = 0;
+    virtual void replay() = 0;
+    virtual void drop_capture() noexcept = 0;
+    virtual int64_t replays() const = 0;
+};
+
+// Device count and opening, defined by the implementation the plugin is linked with.
+int32_t device_count();
+// Throws sdk::Failure (ER_E_UNSUPPORTED) naming why the device cannot be used.
+std::unique_ptr<Device> open_device(int32_t index);
+// The plugin's name and one-line description (the emulated build has its own).
+extern const char* const kPluginName;
+extern const char* const kPluginDescription;
+
+}  // namespace edgerun::cuda_orin

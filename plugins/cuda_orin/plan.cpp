@@ -1,0 +1,465 @@
+#include "plan.hpp"
+
+#include <edgerun/graph_check.hpp>
+#include <edgerun/plugin_sdk.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace edgerun::cuda_orin {
+namespace {
+
+using sdk::Failure;
+
+Failure invalid(const std::string& what) { return Failure(ER_E_INVALID_ARGUMENT, what); }
+
+}  // namespace
+
+Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model->backend->device) {
+    const Model& model = *ctx.model;
+    const sdk::CheckedGraph checked = sdk::check_graph(
+        graph, ctx.params, int64_t(model.weights.size()), [&](int32_t index, const std::string& node) {
+            const DeviceWeight& w = model.weights[size_t(index)];
+            if (!w.table.data() && !w.packed_bytes.data() && !w.floats.data())
+                throw Failure(ER_E_UNSUPPORTED, node + ": weight '" + w.name + "' was not loaded (unused, or of a type cuda_orin cannot hold)");
+            return sdk::WeightShape{w.name, w.dtype, w.rows, w.cols};
+        });
+    has_attention_ = checked.has_attention;
+    max_tokens_ = graph.max_tokens;
+    nodes_.assign(graph.nodes, graph.nodes + graph.n_nodes);
+    values_.resize(size_t(graph.n_values));
+    for (int32_t v = 0; v < graph.n_values; ++v)
+        values_[v] = {graph.values[v].type, graph.values[v].flags, graph.values[v].width, nullptr, nullptr, 0};
+
+    // Each weight must be held in the form its node reads.
+    int32_t max_heads = 0;
+    bool split_attention = false;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+        const er_node& node = nodes_[i];
+        const std::string label = sdk::node_label(node, int32_t(i));
+        auto need = [&](int32_t index, bool ok, const char* form) {
+            if (!ok)
+                throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin cannot run it with weight '" + weight(index).name +
+                                                    "' (" + form + ")");
+        };
+        switch (node.op) {
+            case ER_OP_EMBED: need(node.weights[0], weight(node.weights[0]).table.data(), "embedding table"); break;
+            case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: case ER_OP_LOGITS:
+                for (int32_t k = 0; k < node.n_outputs; ++k) {
+                    need(node.weights[k], weight(node.weights[k]).packed_bytes.data(), "GEMV weight");
+                    if (node.biases[k] >= 0) need(node.biases[k], weight(node.biases[k]).floats.data(), "bias");
+                }
+                max_gemv_width_ = std::max(max_gemv_width_, values_[node.inputs[0]].width);
+                break;
+            case ER_OP_RMS_NORM: need(node.weights[0], weight(node.weights[0]).floats.data(), "norm weight"); break;
+            case ER_OP_ROPE:
+                if (node.weights[0] >= 0) need(node.weights[0], weight(node.weights[0]).floats.data(), "frequency factors");
+                break;
+            case ER_OP_ATTENTION: {
+                const er_attention_params& a = node.params.attention;
+                max_heads = std::max(max_heads, a.n_head);
+                split_attention |= a.head_dim_k == 64 || a.head_dim_k == 128;
+                if (ctx.layers.empty())
+                    throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin keeps an F16 or INT8 (q8) KV cache, not " +
+                                                        (ctx.params.kv_type == ER_KV_F32 ? "F32" : "this type"));
+                if (a.head_dim_k != a.head_dim_v)
+                    throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin needs equal K and V head dims");
+                break;
+            }
+            default: break;
+        }
+    }
+
+    // Scratch, counted and checked against free device memory before anything is allocated.
+    const int64_t n_pad = padded_length(int32_t(max_gemv_width_));
+    n_splits_ = choose_kv_splits(ctx.params.n_ctx, ctx.params.n_head_kv, device_.description().sm_count);
+    const uint64_t split_bytes =
+        split_attention ? uint64_t(attention_workspace_floats(max_heads, ctx.params.head_dim_k, n_splits_)) * 4 : 0;
+    const uint64_t score_bytes = has_attention_ ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
+    assign_buffers(graph, checked.last_use);
+    uint64_t need = 0;
+    for (const DeviceBuffer& b : buffers_) need += b.bytes();
+    const uint64_t fixed = uint64_t(n_pad) * 9 + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_);
+    if (const std::string why = memory_shortfall(device_, "plan scratch", fixed); !why.empty())
+        throw Failure(ER_E_OUT_OF_MEMORY, why);
+    if (n_pad > 0) {
+        act_f_ = DeviceBuffer(device_, uint64_t(n_pad) * 4);
+        act_q_ = DeviceBuffer(device_, uint64_t(n_pad));
+        act_d_ = DeviceBuffer(device_, uint64_t(n_pad) / 32 * 4);
+    }
+    if (split_bytes) split_workspace_ = DeviceBuffer(device_, split_bytes);
+    if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
+    row_table_ = DeviceBuffer(device_, 3 * 4 * uint64_t(max_tokens_));
+    device_rows_ = {row_table_.as<int32_t>(), row_table_.as<int32_t>() + max_tokens_,
+                    row_table_.as<int32_t>() + 2 * max_tokens_};
+    scratch_bytes_ = need + fixed;
+    row_seq_.assign(size_t(max_tokens_), 0);
+    row_pos_.assign(size_t(max_tokens_), 0);
+    logit_rows_.assign(size_t(max_tokens_), 0);
+    ctx_.scratch_bytes += scratch_bytes_;
+}
+
+Plan::~Plan() {
+    device_.drop_capture();
+    ctx_.scratch_bytes -= scratch_bytes_;
+}
+
+// Greedy reuse (as cpu_ref): a value takes the smallest free slot that fits, else grows the
+// largest free one, else opens a new slot; outputs of a node take slots before its dying
+// inputs are released, so no launch writes over its own input. Host inputs and outputs
+// keep their own slots.
+void Plan::assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use) {
+    const int32_t n_values = graph.n_values;
+    auto pinned = [&](int32_t v) { return (values_[v].flags & (ER_VALUE_INPUT | ER_VALUE_OUTPUT)) != 0; };
+    auto bytes_of = [&](int32_t v) { return uint64_t(values_[v].width) * uint64_t(max_tokens_) * 4; };
+    struct Slot {
+        uint64_t bytes = 0;
+        bool busy = false;
+    };
+    std::vector<Slot> slots;
+    std::vector<int32_t> slot_of(size_t(n_values), -1);
+    auto take = [&](int32_t v) {
+        const uint64_t need = bytes_of(v);
+        int32_t best = -1;
+        for (int32_t s = 0; s < int32_t(slots.size()); ++s) {
+            if (slots[s].busy) continue;
+            if (best < 0) { best = s; continue; }
+            const bool fits = slots[s].bytes >= need, best_fits = slots[best].bytes >= need;
+            if ((fits && (!best_fits || slots[s].bytes < slots[best].bytes)) ||
+                (!fits && !best_fits && slots[s].bytes > slots[best].bytes))
+                best = s;
+        }
+        if (best < 0 || pinned(v)) {
+            slots.push_back({});
+            best = int32_t(slots.size() - 1);
+        }
+        slots[best].bytes = std::max(slots[best].bytes, need);
+        slots[best].busy = true;
+        slot_of[v] = best;
+    };
+    for (int32_t v = 0; v < n_values; ++v)
+        if (values_[v].flags & ER_VALUE_INPUT) take(v);
+    for (int32_t i = 0; i < graph.n_nodes; ++i) {
+        const er_node& node = graph.nodes[i];
+        for (int32_t k = 0; k < node.n_outputs; ++k) take(node.outputs[k]);
+        for (int32_t k = 0; k < node.n_inputs; ++k) {
+            const int32_t v = node.inputs[k];
+            if (last_use[v] == i && !pinned(v)) slots[slot_of[v]].busy = false;
+        }
+        for (int32_t k = 0; k < node.n_outputs; ++k) {
+            const int32_t v = node.outputs[k];
+            if (last_use[v] < 0 && !pinned(v)) slots[slot_of[v]].busy = false;
+        }
+    }
+    uint64_t total = 0;
+    for (const Slot& s : slots) total += s.bytes;
+    if (const std::string why = memory_shortfall(device_, "plan values", total); !why.empty())
+        throw Failure(ER_E_OUT_OF_MEMORY, why);
+    for (const Slot& s : slots) buffers_.emplace_back(device_, std::max<uint64_t>(s.bytes, 4));
+    host_ids_.resize(size_t(n_values));
+    for (int32_t v = 0; v < n_values; ++v) {
+        if (slot_of[v] < 0) continue;
+        void* p = buffers_[size_t(slot_of[v])].data();
+        if (values_[v].type == ER_VALUE_I32) {
+            values_[v].i32 = static_cast<int32_t*>(p);
+            host_ids_[v].assign(size_t(values_[v].width * max_tokens_), 0);
+        } else {
+            values_[v].f32 = static_cast<float*>(p);
+        }
+    }
+}
+
+void Plan::set_input(int32_t value, const void* data, int64_t n_rows) {
+    if (value < 0 || value >= int32_t(values_.size()) || !(values_[value].flags & ER_VALUE_INPUT))
+        throw invalid("value " + std::to_string(value) + " is not an input of this graph");
+    if (!data) throw invalid("input " + std::to_string(value) + ": no data");
+    if (n_rows < 1 || n_rows > max_tokens_)
+        throw invalid("input " + std::to_string(value) + ": " + std::to_string(n_rows) + " rows, this graph takes 1 to " +
+                      std::to_string(max_tokens_));
+    Value& v = values_[value];
+    const uint64_t bytes = uint64_t(n_rows * v.width) * 4;
+    if (v.type == ER_VALUE_I32) {
+        std::memcpy(host_ids_[value].data(), data, bytes);
+        device_.copy_to_device(v.i32, data, bytes);
+    } else {
+        device_.copy_to_device(v.f32, data, bytes);
+    }
+    v.rows = int32_t(n_rows);
+}
+
+// The step's rows against the context, exactly as cpu_ref reads them (er_step's rules).
+void Plan::read_rows(const er_step& step) {
+    const int32_t n = step.n_tokens, n_ctx = ctx_.params.n_ctx;
+    n_logit_rows_ = 0;
+    if (!step.rows) {
+        if (step.pos0 < 0 || int64_t{step.pos0} + n > n_ctx)
+            throw invalid("positions " + std::to_string(step.pos0) + ".." + std::to_string(int64_t{step.pos0} + n - 1) +
+                          " do not fit the context of " + std::to_string(n_ctx));
+        if (has_attention_ && step.pos0 > ctx_.filled[0])
+            throw invalid("step starts at position " + std::to_string(step.pos0) +
+                          " but the cache holds only positions before " + std::to_string(ctx_.filled[0]));
+        for (int32_t r = 0; r < n; ++r) {
+            row_seq_[r] = 0;
+            row_pos_[r] = step.pos0 + r;
+            if (step.logits_all || r == n - 1) logit_rows_[n_logit_rows_++] = r;
+        }
+        return;
+    }
+    std::fill(ctx_.next_pos.begin(), ctx_.next_pos.end(), -1);
+    for (int32_t r = 0; r < n; ++r) {
+        const er_step_row& row = step.rows[r];
+        const std::string at = "row " + std::to_string(r) + ": ";
+        if (row.seq < 0 || row.seq >= ctx_.n_seqs)
+            throw invalid(at + "sequence " + std::to_string(row.seq) + " is not in the context's " + std::to_string(ctx_.n_seqs));
+        if (row.pos < 0 || row.pos >= n_ctx)
+            throw invalid(at + "position " + std::to_string(row.pos) + " does not fit the context of " + std::to_string(n_ctx));
+        int32_t& next = ctx_.next_pos[row.seq];
+        if (next < 0 && has_attention_ && row.pos > ctx_.filled[row.seq])
+            throw invalid(at + "sequence " + std::to_string(row.seq) + " starts at position " + std::to_string(row.pos) +
+                          " but its cache holds only positions before " + std::to_string(ctx_.filled[row.seq]));
+        if (next >= 0 && row.pos != next)
+            throw invalid(at + "sequence " + std::to_string(row.seq) + " continues at position " + std::to_string(row.pos) +
+                          ", not " + std::to_string(next) + " (a sequence's rows must have consecutive positions)");
+        next = row.pos + 1;
+        row_seq_[r] = row.seq;
+        row_pos_[r] = row.pos;
+        if (row.logits) logit_rows_[n_logit_rows_++] = r;
+    }
+}
+
+void Plan::execute(const er_step& step) {
+    if (step.struct_size < sizeof(er_step)) throw invalid("step struct is too small");
+    const int32_t n = step.n_tokens;
+    if (n < 1 || n > max_tokens_)
+        throw invalid("step of " + std::to_string(n) + " tokens, this graph takes 1 to " + std::to_string(max_tokens_));
+    read_rows(step);
+    for (int32_t v = 0; v < int32_t(values_.size()); ++v)
+        if ((values_[v].flags & ER_VALUE_INPUT) && values_[v].rows < n)
+            throw invalid("input " + std::to_string(v) + " has " + std::to_string(values_[v].rows) +
+                          " rows set, the step needs " + std::to_string(n));
+    for (const er_node& node : nodes_) {
+        if (node.op != ER_OP_EMBED) continue;
+        const DeviceWeight& table = weight(node.weights[0]);
+        for (int32_t r = 0; r < n; ++r) {
+            const int32_t id = host_ids_[node.inputs[0]][r];
+            if (id < 0 || id >= table.rows)
+                throw invalid("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                              std::to_string(table.rows) + ")");
+        }
+    }
+    // The per-row table goes to device memory before any launch: kernels read positions,
+    // sequences and KV lengths from it, so a replayed capture sees this step's values.
+    std::vector<int32_t> table(size_t(3 * max_tokens_), 0);
+    for (int32_t r = 0; r < n; ++r) {
+        table[r] = row_seq_[r];
+        table[max_tokens_ + r] = row_pos_[r];
+        table[2 * max_tokens_ + r] = row_pos_[r] + 1;
+    }
+    device_.copy_to_device(row_table_.data(), table.data(), table.size() * 4);
+
+    // One row of one sequence with its logits: the decode step, captured once and replayed.
+    const bool decode = n == 1 && ctx_.n_seqs == 1 && n_logit_rows_ == 1 && ctx_.model->backend->use_graphs;
+    if (decode && capture_ == Capture::None) {
+        device_.begin_capture();
+        launch_all(n);
+        std::string why;
+        if (device_.end_capture(&why)) {
+            capture_ = Capture::Ready;
+        } else {
+            capture_ = Capture::Failed;
+            sdk::logf(ER_LOG_WARN, "decode step capture failed, launching plainly: %s", why.c_str());
+        }
+    }
+    if (decode && capture_ == Capture::Ready)
+        device_.replay();
+    else
+        launch_all(n);
+    device_.synchronize();
+
+    for (Value& v : values_)
+        if (!(v.flags & ER_VALUE_INPUT)) v.rows = n;
+    for (const er_node& node : nodes_)
+        if (node.op == ER_OP_LOGITS) values_[node.outputs[0]].rows = n_logit_rows_;
+    stepped_ = true;
+    if (has_attention_)
+        for (int32_t r = 0; r < n; ++r) ctx_.filled[row_seq_[r]] = row_pos_[r] + 1;  // a sequence's last row wins
+}
+
+void Plan::get_output(int32_t value, float* dst, int64_t n_rows) {
+    if (value < 0 || value >= int32_t(values_.size()) || !(values_[value].flags & ER_VALUE_OUTPUT))
+        throw invalid("value " + std::to_string(value) + " is not an output of this graph");
+    if (!dst) throw invalid("output " + std::to_string(value) + ": no destination");
+    if (!stepped_) throw Failure(ER_E_STATE, "output " + std::to_string(value) + ": no step has run yet");
+    const Value& v = values_[value];
+    if (n_rows < 1 || n_rows > v.rows)
+        throw invalid("output " + std::to_string(value) + ": asked for " + std::to_string(n_rows) +
+                      " rows, the last step left " + std::to_string(v.rows));
+    device_.copy_to_host(dst, v.f32, uint64_t(n_rows * v.width) * 4);
+}
+
+void Plan::launch_all(int32_t n) {
+    for (const er_node& node : nodes_) launch_node(node, n);
+}
+
+void Plan::launch_node(const er_node& node, int32_t n) {
+    const Value& out = values_[node.outputs[0]];
+    const Value& in = values_[node.inputs[0]];
+    switch (node.op) {
+        case ER_OP_EMBED: {
+            const DeviceWeight& w = weight(node.weights[0]);
+            for (int32_t r = 0; r < n; ++r) {
+                EmbedParams p;
+                p.type = w.dtype;
+                p.table = w.table.data();
+                p.row_bytes = int64_t(w.row_bytes);
+                p.n_rows = int32_t(w.rows);
+                p.n_cols = int32_t(w.cols);
+                p.token = in.i32 + r;
+                p.out = out.f32 + int64_t(r) * w.cols;
+                device_.embed(p);
+            }
+            break;
+        }
+        case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: launch_matmul(node, n); break;
+        case ER_OP_LOGITS: launch_logits(node, n); break;
+        case ER_OP_RMS_NORM: {
+            RmsNormParams p;
+            p.x = in.f32;
+            p.out = out.f32;
+            p.weight = weight(node.weights[0]).floats.as<float>();
+            p.n_rows = n;
+            p.width = int32_t(in.width);
+            p.group = node.params.rms_norm.group;
+            p.eps = node.params.rms_norm.eps;
+            device_.rms_norm(p);
+            break;
+        }
+        case ER_OP_ROPE: {
+            const er_rope_params& r = node.params.rope;
+            RopeRowsParams p;
+            p.x = in.f32;
+            p.out = out.f32;
+            p.n_rows = n;
+            p.width = int32_t(in.width);
+            p.rope = {r.mode, r.head_dim, r.n_rot, rope_theta_scale(r.freq_base, r.n_rot), r.freq_scale,
+                      node.weights[0] >= 0 ? weight(node.weights[0]).floats.as<float>() : nullptr};
+            p.rows = device_rows_;
+            device_.rope_rows(p);
+            break;
+        }
+        case ER_OP_ATTENTION: launch_attention(node, n); break;
+        case ER_OP_SWIGLU: case ER_OP_ADD: {
+            ElementwiseParams p;
+            p.op = node.op == ER_OP_ADD ? kElementwiseAdd : kElementwiseSwiGLU;
+            p.a = in.f32;
+            p.b = values_[node.inputs[1]].f32;
+            p.out = out.f32;
+            p.n = int64_t(n) * in.width;
+            device_.elementwise(p);
+            break;
+        }
+        default: break;
+    }
+}
+
+// Row by row: prepare quantizes the row to 8 bits (and keeps its float form for F16
+// weights), then one GEMV launch computes every output of the node for it. A multi-row
+// GEMV that reads each weight once, and a GEMM above a crossover, are still to come.
+void Plan::gemv_rows(const float* x, int64_t width, const std::vector<const DeviceWeight*>& weights,
+                     const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
+                     const int32_t* row_index) {
+    const int32_t n_pad = padded_length(int32_t(width));
+    for (int32_t k = 0; k < n_rows; ++k) {
+        const int64_t r = row_index ? row_index[k] : k;
+        PrepareParams prep;
+        prep.x = x + r * width;
+        prep.n = int32_t(width);
+        prep.out_f = act_f_.as<float>();
+        prep.out_q = act_q_.as<int8_t>();
+        prep.out_d = act_d_.as<float>();
+        device_.prepare(prep);
+        GemvLaunch g;
+        if (ctx_.model->backend->q8_activations) g.x.q8 = {act_q_.as<uint8_t>(), act_d_.as<float>()};
+        else g.x.q8 = {nullptr, nullptr};
+        g.x.f = act_f_.as<float>();
+        g.x.n = int32_t(width);
+        g.x.n_pad = n_pad;
+        g.n_outputs = int32_t(weights.size());
+        for (size_t j = 0; j < weights.size(); ++j) {
+            g.out[j].w = weights[j]->packed;
+            g.out[j].bias = biases[j];
+            g.out[j].y = outs[j] + int64_t(k) * weights[j]->rows;
+        }
+        device_.gemv(g);
+    }
+}
+
+void Plan::launch_matmul(const er_node& node, int32_t n) {
+    std::vector<const DeviceWeight*> weights;
+    std::vector<const float*> biases;
+    std::vector<float*> outs;
+    for (int32_t k = 0; k < node.n_outputs; ++k) {
+        weights.push_back(&weight(node.weights[k]));
+        biases.push_back(node.biases[k] >= 0 ? weight(node.biases[k]).floats.as<float>() : nullptr);
+        outs.push_back(values_[node.outputs[k]].f32);
+    }
+    const Value& in = values_[node.inputs[0]];
+    gemv_rows(in.f32, in.width, weights, biases, outs, n, nullptr);
+}
+
+void Plan::launch_logits(const er_node& node, int32_t) {
+    if (n_logit_rows_ == 0) return;
+    const Value& in = values_[node.inputs[0]];
+    gemv_rows(in.f32, in.width, {&weight(node.weights[0])}, {nullptr}, {values_[node.outputs[0]].f32}, n_logit_rows_,
+              logit_rows_.data());
+}
+
+void Plan::launch_attention(const er_node& node, int32_t n) {
+    const er_attention_params& a = node.params.attention;
+    const KvLayerAllSeqs& cache = ctx_.layers[size_t(node.layer)];
+    const float* q = values_[node.inputs[0]].f32;
+    float* out = values_[node.outputs[0]].f32;
+    KvAppendParams append;
+    append.k = values_[node.inputs[1]].f32;
+    append.v = values_[node.inputs[2]].f32;
+    append.n_rows = n;
+    append.cache = cache;
+    append.rows = device_rows_;
+    device_.kv_append(append);
+    if (n == 1 && (a.head_dim_k == 64 || a.head_dim_k == 128)) {
+        // The decode path: split flash-decode over this row's sequence (the only one when
+        // the step is captured, so the sequence's base is not a per-step value then).
+        const int64_t seq = row_seq_[0];
+        const int bytes = cache.layer.type == kKvF16 ? 2 : 1;
+        AttentionParams p;
+        p.q = q;
+        p.cache = cache.layer;
+        p.cache.k = static_cast<uint8_t*>(cache.layer.k) + seq * cache.seq_stride_values * bytes;
+        p.cache.v = static_cast<uint8_t*>(cache.layer.v) + seq * cache.seq_stride_values * bytes;
+        if (cache.layer.k_scales) {
+            p.cache.k_scales = cache.layer.k_scales + seq * cache.seq_stride_scales;
+            p.cache.v_scales = cache.layer.v_scales + seq * cache.seq_stride_scales;
+        }
+        p.kv_len = device_rows_.kv_len;
+        p.n_head = a.n_head;
+        p.scale = a.scale;
+        p.n_splits = n_splits_;
+        p.workspace = split_workspace_.as<float>();
+        p.out = out;
+        device_.attention(p);
+        return;
+    }
+    AttentionRowsParams p;
+    p.q = q;
+    p.out = out;
+    p.n_rows = n;
+    p.n_head = a.n_head;
+    p.scale = a.scale;
+    p.cache = cache;
+    p.rows = device_rows_;
+    p.scores = scores_.as<float>();
+    device_.attention_rows(p);
+}
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,73 @@
+// A compiled graph on the device: every node checked (edgerun/graph_check.hpp) and turned
+// into kernel launches, every value given device memory (values whose lifetimes do not
+// overlap share it), all scratch allocated here. A step copies its per-row table into
+// device memory, launches (or replays a captured decode step) and synchronizes; it
+// allocates nothing.
+#pragma once
+
+#include "backend.hpp"
+
+#include <functional>
+
+namespace edgerun::cuda_orin {
+
+class Plan {
+public:
+    Plan(Context& ctx, const er_graph& graph);  // throws sdk::Failure
+    ~Plan();
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+
+    void set_input(int32_t value, const void* data, int64_t n_rows);
+    void execute(const er_step& step);
+    void get_output(int32_t value, float* dst, int64_t n_rows);
+    uint64_t scratch_bytes() const { return scratch_bytes_; }
+
+private:
+    struct Value {
+        int32_t type = ER_VALUE_F32;
+        uint32_t flags = 0;
+        int64_t width = 0;
+        float* f32 = nullptr;    // device: max_tokens rows
+        int32_t* i32 = nullptr;  // device: max_tokens rows (token ids)
+        int32_t rows = 0;
+    };
+
+    void assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use);
+    void read_rows(const er_step& step);
+    void launch_all(int32_t n);
+    void launch_node(const er_node& node, int32_t n);
+    void launch_matmul(const er_node& node, int32_t n);
+    void launch_logits(const er_node& node, int32_t n);
+    void launch_attention(const er_node& node, int32_t n);
+    void gemv_rows(const float* x, int64_t width, const std::vector<const DeviceWeight*>& weights,
+                   const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
+                   const int32_t* row_index);
+    const DeviceWeight& weight(int32_t index) const { return ctx_.model->weights[size_t(index)]; }
+
+    Context& ctx_;
+    Device& device_;
+    int32_t max_tokens_ = 1;
+    bool has_attention_ = false;
+    bool stepped_ = false;
+    std::vector<er_node> nodes_;
+    std::vector<Value> values_;
+    std::vector<std::vector<int32_t>> host_ids_;  // token ids as set, for the range check
+    std::vector<DeviceBuffer> buffers_;
+    // The step's rows: host copies and the device table (seq, pos, kv_len per row).
+    std::vector<int32_t> row_seq_, row_pos_, logit_rows_;
+    int32_t n_logit_rows_ = 0;
+    DeviceBuffer row_table_;
+    DeviceRows device_rows_{};
+    // GEMV input: the q8 and float forms of one row (prepare's outputs).
+    DeviceBuffer act_f_, act_q_, act_d_;
+    int64_t max_gemv_width_ = 0;
+    // Attention scratch: the split kernel's partials, the row kernel's scores.
+    DeviceBuffer split_workspace_, scores_;
+    int32_t n_splits_ = 1;
+    uint64_t scratch_bytes_ = 0;
+    // The captured decode step (one row of one sequence, its logits asked).
+    enum class Capture { None, Ready, Failed } capture_ = Capture::None;
+};
+
+}  // namespace edgerun::cuda_orin

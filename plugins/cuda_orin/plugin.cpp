@@ -1,0 +1,311 @@
+// cuda_orin's ABI entries (abi.h, ER_ABI_VERSION 2): devices, model upload with repack,
+// contexts with the KV cache allocated up front, plans and steps (plan.cpp). Plain C++
+// against the Device interface, so the same entries run on the GPU (cuda_device.cpp) and
+// on the CPU emulation of the kernels (tests/cuda/emu/emulated_device.cpp).
+#include "backend.hpp"
+#include "plan.hpp"
+
+#include <edgerun/dtype.hpp>
+#include <edgerun/plugin_sdk.hpp>
+#include <edgerun/quant/blocks.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace edgerun::cuda_orin {
+
+std::string memory_shortfall(Device& device, const char* what, uint64_t need) {
+    const DeviceMemory m = device.memory();
+    if (need <= m.free) return "";
+    char line[256];
+    std::snprintf(line, sizeof line, "cuda_orin: %s: %.1f MiB of device memory needed, %.1f MiB free (of %.1f MiB)",
+                  what, double(need) / 1048576.0, double(m.free) / 1048576.0, double(m.total) / 1048576.0);
+    return line;
+}
+
+namespace {
+
+using sdk::Failure;
+using sdk::guard;
+
+constexpr int32_t kMaxSeqs = 16;
+
+std::string type_name(int32_t dtype) {
+    const DTypeInfo* info = dtype_info(dtype);
+    return info ? std::string(info->name) : "type " + std::to_string(dtype);
+}
+
+// Types the embedding kernel and the host-side F32 conversion read (blocks.hpp).
+bool decodable(int32_t dtype) {
+    float out[256];
+    static const uint8_t zeros[1024] = {};
+    const DTypeInfo* info = dtype_info(dtype);
+    return info && info->block_elems <= 256 && quant::dequantize_row(dtype, zeros, out, info->block_elems);
+}
+
+int32_t supports(er_backend*, const er_op_query* q) {
+    if (!q || q->struct_size < sizeof(er_op_query)) return 0;
+    switch (q->op) {
+        case ER_OP_EMBED: return decodable(q->weight_dtype) ? 1 : 0;
+        case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: case ER_OP_LOGITS:
+            return is_gemv_weight_type(q->weight_dtype) ? 1 : 0;
+        case ER_OP_RMS_NORM: return q->weight_dtype < 0 || decodable(q->weight_dtype) ? 1 : 0;
+        case ER_OP_ROPE: return q->head_dim > 0 && q->head_dim % 2 == 0 && q->head_dim <= 2048 ? 1 : 0;
+        case ER_OP_ATTENTION:
+            if (q->head_dim < 1 || q->head_dim > 1024) return 0;
+            if (q->kv_type == ER_KV_F16) return 1;
+            if (q->kv_type == ER_KV_Q8) return q->head_dim % 32 == 0 ? 1 : 0;
+            return 0;  // no F32 cache
+        case ER_OP_SWIGLU: case ER_OP_ADD: return 1;
+        default: return 0;
+    }
+}
+
+er_status device_info(int32_t index, er_device_info* out, er_error* err) {
+    return guard(err, [&] {
+        if (!out || out->struct_size < sizeof(er_device_info)) throw Failure(ER_E_INVALID_ARGUMENT, "device_info: bad output struct");
+        std::unique_ptr<Device> device = open_device(index);
+        const DeviceDescription& d = device->description();
+        std::snprintf(out->name, sizeof out->name, "%s", d.name.c_str());
+        std::snprintf(out->kind, sizeof out->kind, "gpu");
+        out->memory_total = d.memory_total;
+        out->memory_free = device->memory().free;
+        out->unified_memory = d.integrated ? 1 : 0;
+        out->score = 0;  // not chosen by default until it has passed conformance on a GPU
+        out->max_seqs = kMaxSeqs;
+    });
+}
+
+er_status create(const er_backend_params* params, er_backend** out, er_error* err) {
+    return guard(err, [&] {
+        if (!out) throw Failure(ER_E_INVALID_ARGUMENT, "create: no output pointer");
+        *out = nullptr;
+        if (!params || params->struct_size < sizeof(er_backend_params))
+            throw Failure(ER_E_INVALID_ARGUMENT, "create: backend params missing or too small");
+        auto backend = std::make_unique<Backend>();
+        for (std::string_view rest = params->options ? params->options : ""; !rest.empty();) {
+            const size_t comma = rest.find(',');
+            const std::string_view item = rest.substr(0, comma);
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+            if (item.empty()) continue;
+            if (item == "graphs=0") backend->use_graphs = false;
+            else if (item == "graphs=1") backend->use_graphs = true;
+            else if (item == "activations=q8") backend->q8_activations = true;
+            else if (item == "activations=f32") backend->q8_activations = false;
+            else throw Failure(ER_E_INVALID_ARGUMENT, "unknown option '" + std::string(item) +
+                                                          "' (known: graphs=0|1, activations=f32|q8)");
+        }
+        backend->device = open_device(params->device);
+        *out = reinterpret_cast<er_backend*>(backend.release());
+    });
+}
+
+// The forms a weight is held in, from what the graphs use it for (ER_USE_*).
+struct Forms {
+    bool table = false, packed = false, floats = false;
+};
+Forms forms_for(uint32_t usage, int64_t rows) {
+    if (usage == 0xFFFFFFFFu) return {true, true, rows == 1};  // no usage given: every form its type allows
+    return {(usage & ER_USE_EMBED) != 0, (usage & ER_USE_MATMUL) != 0, (usage & ER_USE_VECTOR) != 0};
+}
+
+er_status model_load(er_backend* handle, const er_model_params* params, er_model** out, er_error* err) {
+    return guard(err, [&] {
+        if (!out) throw Failure(ER_E_INVALID_ARGUMENT, "model_load: no output pointer");
+        *out = nullptr;
+        if (!params || params->struct_size < sizeof(er_model_params) || params->n_weights < 0 ||
+            (params->n_weights > 0 && !params->weights))
+            throw Failure(ER_E_INVALID_ARGUMENT, "model_load: model params missing or too small");
+        Backend& backend = *reinterpret_cast<Backend*>(handle);
+        Device& device = *backend.device;
+        auto model = std::make_unique<Model>();
+        model->backend = &backend;
+        model->weights.resize(size_t(params->n_weights));
+
+        // Shapes and the bytes each form takes, checked against free memory before any upload.
+        std::vector<Forms> forms(size_t(params->n_weights));
+        uint64_t need = 0;
+        for (int64_t i = 0; i < params->n_weights; ++i) {
+            const er_tensor_desc& t = params->weights[i];
+            DeviceWeight& w = model->weights[size_t(i)];
+            w.name = std::string(sdk::view(t.name));
+            w.dtype = t.dtype;
+            const std::string label = "weight '" + w.name + "'";
+            if (t.n_dims < 1 || t.n_dims > ER_MAX_DIMS) throw Failure(ER_E_FORMAT, label + ": bad dimensions");
+            w.cols = t.ne[0];
+            w.rows = 1;
+            for (int d = 1; d < t.n_dims; ++d) w.rows *= t.ne[d];
+            const auto row = row_bytes(t.dtype, w.cols);
+            if (!row) throw Failure(ER_E_FORMAT, label + ": rows are not whole blocks of " + type_name(t.dtype));
+            w.row_bytes = *row;
+            if (t.nbytes < w.row_bytes * uint64_t(w.rows) || !t.data)
+                throw Failure(ER_E_FORMAT, label + ": fewer bytes than its shape needs");
+            Forms& f = forms[size_t(i)];
+            f = forms_for(params->usage ? params->usage[i] : 0xFFFFFFFFu, w.rows);
+            if (f.packed && !is_gemv_weight_type(t.dtype)) {
+                if (params->usage) throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin cannot multiply " + type_name(t.dtype) + " weights");
+                f.packed = false;
+            }
+            if ((f.table || f.floats) && !decodable(t.dtype)) {
+                if (params->usage) throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin cannot decode " + type_name(t.dtype) + " weights");
+                f.table = f.floats = false;
+            }
+            if (f.packed && packed_layout(t.dtype, w.rows, w.cols).total_bytes == 0)
+                throw Failure(ER_E_UNSUPPORTED, label + ": its shape does not fit the GEMV layout");
+            if (f.table) need += w.row_bytes * uint64_t(w.rows);
+            if (f.packed) need += packed_layout(t.dtype, w.rows, w.cols).total_bytes;
+            if (f.floats) need += uint64_t(w.rows) * uint64_t(w.cols) * 4;
+        }
+        if (const std::string why = memory_shortfall(device, "the model's weights", need); !why.empty())
+            throw Failure(ER_E_OUT_OF_MEMORY, why);
+
+        for (int64_t i = 0; i < params->n_weights; ++i) {
+            const er_tensor_desc& t = params->weights[i];
+            DeviceWeight& w = model->weights[size_t(i)];
+            const Forms& f = forms[size_t(i)];
+            const uint64_t file_bytes = w.row_bytes * uint64_t(w.rows);
+            if (f.table) {
+                w.table = DeviceBuffer(device, file_bytes);
+                device.copy_to_device(w.table.data(), t.data, file_bytes);
+            }
+            if (f.packed) {
+                const PackedLayout layout = packed_layout(t.dtype, w.rows, w.cols);
+                std::vector<uint8_t> staging(layout.total_bytes);  // freed once copied
+                repack_matrix(t.dtype, t.data, w.rows, w.cols, staging.data());
+                w.packed_bytes = DeviceBuffer(device, layout.total_bytes);
+                device.copy_to_device(w.packed_bytes.data(), staging.data(), layout.total_bytes);
+                w.packed = packed_view(layout, t.dtype, int32_t(w.rows), int32_t(w.cols), w.packed_bytes.data());
+            }
+            if (f.floats) {
+                std::vector<float> values(size_t(w.rows * w.cols));
+                for (int64_t r = 0; r < w.rows; ++r)
+                    quant::dequantize_row(t.dtype, static_cast<const uint8_t*>(t.data) + r * w.row_bytes,
+                                          values.data() + r * w.cols, w.cols);
+                w.floats = DeviceBuffer(device, values.size() * 4);
+                device.copy_to_device(w.floats.data(), values.data(), values.size() * 4);
+            }
+            model->bytes += w.table.bytes() + w.packed_bytes.bytes() + w.floats.bytes();
+            // The device holds its own copy now: the host may drop the file's pages.
+            if ((f.table || f.packed || f.floats) && params->release)
+                params->release(params->release_user_data, t.data, file_bytes);
+        }
+        *out = reinterpret_cast<er_model*>(model.release());
+    });
+}
+
+er_status context_create(er_model* handle, const er_context_params* params, er_context** out, er_error* err) {
+    return guard(err, [&] {
+        if (!out) throw Failure(ER_E_INVALID_ARGUMENT, "context_create: no output pointer");
+        *out = nullptr;
+        if (!params || params->struct_size < sizeof(er_context_params))
+            throw Failure(ER_E_INVALID_ARGUMENT, "context_create: params missing or too small");
+        const er_context_params& p = *params;
+        if (p.n_ctx < 1 || p.n_batch < 1 || p.n_layer < 0)
+            throw Failure(ER_E_INVALID_ARGUMENT, "context: n_ctx and n_batch must be at least 1");
+        if (p.n_layer > 0 && (p.n_head_kv < 1 || p.head_dim_k < 1 || p.head_dim_v < 1))
+            throw Failure(ER_E_INVALID_ARGUMENT, "context: KV geometry needs n_head_kv, head_dim_k and head_dim_v of at least 1");
+        // An F32 cache is not kept (supports() says so for ATTENTION); a context of another
+        // type without layers still runs graphs without attention.
+        if (p.kv_type != ER_KV_F16 && p.kv_type != ER_KV_Q8 && p.n_layer > 0 && p.kv_type != ER_KV_F32)
+            throw Failure(ER_E_INVALID_ARGUMENT, "context: unknown KV cache type " + std::to_string(p.kv_type));
+        if (p.n_layer > 0 && p.head_dim_k != p.head_dim_v)
+            throw Failure(ER_E_UNSUPPORTED, "cuda_orin needs equal K and V head dims");
+        if (p.kv_type == ER_KV_Q8 && p.head_dim_k % 32 != 0)
+            throw Failure(ER_E_UNSUPPORTED, "cuda_orin's INT8 cache needs head dims that are multiples of 32");
+        if (p.n_seqs > kMaxSeqs) throw Failure(ER_E_UNSUPPORTED, "cuda_orin holds at most 16 sequences per context");
+        Model& model = *reinterpret_cast<Model*>(handle);
+        Device& device = *model.backend->device;
+        auto ctx = std::make_unique<Context>();
+        ctx->model = &model;
+        ctx->params = p;
+        ctx->n_seqs = p.n_seqs > 1 ? p.n_seqs : 1;
+        ctx->filled.assign(size_t(ctx->n_seqs), 0);
+        ctx->next_pos.assign(size_t(ctx->n_seqs), -1);
+
+        // [layer] K, V, (K scales, V scales), each [sequence][kv head][position][dim].
+        KvCacheLayer shape;
+        shape.type = p.kv_type == ER_KV_F16 ? kKvF16 : kKvQ8;
+        shape.n_ctx = p.n_ctx;
+        shape.n_head_kv = p.n_head_kv;
+        shape.head_dim = p.head_dim_k;
+        const uint64_t values = kv_values_bytes(shape) * uint64_t(ctx->n_seqs);
+        const uint64_t scales = kv_scales_bytes(shape) * uint64_t(ctx->n_seqs);
+        const uint64_t per_layer = align_up(values, 256) * 2 + align_up(scales, 256) * 2;
+        const bool kept = p.kv_type == ER_KV_F16 || p.kv_type == ER_KV_Q8;
+        ctx->kv_bytes = kept ? per_layer * uint64_t(p.n_layer) : 0;
+        if (const std::string why = memory_shortfall(device, "the KV cache at this context", ctx->kv_bytes); !why.empty())
+            throw Failure(ER_E_OUT_OF_MEMORY, why);
+        if (ctx->kv_bytes) ctx->kv = DeviceBuffer(device, ctx->kv_bytes);
+        for (int32_t l = 0; kept && l < p.n_layer; ++l) {
+            uint8_t* base = ctx->kv.as<uint8_t>() + per_layer * uint64_t(l);
+            KvLayerAllSeqs layer;
+            layer.layer = shape;
+            layer.layer.k = base;
+            layer.layer.v = base + align_up(values, 256);
+            if (scales) {
+                layer.layer.k_scales = reinterpret_cast<uint16_t*>(base + 2 * align_up(values, 256));
+                layer.layer.v_scales = reinterpret_cast<uint16_t*>(base + 2 * align_up(values, 256) + align_up(scales, 256));
+            }
+            layer.seq_stride_values = int64_t(p.n_head_kv) * p.n_ctx * p.head_dim_k;
+            layer.seq_stride_scales = shape.type == kKvQ8 ? layer.seq_stride_values / 32 : 0;
+            ctx->layers.push_back(layer);
+        }
+        *out = reinterpret_cast<er_context*>(ctx.release());
+    });
+}
+
+Plan& plan_of(er_plan* p) { return *reinterpret_cast<Plan*>(p); }
+
+const er_backend_iface kIface = {
+    sizeof(er_backend_iface),
+    [] { return device_count(); },
+    device_info,
+    create,
+    [](er_backend* b) { delete reinterpret_cast<Backend*>(b); },
+    supports,
+    model_load,
+    [](er_model* m) { delete reinterpret_cast<Model*>(m); },
+    context_create,
+    [](er_context* c) { delete reinterpret_cast<Context*>(c); },
+    [](er_context* ctx, const er_graph* graph, er_plan** out, er_error* err) {
+        return guard(err, [&] {
+            if (!out || !graph) throw Failure(ER_E_INVALID_ARGUMENT, "plan_create: no graph or output pointer");
+            *out = nullptr;
+            *out = reinterpret_cast<er_plan*>(new Plan(*reinterpret_cast<Context*>(ctx), *graph));
+        });
+    },
+    [](er_plan* p) { delete reinterpret_cast<Plan*>(p); },
+    [](er_plan* p, int32_t value, const void* data, int64_t n_rows, er_error* err) {
+        return guard(err, [&] { plan_of(p).set_input(value, data, n_rows); });
+    },
+    [](er_plan* p, const er_step* step, er_error* err) {
+        return guard(err, [&] {
+            if (!step) throw Failure(ER_E_INVALID_ARGUMENT, "plan_execute: no step");
+            plan_of(p).execute(*step);
+        });
+    },
+    [](er_plan* p, int32_t value, float* dst, int64_t n_rows, er_error* err) {
+        return guard(err, [&] { plan_of(p).get_output(value, dst, n_rows); });
+    },
+    nullptr,  // plan_argmax: the host takes the argmax of the logits
+    [](er_context* c, er_memory_stats* out, er_error* err) {
+        return guard(err, [&] {
+            if (!out || out->struct_size < sizeof(er_memory_stats)) throw Failure(ER_E_INVALID_ARGUMENT, "memory_stats: bad output struct");
+            const Context& ctx = *reinterpret_cast<Context*>(c);
+            out->weights_bytes = ctx.model->bytes;
+            out->kv_bytes = ctx.kv_bytes;
+            out->scratch_bytes = ctx.scratch_bytes;
+            out->device_peak_bytes = 0;
+        });
+    },
+};
+
+const er_plugin kPlugin = {sizeof(er_plugin), ER_ABI_VERSION, ER_PLUGIN_BACKEND, kPluginName, "0.2.0",
+                           kPluginDescription, &kIface};
+
+}  // namespace
+}  // namespace edgerun::cuda_orin
+
+EDGERUN_DEFINE_PLUGIN(edgerun::cuda_orin::kPlugin)
+

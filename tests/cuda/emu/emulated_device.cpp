@@ -1,0 +1,188 @@
+// The host implementation of cuda_orin's Device interface: the kernel library's own
+// sources, compiled as C++, run on the CPU emulation of CUDA (cuda_emulation.hpp), with
+// "device memory" in host memory. Linked with the plugin's host code (plugin.cpp,
+// plan.cpp) it makes the test plugin cuda_orin_emu, which CI runs under
+// edgerun-conformance: every launch the backend makes runs the kernels' real indexing,
+// shuffles, barriers and arithmetic. What it cannot show: races, the GPU memory model,
+// speed (see cuda_emulation.hpp).
+//
+// Capture records each launch (its parameters by value) instead of running it; replay
+// runs the recording, so a per-step value baked into a captured launch gives wrong
+// results here as it would in a CUDA Graph.
+#include "cuda_emulation.hpp"
+
+// The kernel sources (their nvcc-only launchers drop out).
+#include "attention.cu"
+#include "gemv.cu"
+#include "graph_ops.cu"
+#include "prepare.cu"
+#include "small_kernels.cu"
+
+#include "device.hpp"
+
+#include <edgerun/plugin_sdk.hpp>
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace edgerun::cuda_orin {
+namespace {
+
+using sdk::Failure;
+
+// A small SM count, so the launch planners choose split-K and several KV splits even for
+// the small shapes the emulated runs use.
+constexpr int kEmulatedSms = 4;
+
+// The device memory figure the emulated device reports: EDGERUN_EMU_DEVICE_MIB (tests of
+// the up-front memory check set it small), else 16 GiB.
+uint64_t emulated_memory_total() {
+    const char* mib = std::getenv("EDGERUN_EMU_DEVICE_MIB");
+    return mib ? uint64_t(std::strtoull(mib, nullptr, 10)) << 20 : uint64_t(16) << 30;
+}
+
+class EmulatedDevice final : public Device {
+public:
+    EmulatedDevice() {
+        description_.name = "CUDA emulation on the host CPU (tests/cuda/emu)";
+        description_.memory_total = emulated_memory_total();
+        description_.integrated = true;
+        description_.sm_count = kEmulatedSms;
+    }
+    ~EmulatedDevice() override {
+        for (auto& [p, bytes] : allocations_) std::free(p);
+    }
+
+    const DeviceDescription& description() const override { return description_; }
+    DeviceMemory memory() override { return {description_.memory_total - used_, description_.memory_total}; }
+
+    void* allocate(uint64_t bytes) override {
+        const uint64_t rounded = (bytes + 255) / 256 * 256;
+        if (used_ + rounded > description_.memory_total)
+            throw Failure(ER_E_OUT_OF_MEMORY, "emulated cudaMalloc of " + std::to_string(bytes) + " bytes: out of memory");
+        void* p = std::aligned_alloc(256, rounded);
+        if (!p) throw Failure(ER_E_OUT_OF_MEMORY, "emulated cudaMalloc: host allocation failed");
+        std::memset(p, 0, rounded);
+        allocations_[p] = rounded;
+        used_ += rounded;
+        return p;
+    }
+    void release(void* p) noexcept override {
+        auto it = allocations_.find(p);
+        if (it == allocations_.end()) return;
+        used_ -= it->second;
+        allocations_.erase(it);
+        std::free(p);
+    }
+    void copy_to_device(void* dst, const void* src, uint64_t bytes) override {
+        check_not_capturing("copy_to_device");
+        std::memcpy(dst, src, bytes);
+    }
+    void copy_to_host(void* dst, const void* src, uint64_t bytes) override {
+        check_not_capturing("copy_to_host");
+        std::memcpy(dst, src, bytes);
+    }
+
+    void prepare(const PrepareParams& p) override {
+        require(p.x && p.n > 0 && p.out_f && p.out_q && p.out_d, "prepare");
+        run([p] { emu::launch(dim3(1), dim3(1024), [&] { prepare_kernel(p); }); });
+    }
+    void gemv(const GemvLaunch& launch) override {
+        GemvLaunch l = launch;
+        const int blocks = plan_gemv(l, kEmulatedSms);
+        require(blocks > 0, "gemv");
+        run([l, blocks] { emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { gemv_kernel(l); }); });
+    }
+    void attention(const AttentionParams& p) override {
+        const AttentionGrid g = plan_attention(p);
+        require(g.splits > 0, "attention");
+        run([p, g] {
+            const dim3 grid(g.splits, g.kv_heads, g.chunks), block(kAttentionWarps * 32);
+            const bool f16 = p.cache.type == kKvF16;
+            if (p.cache.head_dim == 64)
+                emu::launch(grid, block, [&] { f16 ? attention_split_kernel<64, kKvF16>(p) : attention_split_kernel<64, kKvQ8>(p); });
+            else
+                emu::launch(grid, block, [&] { f16 ? attention_split_kernel<128, kKvF16>(p) : attention_split_kernel<128, kKvQ8>(p); });
+            emu::launch(dim3(p.n_head), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); });
+        });
+    }
+    void embed(const EmbedParams& p) override {
+        require(p.table && p.token && p.out && p.n_cols > 0, "embed");
+        run([p] {
+            const int units = (p.n_cols + 31) / 32;  // at least as many threads as units
+            emu::launch(dim3((units + 127) / 128), dim3(128), [&] { embed_kernel(p); });
+        });
+    }
+    void rms_norm(const RmsNormParams& p) override { run_op(p, rms_norm_shape(p), rms_norm_kernel, "rms_norm"); }
+    void rope_rows(const RopeRowsParams& p) override { run_op(p, rope_rows_shape(p), rope_rows_kernel, "rope_rows"); }
+    void elementwise(const ElementwiseParams& p) override {
+        run_op(p, elementwise_shape(p), elementwise_kernel, "elementwise");
+    }
+    void kv_append(const KvAppendParams& p) override { run_op(p, kv_append_shape(p), kv_append_kernel, "kv_append"); }
+    void attention_rows(const AttentionRowsParams& p) override {
+        run_op(p, attention_rows_shape(p), attention_rows_kernel, "attention_rows");
+    }
+
+    void synchronize() override {}  // launches ran when made (or replayed)
+
+    void begin_capture() override {
+        recording_.clear();
+        capturing_ = true;
+    }
+    bool end_capture(std::string*) override {
+        capturing_ = false;
+        captured_ = std::move(recording_);
+        recording_.clear();
+        return true;
+    }
+    void replay() override {
+        for (const auto& launch : captured_) launch();
+        ++replays_;
+    }
+    void drop_capture() noexcept override { captured_.clear(); }
+    int64_t replays() const override { return replays_; }
+
+private:
+    // A launch the backend should never make is a bug in cuda_orin: an error, as
+    // cudaErrorInvalidValue from a launcher would be.
+    static void require(bool ok, const char* kernel) {
+        if (!ok) throw Failure(ER_E_INTERNAL, std::string("emulated launch of ") + kernel + ": invalid parameters");
+    }
+    void check_not_capturing(const char* what) const {
+        if (capturing_) throw Failure(ER_E_INTERNAL, std::string("emulated ") + what + " during a capture");
+    }
+    template <class Params, class Kernel>
+    void run_op(const Params& p, GraphOpShape shape, Kernel kernel, const char* name) {
+        require(valid(p), name);
+        run([p, shape, kernel] { emu::launch(shape.grid, shape.block, [&] { kernel(p); }); });
+    }
+    void run(std::function<void()> launch) {
+        if (capturing_)
+            recording_.push_back(std::move(launch));
+        else
+            launch();
+    }
+
+    DeviceDescription description_;
+    std::map<void*, uint64_t> allocations_;
+    uint64_t used_ = 0;
+    bool capturing_ = false;
+    std::vector<std::function<void()>> recording_, captured_;
+    int64_t replays_ = 0;
+};
+
+}  // namespace
+
+const char* const kPluginName = "cuda_orin_emu";
+const char* const kPluginDescription =
+    "cuda_orin's host code and kernels on the CPU emulation of CUDA (a test build; slow)";
+
+int32_t device_count() { return 1; }
+
+std::unique_ptr<Device> open_device(int32_t index) {
+    if (index != 0) throw Failure(ER_E_INVALID_ARGUMENT, "cuda_orin_emu has one device (0), not " + std::to_string(index));
+    return std::make_unique<EmulatedDevice>();
+}
+
+}  // namespace edgerun::cuda_orin
