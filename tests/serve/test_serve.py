@@ -236,8 +236,15 @@ def long_stream(c, model, max_tokens=400):
 
 def case_lifecycle(edgerun, model):
     with Server(edgerun, model, "-t", "1", "-c", "1024", "--parallel", "1", "--queue", "1",
-                "--shutdown-grace-ms", "1000") as s:
+                "--shutdown-grace-ms", "1000", "--request-timeout", "2") as s:
         c = client(s)
+        # A client that stops halfway through its request is dropped after --request-timeout.
+        stalled = socket.create_connection(s.url.removeprefix("http://").split(":"), timeout=15)
+        stalled.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\":")
+        t = time.monotonic()
+        check(stalled.recv(1024) == b"", "the stalled connection is closed")
+        check(1.5 < time.monotonic() - t < 10, f"closed after {time.monotonic() - t:.1f} s, --request-timeout 2")
+        stalled.close()
         # A streaming client that goes away frees its slot.
         stream = long_stream(c, s.model_id)
         for _, _chunk in zip(range(3), stream):

@@ -53,7 +53,7 @@ public:
             http::request_parser<http::string_body> parser;
             parser.body_limit(server_.options_.max_body_bytes);
             parser.header_limit(64 * 1024);
-            http::read(socket_, buffer_, parser, ec);
+            read_request(parser, ec);
             if (ec == http::error::body_limit) {
                 keep_alive_ = false;
                 send_error(ApiError(413, "the body is larger than this server's limit of " +
@@ -80,6 +80,28 @@ private:
             if (::poll(&p, 1, int(kPollSlice.count())) > 0) return true;
         }
         return false;
+    }
+
+    // Reads one request, giving up when the client stops sending before it is whole
+    // (request_timeout from its start): a stalled sender must not hold its thread. The
+    // socket is non-blocking meanwhile, so a read with nothing to take returns at once.
+    void read_request(http::request_parser<http::string_body>& parser, boost::beast::error_code& ec) {
+        const auto deadline = Clock::now() + server_.options_.request_timeout;
+        socket_.non_blocking(true, ec);
+        while (!ec && !parser.is_done()) {
+            http::read_some(socket_, buffer_, parser, ec);
+            if (!ec) continue;  // parsed some: on with what the buffer holds
+            if (ec != net::error::would_block && ec != net::error::try_again) break;
+            ec = {};
+            if (server_.stopping_ || Clock::now() >= deadline) {
+                ec = net::error::timed_out;
+                break;
+            }
+            pollfd p{socket_.native_handle(), POLLIN, 0};
+            ::poll(&p, 1, int(kPollSlice.count()));
+        }
+        boost::beast::error_code ignored;
+        socket_.non_blocking(false, ignored);
     }
 
     // After an early answer (413) to a request whose body was not read: let the client

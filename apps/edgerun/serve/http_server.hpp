@@ -27,6 +27,7 @@ struct ServerOptions {
     int32_t max_connections = 64;
     std::chrono::milliseconds shutdown_grace{10000};
     std::chrono::seconds idle_timeout{60}; // a keep-alive connection with no request is closed
+    std::chrono::seconds request_timeout{30};  // a request not whole this long after it began is dropped
 };
 
 class HttpServer {
