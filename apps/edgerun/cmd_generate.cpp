@@ -63,6 +63,7 @@ int cmd_generate(const std::vector<std::string>& args) {
         std::fflush(stdout);
     }, InterruptGuard::flag());
     print_summary(stats, engine, *runner);
+    if (const std::string draft = speculation.describe(); !draft.empty()) std::fprintf(stderr, "%s\n", draft.c_str());
     if (!tokens_out.empty()) {
         auto list = [](const std::vector<int32_t>& ids) {
             std::string out;

@@ -18,7 +18,8 @@ struct SpeculationOptions {
     int32_t draft = 8;
     int32_t lookup = 0;
     bool draft_fixed = false;
-    double verify_row_cost = 0.1;
+    double verify_row_cost = -1;  // < 0: measured at start
+    double draft_cost = -1;       // < 0: measured at start
 };
 
 void add_speculation_options(po::options_description& desc, SpeculationOptions& options);
@@ -42,6 +43,11 @@ struct Speculation {
 
 Speculation make_speculation(const PluginRegistry& registry, const SpeculationOptions& options, const Engine& target,
                              const text::Vocab& target_vocab);
+
+// Seconds of one step of 1, 2, ..., max_rows tokens on `runner` (the best of `repetitions`
+// at a few positions past `depth`); rewinds it to 0 afterwards. Row 0 is the one-token
+// decode step (the device argmax when the backend has it, as plain decode runs it).
+std::vector<double> time_steps(Runner& runner, int32_t max_rows, int32_t depth, int repetitions);
 
 // "speculative: ..." for the summary: acceptance, tokens per target step.
 void print_speculation_summary(const GenerationStats& stats);

@@ -43,9 +43,10 @@ struct GenerationStats {
 struct SpeculationSettings {
     int32_t max_draft = 0;         // most tokens proposed per step; 0: plain decode
     bool adaptive = true;          // choose the length per step (DraftLength), else always max_draft
-    // What one more row costs in a verify step, relative to a one-token decode step.
-    // Measured by `edgerun bench --draft`; about 0.1 on cpu_ref with SmolLM2 on 2 cores.
-    double verify_row_cost = 0.1;
+    // What one more row costs in a verify step, relative to a one-token decode step
+    // (`edgerun bench --draft` prints it; about 0.3 on cpu_ref with SmolLM2 on 2 cores,
+    // where a multi-row step is compute-bound).
+    double verify_row_cost = 0.3;
     SpeculativeFault fault = SpeculativeFault::none;  // tests only
 };
 
