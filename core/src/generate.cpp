@@ -72,28 +72,39 @@ void Generator::speculate(Drafter* drafter, const SpeculationSettings& settings)
     speculation_ = settings;
 }
 
-std::span<const int32_t> Generator::step(int32_t& pending, int32_t max_draft, GenerationStats& stats) {
+std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int32_t max_draft,
+                                        GenerationStats& stats) {
     ++stats.target_steps;
-    const int32_t base = runner_.position();
+    const int32_t n_vocab = int32_t(runner_.n_vocab());
+    // Where pending sits in the cache.
+    const int32_t base = pending_fed ? runner_.position() - 1 : runner_.position();
     produced_.clear();
-    cached_.push_back(pending);
+    if (!pending_fed) cached_.push_back(pending);
     if (max_draft > 0) drafter_->propose(cached_, max_draft, sampler_, draft_);
     if (max_draft <= 0 || draft_.tokens.empty()) {
-        if (sampler_.is_greedy()) {
+        if (pending_fed)
+            produced_.push_back(sampler_.is_greedy() ? runner_.greedy_token()
+                                                     : sampler_.sample(runner_.last_logits().data(), n_vocab));
+        else if (sampler_.is_greedy())
             produced_.push_back(runner_.feed_greedy(pending));
-        } else {
+        else {
             runner_.feed(std::span<const int32_t>(&pending, 1));
-            produced_.push_back(sampler_.sample(runner_.last_logits().data(), int32_t(runner_.n_vocab())));
+            produced_.push_back(sampler_.sample(runner_.last_logits().data(), n_vocab));
         }
         pending = produced_.back();
         return produced_;
     }
-    const int32_t n_vocab = int32_t(runner_.n_vocab());
     const int32_t k = int32_t(draft_.tokens.size());
-    verify_tokens_.assign(1, pending);
-    verify_tokens_.insert(verify_tokens_.end(), draft_.tokens.begin(), draft_.tokens.end());
     rows_.resize(size_t(k + 1) * size_t(n_vocab));
-    runner_.feed(verify_tokens_, rows_.data());
+    if (pending_fed) {
+        // The first row is the logits the cache already gave for pending.
+        std::copy(runner_.last_logits().begin(), runner_.last_logits().end(), rows_.begin());
+        runner_.feed(draft_.tokens, rows_.data() + n_vocab);
+    } else {
+        verify_tokens_.assign(1, pending);
+        verify_tokens_.insert(verify_tokens_.end(), draft_.tokens.begin(), draft_.tokens.end());
+        runner_.feed(verify_tokens_, rows_.data());
+    }
     const Verdict verdict = verify(draft_, rows_, n_vocab, sampler_, speculation_.fault);
     ++stats.draft_steps;
     stats.drafted_tokens += k;
@@ -132,11 +143,9 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
     sampler_.reset();
     for (int32_t token : prompt) sampler_.accept(token);
 
-    // Speculating, the last prompt token is fed with the first draft, so that the first
-    // generated token is speculated too.
-    const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0 && settings.n_predict != 0;
+    const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0;
     auto start = Clock::now();
-    if (!feed(prompt.subspan(common, prompt.size() - common - (speculating ? 1 : 0)), cancel)) {
+    if (!feed(prompt.subspan(common), cancel)) {
         stats.prompt_seconds = seconds_since(start);
         stats.stop_reason = "cancelled";
         return stats;
@@ -174,15 +183,12 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
     DraftLength length(speculating ? speculation_.max_draft : 0, speculation_.adaptive,
                        speculating ? drafter_->relative_cost() : 0.0, speculation_.verify_row_cost);
     start = Clock::now();
+    // The token the next step starts from: first the last prompt token, already in the
+    // cache (its logits give the first token, or verify the first draft token).
     int32_t pending = prompt.back();
-    bool going = true;
-    if (!speculating) {
-        pending = sampler_.is_greedy() ? runner_.greedy_token()
-                                       : sampler_.sample(runner_.last_logits().data(), int32_t(runner_.n_vocab()));
-        going = emit(pending);
-    }
-    while (going) {
-        if (runner_.position() >= runner_.n_ctx()) {
+    bool pending_fed = true;
+    while (true) {
+        if (!pending_fed && runner_.position() >= runner_.n_ctx()) {
             stats.stop_reason = "context full";
             break;
         }
@@ -190,14 +196,17 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
             stats.stop_reason = "cancelled";
             break;
         }
-        // A step yields at most max_draft + 1 tokens; it must fit the budget and the context.
+        // A step yields at most max_draft + 1 tokens; they must fit the budget, and the
+        // drafts the context.
         int32_t max_draft = length.next();
         if (settings.n_predict >= 0) max_draft = std::min(max_draft, settings.n_predict - stats.generated_tokens - 1);
-        max_draft = std::min(max_draft, runner_.n_ctx() - runner_.position() - 1);
-        const int32_t base = runner_.position();
+        max_draft = std::min(max_draft, runner_.n_ctx() - runner_.position() - (pending_fed ? 0 : 1));
+        const int32_t base = pending_fed ? runner_.position() - 1 : runner_.position();
         const int32_t accepted_before = stats.accepted_tokens, drafted_before = stats.drafted_tokens;
-        const std::span<const int32_t> produced = step(pending, max_draft, stats);
+        const std::span<const int32_t> produced = step(pending, pending_fed, max_draft, stats);
+        pending_fed = false;
         length.record(stats.drafted_tokens - drafted_before, stats.accepted_tokens - accepted_before);
+        bool going = true;
         for (size_t i = 0; i < produced.size() && going; ++i) {
             going = emit(produced[i]);
             if (!going) {
@@ -207,6 +216,7 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
                 cached_.resize(keep);
             }
         }
+        if (!going) break;
     }
     if (std::string rest = matcher.push(decoder.flush()); !rest.empty()) on_text(rest);
     if (std::string held = matcher.flush(); !held.empty()) on_text(held);

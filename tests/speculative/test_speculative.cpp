@@ -314,7 +314,7 @@ TEST_CASE("sampling: two tokens distributed as the target's, and each planted fa
     };
     for (const Case& c : cases) {
         const Outcome o = sampled_two_tokens(target, *c.drafter, c.max_draft, c.fault, prompt, exact);
-        MESSAGE(c.name << ": chi-squared " << o.statistic << " on " << exact.size() - 1 << " degrees of freedom, p = "
+        MESSAGE(std::string(c.name) << ": chi-squared " << o.statistic << " on " << exact.size() - 1 << " degrees of freedom, p = "
                        << o.p_value << ", acceptance " << o.acceptance);
         CAPTURE(std::string(c.name));
         if (c.fault == SpeculativeFault::none) {

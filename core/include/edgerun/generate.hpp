@@ -69,10 +69,10 @@ public:
     void speculate(Drafter* drafter, const SpeculationSettings& settings);
 
 private:
-    // One target step from `pending` (the last token, not yet in the cache), drafting up
-    // to `max_draft` tokens first; returns the tokens it produced and sets `pending` to
-    // the next one to feed.
-    std::span<const int32_t> step(int32_t& pending, int32_t max_draft, GenerationStats& stats);
+    // One target step from `pending` (the last token; already in the cache with its
+    // logits when `pending_fed`), drafting up to `max_draft` tokens first; returns the
+    // tokens it produced and sets `pending` to the next one to feed.
+    std::span<const int32_t> step(int32_t& pending, bool pending_fed, int32_t max_draft, GenerationStats& stats);
 
     // Feeds tokens after the cache's current content, in chunks, checking `cancel`.
     bool feed(std::span<const int32_t> tokens, const std::atomic<bool>* cancel);
