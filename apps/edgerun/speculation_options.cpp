@@ -127,7 +127,7 @@ std::string Speculation::describe() const {
 }
 
 void print_speculation_summary(const GenerationStats& stats) {
-    if (stats.target_steps == 0 || (stats.draft_steps == 0 && stats.drafted_tokens == 0)) return;
+    if (!stats.speculative || stats.target_steps == 0) return;
     std::fprintf(stderr, "speculative: %d of %d target steps verified a draft; acceptance %.1f%% (%d of %d drafted); "
                          "%.2f tokens per target step\n",
                  stats.draft_steps, stats.target_steps,

@@ -144,6 +144,7 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
     for (int32_t token : prompt) sampler_.accept(token);
 
     const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0;
+    stats.speculative = speculating;
     auto start = Clock::now();
     if (!feed(prompt.subspan(common), cancel)) {
         stats.prompt_seconds = seconds_since(start);

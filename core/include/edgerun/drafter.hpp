@@ -61,8 +61,9 @@ private:
 
 class LookupDrafter final : public Drafter {
 public:
-    // Matches the last `max_ngram` down to `min_ngram` tokens.
-    explicit LookupDrafter(int32_t max_ngram = 4, int32_t min_ngram = 1) : max_ngram_(max_ngram), min_ngram_(min_ngram) {}
+    // Matches the last `max_ngram` down to `min_ngram` tokens (a single token repeats too
+    // often by chance to predict what follows it: its drafts mostly cost verify rows).
+    explicit LookupDrafter(int32_t max_ngram = 4, int32_t min_ngram = 2) : max_ngram_(max_ngram), min_ngram_(min_ngram) {}
 
     void propose(std::span<const int32_t> context, int32_t max_tokens, Sampler& sampler, Draft& out) override;
     double relative_cost() const override { return 0.0; }

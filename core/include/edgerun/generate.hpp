@@ -34,6 +34,7 @@ struct GenerationStats {
     std::vector<int32_t> tokens;     // the generated tokens (an end-of-generation token excluded)
     // Speculative decoding (zero without a drafter): target steps during generation,
     // those that verified a draft, and the draft tokens proposed and accepted.
+    bool speculative = false;        // a drafter was attached
     int32_t target_steps = 0;
     int32_t draft_steps = 0;
     int32_t drafted_tokens = 0;
