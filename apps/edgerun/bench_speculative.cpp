@@ -74,6 +74,8 @@ int bench_speculative(const PluginRegistry& registry, const Engine& engine, cons
     const double acceptance =
         spec_stats.drafted_tokens > 0 ? double(spec_stats.accepted_tokens) / spec_stats.drafted_tokens : 0.0;
     const double per_step = spec_stats.target_steps > 0 ? double(spec_stats.generated_tokens) / spec_stats.target_steps : 0.0;
+    const double accepted_per_draft_step =
+        spec_stats.draft_steps > 0 ? double(spec_stats.accepted_tokens) / spec_stats.draft_steps : 0.0;
 
     // The verify step's cost: steps of 2..9 tokens against a one-token decode step.
     auto scratch = engine.new_runner();
@@ -83,11 +85,11 @@ int bench_speculative(const PluginRegistry& registry, const Engine& engine, cons
     if (json) {
         std::printf("{\"prompt_tokens\": %zu, \"generated\": %d, \"drafter\": \"%s\", \"target_steps\": %d, "
                     "\"draft_steps\": %d, \"drafted\": %d, \"accepted\": %d, \"acceptance\": %.4f, "
-                    "\"tokens_per_target_step\": %.4f, \"plain_tok_s\": %.3f, \"speculative_tok_s\": %.3f, "
+                    "\"tokens_per_target_step\": %.4f, \"accepted_per_draft_step\": %.4f, \"plain_tok_s\": %.3f, \"speculative_tok_s\": %.3f, "
                     "\"speedup\": %.4f, \"verify_cost\": [",
                     prompt.size(), spec_stats.generated_tokens, speculation.describe().c_str(), spec_stats.target_steps,
                     spec_stats.draft_steps, spec_stats.drafted_tokens, spec_stats.accepted_tokens, acceptance, per_step,
-                    best(plain_rates), best(spec_rates), best(spec_rates) / best(plain_rates));
+                    accepted_per_draft_step, best(plain_rates), best(spec_rates), best(spec_rates) / best(plain_rates));
         for (size_t n = 1; n < steps.size(); ++n) std::printf("%s%.4f", n > 1 ? ", " : "", steps[n] / steps[0]);
         std::printf("]}\n");
         return 0;
@@ -102,9 +104,9 @@ int bench_speculative(const PluginRegistry& registry, const Engine& engine, cons
     std::printf("|--------------|------------|------------|------------|----------------|-----------------------\n");
     char counts[48];
     std::snprintf(counts, sizeof counts, "(%d/%d)", spec_stats.accepted_tokens, spec_stats.drafted_tokens);
-    std::printf("| %-12s | %10.2f | %10.2f | %9.2fx | %5.1f%% %8s | %.2f (%d steps, %d with a draft)\n", "decode",
-                best(plain_rates), best(spec_rates), best(spec_rates) / best(plain_rates), 100 * acceptance, counts, per_step,
-                spec_stats.target_steps, spec_stats.draft_steps);
+    std::printf("| %-12s | %10.2f | %10.2f | %9.2fx | %5.1f%% %8s | %.2f (%d steps; %d with a draft, %.2f accepted in each)\n",
+                "decode", best(plain_rates), best(spec_rates), best(spec_rates) / best(plain_rates), 100 * acceptance, counts,
+                per_step, spec_stats.target_steps, spec_stats.draft_steps, accepted_per_draft_step);
     std::printf("\nverify step of n tokens / one decode step (%.2f ms):", steps[0] * 1e3);
     for (size_t n = 1; n < steps.size(); ++n) std::printf(" %zu: %.2f", n + 1, steps[n] / steps[0]);
     std::printf("\n");

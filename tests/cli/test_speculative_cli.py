@@ -90,7 +90,7 @@ def bench_figures():
     check("bench with --lookup exits 0", r.returncode == 0, r.stderr)
     try:
         row = json.loads(r.stdout)
-        for key in ("acceptance", "tokens_per_target_step", "plain_tok_s", "speculative_tok_s", "speedup"):
+        for key in ("acceptance", "tokens_per_target_step", "accepted_per_draft_step", "plain_tok_s", "speculative_tok_s", "speedup"):
             check(f"bench reports {key}", key in row and row[key] >= 0, row)
         check("bench reports the verify cost of 2..9 tokens", len(row["verify_cost"]) == 8
               and all(c > 0 for c in row["verify_cost"]), row)
