@@ -50,6 +50,18 @@ def greedy_equals_plain():
             check("... the model as its own draft: every draft token accepted", "acceptance 100.0%" in r.stderr, r.stderr)
 
 
+def penalties_see_the_kept_tokens():
+    # Penalties at temperature 0 take the sampler's distribution path (one-hot), with the
+    # draft's tokens accepted for the time of a proposal and rolled back.
+    penalty = ["--repeat-penalty", "1.5", "--repeat-last-n", "64"]
+    _, unpenalised = generated()
+    _, plain = generated(*penalty)
+    check("the penalty changes this output", plain is not None and plain != unpenalised, (plain, unpenalised))
+    for extra in (["-md", MODEL, "--draft", "4", "--draft-fixed"], ["--lookup", "6", "--draft-fixed"]):
+        r, tokens = generated(*penalty, *extra)
+        check(f"with penalties, {extra[0]}: the tokens of plain decoding", tokens == plain, (tokens, plain, r.stderr))
+
+
 def seed_reproduces():
     fixed = ["--lookup", "4", "--draft-verify-cost", "0.3"]
     _, first = generated(*fixed, temp="0.9", seed="5")
@@ -100,7 +112,7 @@ def bench_figures():
     check("bench with a drafter needs a real prompt", r.returncode != 0 and "--text" in r.stderr, r.stderr)
 
 
-for test in (greedy_equals_plain, seed_reproduces, refusals, chat_equals_plain, bench_figures):
+for test in (greedy_equals_plain, penalties_see_the_kept_tokens, seed_reproduces, refusals, chat_equals_plain, bench_figures):
     test()
 print(f"{len(failures)} failed" if failures else "all passed")
 sys.exit(1 if failures else 0)
