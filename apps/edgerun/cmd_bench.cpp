@@ -6,6 +6,7 @@
 // both tools meaning the same).
 #include "cli.hpp"
 #include "commands.hpp"
+#include "bench_speculative.hpp"
 #include "engine_options.hpp"
 
 #include <edgerun/argmax.hpp>
@@ -18,6 +19,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -197,8 +200,9 @@ int cmd_bench(const std::vector<std::string>& args) {
     CommonOptions common;
     ModelOptions model_options;
     int n_prompt = 512, n_gen = 128, n_depth = 0, repetitions = 3;
-    std::string sequences;
+    std::string sequences, text, text_file;
     bool json = false;
+    SpeculationOptions speculation;
     po::options_description desc("edgerun bench options");
     add_model_options(desc, model_options);
     desc.add_options()
@@ -208,8 +212,13 @@ int cmd_bench(const std::vector<std::string>& args) {
         ("repetitions,r", po::value(&repetitions)->default_value(repetitions), "runs of each test")
         ("sequences", po::value(&sequences),
          "instead: decode this many sequences together, -n tokens each (a list: 1,2,4,8,16), aggregate t/s")
-        ("json", po::bool_switch(&json), "print one JSON object instead of the table");
-    if (!parse(args, desc, common,
+        ("json", po::bool_switch(&json), "print one JSON object instead of the table")
+        ("text", po::value(&text), "with a drafter: the user message whose reply is decoded")
+        ("text-file", po::value(&text_file), "with a drafter: read the user message from this file");
+    po::options_description draft_desc("speculative decoding (decode of a real prompt, plain and speculative side by side)");
+    add_speculation_options(draft_desc, speculation);
+    desc.add(draft_desc);
+    if (!parse(with_long_draft_option(args), desc, common,
                "usage: edgerun bench -m MODEL [--backend B] [-p 512] [-n 128] [-d 0] [-r 3] [--sequences 1,2,4,8,16] [--json]"))
         return 0;
     if (n_prompt < 0 || n_gen < 0 || n_depth < 0 || repetitions < 1)
@@ -226,6 +235,19 @@ int cmd_bench(const std::vector<std::string>& args) {
         return print_batch(engine, model_options.model, counts, n_gen, repetitions, json);
     }
 
+    if (!speculation.model_draft.empty() || speculation.lookup > 0) {
+        if (!text_file.empty()) {
+            std::ifstream in(text_file, std::ios::binary);
+            if (!in) throw Error("--text-file: cannot read " + text_file, ER_E_INVALID_ARGUMENT);
+            text.assign(std::istreambuf_iterator<char>(in), {});
+        }
+        if (text.empty()) throw Error("bench with a drafter needs --text or --text-file (a real prompt)", ER_E_INVALID_ARGUMENT);
+        if (n_gen < 1) throw Error("bench with a drafter needs -n of at least 1", ER_E_INVALID_ARGUMENT);
+        EngineOptions engine_options = resolve(model_options);
+        PluginRegistry registry = load_plugins(common);
+        Engine engine(registry, model_options.model, engine_options);
+        return bench_speculative(registry, engine, speculation, text, n_gen, repetitions, json);
+    }
     EngineOptions engine_options = resolve(model_options);
     const int n_test = std::max(n_prompt, n_gen);
     if (engine_options.n_ctx == 0) engine_options.n_ctx = n_depth + n_test + 1;

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "engine_options.hpp"
 #include "generation_options.hpp"
+#include "speculation_options.hpp"
 
 #include <edgerun/interrupt.hpp>
 #include <edgerun/text/chat_template.hpp>
@@ -22,6 +23,7 @@ int cmd_chat(const std::vector<std::string>& args) {
     CommonOptions common;
     ModelOptions model_options;
     GenerationOptions generation;
+    SpeculationOptions speculation_options;
     std::string system_prompt, think, template_name;
     po::options_description desc("edgerun chat options");
     add_model_options(desc, model_options);
@@ -30,7 +32,8 @@ int cmd_chat(const std::vector<std::string>& args) {
         ("think", po::value(&think), "on or off: Qwen3's thinking switch (enable_thinking)")
         ("chat-template", po::value(&template_name), "use this template family instead of the model's own");
     add_generation_options(desc, generation);
-    if (!parse(args, desc, common, "usage: edgerun chat [-m MODEL] [--system TEXT] [--think on|off] [options]\n"
+    add_speculation_options(desc, speculation_options);
+    if (!parse(with_long_draft_option(args), desc, common, "usage: edgerun chat [-m MODEL] [--system TEXT] [--think on|off] [options]\n"
                                    "Interactive on a terminal (/reset starts over, /exit or Ctrl-D ends); with stdin\n"
                                    "piped, each line is a user turn."))
         return 0;
@@ -40,11 +43,14 @@ int cmd_chat(const std::vector<std::string>& args) {
     EngineOptions engine_options = resolve(model_options);
     PluginRegistry registry = load_plugins(common);
     Engine engine(registry, model_options.model, engine_options);
-    text::Tokenizer tokenizer(text::Vocab::from_file(engine.model().file()));
+    const text::Vocab vocab = text::Vocab::from_file(engine.model().file());
+    text::Tokenizer tokenizer(vocab);
     const text::ChatTemplate chat_template = text::chat_template_for(tokenizer, template_name);
     Sampler sampler = make_sampler(registry, generation, int32_t(engine.model().hparams().n_vocab));
     auto runner = engine.new_runner();
     Generator generator(*runner, sampler, tokenizer);
+    const Speculation speculation = make_speculation(registry, speculation_options, engine, vocab);
+    speculation.attach(generator);
 
     text::ChatOptions chat_options;
     if (!think.empty()) chat_options.enable_thinking = think == "on";
@@ -57,6 +63,7 @@ int cmd_chat(const std::vector<std::string>& args) {
     std::fprintf(stderr, "chat: %s on %s, template %s%s\n", engine.model().hparams().name.c_str(),
                  std::string(engine.backend().plugin().name()).c_str(), chat_template.name().c_str(),
                  interactive ? " (/reset starts over, /exit or Ctrl-D ends)" : "");
+    if (const std::string draft = speculation.describe(); !draft.empty()) std::fprintf(stderr, "%s\n", draft.c_str());
 
     int turn = 0;
     std::string line;
@@ -94,6 +101,7 @@ int cmd_chat(const std::vector<std::string>& args) {
                      stats.generated_tokens,
                      stats.generate_seconds > 0 ? stats.generated_tokens / stats.generate_seconds : 0.0,
                      stats.stop_reason.c_str());
+        print_speculation_summary(stats);
         if (stats.stop_reason == "cancelled") {
             print_summary(stats, engine, *runner);
             if (!interactive) return 130;

@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "engine_options.hpp"
 #include "generation_options.hpp"
+#include "speculation_options.hpp"
 #include "output_file.hpp"
 #include "trace.hpp"
 
@@ -20,6 +21,7 @@ int cmd_generate(const std::vector<std::string>& args) {
     CommonOptions common;
     ModelOptions model_options;
     GenerationOptions generation;
+    SpeculationOptions speculation_options;
     std::string prompt, prompt_file, tokens_out;
     po::options_description desc("edgerun options");
     add_model_options(desc, model_options);
@@ -28,7 +30,8 @@ int cmd_generate(const std::vector<std::string>& args) {
         ("file,f", po::value(&prompt_file), "read the prompt from this file")
         ("tokens-out", po::value(&tokens_out), "also write the prompt's and the generated token ids here (JSON)");
     add_generation_options(desc, generation);
-    if (!parse(args, desc, common, "usage: edgerun [--backend NAME] [-m MODEL] -p PROMPT [options]")) return 0;
+    add_speculation_options(desc, speculation_options);
+    if (!parse(with_long_draft_option(args), desc, common, "usage: edgerun [--backend NAME] [-m MODEL] -p PROMPT [options]")) return 0;
     if (!prompt_file.empty()) {
         std::ifstream in(prompt_file, std::ios::binary);
         if (!in) throw Error("--file: cannot read " + prompt_file, ER_E_INVALID_ARGUMENT);
@@ -39,13 +42,16 @@ int cmd_generate(const std::vector<std::string>& args) {
     EngineOptions engine_options = resolve(model_options);
     PluginRegistry registry = load_plugins(common);
     Engine engine(registry, model_options.model, engine_options);
-    text::Tokenizer tokenizer(text::Vocab::from_file(engine.model().file()));
+    const text::Vocab vocab = text::Vocab::from_file(engine.model().file());
+    text::Tokenizer tokenizer(vocab);
     // As llama.cpp does for a raw prompt: BOS/EOS as the model's flags say, special
     // token texts in the prompt become those tokens.
     const std::vector<int32_t> tokens = tokenizer.encode(prompt, true, true);
     Sampler sampler = make_sampler(registry, generation, int32_t(engine.model().hparams().n_vocab));
     auto runner = engine.new_runner();
     Generator generator(*runner, sampler, tokenizer);
+    const Speculation speculation = make_speculation(registry, speculation_options, engine, vocab);
+    speculation.attach(generator);
 
     if (generation.trace)
         print_decode_trace(stderr, engine.model().build_graph(1), engine.model().weights(),
@@ -57,6 +63,7 @@ int cmd_generate(const std::vector<std::string>& args) {
         std::fflush(stdout);
     }, InterruptGuard::flag());
     print_summary(stats, engine, *runner);
+    if (const std::string draft = speculation.describe(); !draft.empty()) std::fprintf(stderr, "%s\n", draft.c_str());
     if (!tokens_out.empty()) {
         auto list = [](const std::vector<int32_t>& ids) {
             std::string out;

@@ -1,4 +1,5 @@
 #include "generation_options.hpp"
+#include "speculation_options.hpp"
 
 #include <edgerun/engine.hpp>
 
@@ -52,6 +53,7 @@ void print_summary(const GenerationStats& stats, const Engine& engine, const Run
     std::fprintf(stderr, "\ngenerate: %d tokens in %.1f ms (%.2f tok/s), stopped: %s\n", stats.generated_tokens,
                  stats.generate_seconds * 1e3, rate(stats.generated_tokens, stats.generate_seconds),
                  stats.stop_reason.c_str());
+    print_speculation_summary(stats);
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
     std::fprintf(stderr, "memory: peak RSS %.1f MiB", double(usage.ru_maxrss) / 1024.0);

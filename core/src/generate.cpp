@@ -63,6 +63,62 @@ bool Generator::feed(std::span<const int32_t> tokens, const std::atomic<bool>* c
     return true;
 }
 
+void Generator::speculate(Drafter* drafter, const SpeculationSettings& settings) {
+    if (drafter && settings.max_draft > 0 && !sampler_.is_greedy() && !sampler_.has_speculative_entries())
+        throw Error("speculative decoding while sampling needs a sampler plugin with the distribution, uniform and "
+                    "rollback entries",
+                    ER_E_UNSUPPORTED);
+    drafter_ = drafter;
+    speculation_ = settings;
+}
+
+std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int32_t max_draft,
+                                        GenerationStats& stats) {
+    ++stats.target_steps;
+    const int32_t n_vocab = int32_t(runner_.n_vocab());
+    // Where pending sits in the cache.
+    const int32_t base = pending_fed ? runner_.position() - 1 : runner_.position();
+    produced_.clear();
+    if (!pending_fed) cached_.push_back(pending);
+    if (max_draft > 0) drafter_->propose(cached_, max_draft, sampler_, draft_);
+    if (max_draft <= 0 || draft_.tokens.empty()) {
+        if (pending_fed)
+            produced_.push_back(sampler_.is_greedy() ? runner_.greedy_token()
+                                                     : sampler_.sample(runner_.last_logits().data(), n_vocab));
+        else if (sampler_.is_greedy())
+            produced_.push_back(runner_.feed_greedy(pending));
+        else {
+            runner_.feed(std::span<const int32_t>(&pending, 1));
+            produced_.push_back(sampler_.sample(runner_.last_logits().data(), n_vocab));
+        }
+        pending = produced_.back();
+        return produced_;
+    }
+    const int32_t k = int32_t(draft_.tokens.size());
+    rows_.resize(size_t(k + 1) * size_t(n_vocab));
+    if (pending_fed) {
+        // The first row is the logits the cache already gave for pending.
+        std::copy(runner_.last_logits().begin(), runner_.last_logits().end(), rows_.begin());
+        runner_.feed(draft_.tokens, rows_.data() + n_vocab);
+    } else {
+        verify_tokens_.assign(1, pending);
+        verify_tokens_.insert(verify_tokens_.end(), draft_.tokens.begin(), draft_.tokens.end());
+        runner_.feed(verify_tokens_, rows_.data());
+    }
+    const Verdict verdict = verify(draft_, rows_, n_vocab, sampler_, speculation_.fault);
+    ++stats.draft_steps;
+    stats.drafted_tokens += k;
+    stats.accepted_tokens += verdict.accepted;
+    // Keep pending and the accepted draft tokens; the next token is the new pending one.
+    runner_.rewind(base + 1 + verdict.accepted);
+    cached_.insert(cached_.end(), draft_.tokens.begin(), draft_.tokens.begin() + verdict.accepted);
+    produced_.assign(draft_.tokens.begin(), draft_.tokens.begin() + verdict.accepted);
+    // The planted fault: the bonus goes on into the context, never into the output.
+    if (!(verdict.bonus && speculation_.fault == SpeculativeFault::bonus_dropped)) produced_.push_back(verdict.next);
+    pending = verdict.next;
+    return produced_;
+}
+
 GenerationStats Generator::generate(std::span<const int32_t> prompt, const GenerationSettings& settings,
                                     const std::function<void(std::string_view)>& on_text,
                                     const std::atomic<bool>* cancel) {
@@ -87,6 +143,8 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
     sampler_.reset();
     for (int32_t token : prompt) sampler_.accept(token);
 
+    const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0;
+    stats.speculative = speculating;
     auto start = Clock::now();
     if (!feed(prompt.subspan(common), cancel)) {
         stats.prompt_seconds = seconds_since(start);
@@ -102,14 +160,11 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
     }
     text::StreamDecoder decoder(tokenizer_);
     StopMatcher matcher(settings.stop);
-    const bool greedy = sampler_.is_greedy();
-    const int32_t n_vocab = int32_t(runner_.n_vocab());
-    start = Clock::now();
-    int32_t token = greedy ? runner_.greedy_token() : sampler_.sample(runner_.last_logits().data(), n_vocab);
-    while (true) {
+    // Takes a token into the output; false when generation ends with it.
+    auto emit = [&](int32_t token) {
         if (!settings.ignore_eos && tokenizer_.is_eog(token)) {
             stats.stop_reason = "eog";
-            break;
+            return false;
         }
         sampler_.accept(token);
         ++stats.generated_tokens;
@@ -117,13 +172,24 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
         if (std::string text = matcher.push(decoder.push(token)); !text.empty()) on_text(text);
         if (matcher.stopped()) {
             stats.stop_reason = "stop string";
-            break;
+            return false;
         }
         if (settings.n_predict >= 0 && stats.generated_tokens >= settings.n_predict) {
             stats.stop_reason = "length";
-            break;
+            return false;
         }
-        if (runner_.position() >= runner_.n_ctx()) {
+        return true;
+    };
+
+    DraftLength length(speculating ? speculation_.max_draft : 0, speculation_.adaptive,
+                       speculating ? drafter_->relative_cost() : 0.0, speculation_.verify_row_cost);
+    start = Clock::now();
+    // The token the next step starts from: first the last prompt token, already in the
+    // cache (its logits give the first token, or verify the first draft token).
+    int32_t pending = prompt.back();
+    bool pending_fed = true;
+    while (true) {
+        if (!pending_fed && runner_.position() >= runner_.n_ctx()) {
             stats.stop_reason = "context full";
             break;
         }
@@ -131,13 +197,27 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
             stats.stop_reason = "cancelled";
             break;
         }
-        cached_.push_back(token);
-        if (greedy) {
-            token = runner_.feed_greedy(token);
-        } else {
-            runner_.feed(std::span<const int32_t>(&token, 1));
-            token = sampler_.sample(runner_.last_logits().data(), n_vocab);
+        // A step yields at most max_draft + 1 tokens; they must fit the budget, and the
+        // drafts the context.
+        int32_t max_draft = length.next();
+        if (settings.n_predict >= 0) max_draft = std::min(max_draft, settings.n_predict - stats.generated_tokens - 1);
+        max_draft = std::min(max_draft, runner_.n_ctx() - runner_.position() - (pending_fed ? 0 : 1));
+        const int32_t base = pending_fed ? runner_.position() - 1 : runner_.position();
+        const int32_t accepted_before = stats.accepted_tokens, drafted_before = stats.drafted_tokens;
+        const std::span<const int32_t> produced = step(pending, pending_fed, max_draft, stats);
+        pending_fed = false;
+        length.record(stats.drafted_tokens - drafted_before, stats.accepted_tokens - accepted_before);
+        bool going = true;
+        for (size_t i = 0; i < produced.size() && going; ++i) {
+            going = emit(produced[i]);
+            if (!going) {
+                // Ended at produced[i]: the cache keeps pending and the tokens before it.
+                const size_t keep = std::min(cached_.size(), size_t(base) + 1 + i);
+                runner_.rewind(int32_t(keep));
+                cached_.resize(keep);
+            }
         }
+        if (!going) break;
     }
     if (std::string rest = matcher.push(decoder.flush()); !rest.empty()) on_text(rest);
     if (std::string held = matcher.flush(); !held.empty()) on_text(held);

@@ -3,8 +3,10 @@
 // budget, a full context, or a cancel request.
 #pragma once
 
+#include <edgerun/drafter.hpp>
 #include <edgerun/host_api.hpp>
 #include <edgerun/runner.hpp>
+#include <edgerun/speculative.hpp>
 #include <edgerun/text/tokenizer.hpp>
 
 #include <atomic>
@@ -30,6 +32,23 @@ struct GenerationStats {
     double generate_seconds = 0;
     std::string stop_reason;         // "eog", "stop string", "length", "context full", "cancelled"
     std::vector<int32_t> tokens;     // the generated tokens (an end-of-generation token excluded)
+    // Speculative decoding (zero without a drafter): target steps during generation,
+    // those that verified a draft, and the draft tokens proposed and accepted.
+    bool speculative = false;        // a drafter was attached
+    int32_t target_steps = 0;
+    int32_t draft_steps = 0;
+    int32_t drafted_tokens = 0;
+    int32_t accepted_tokens = 0;
+};
+
+struct SpeculationSettings {
+    int32_t max_draft = 0;         // most tokens proposed per step; 0: plain decode
+    bool adaptive = true;          // choose the length per step (DraftLength), else always max_draft
+    // What one more row costs in a verify step, relative to a one-token decode step
+    // (`edgerun bench --draft` prints it; about 0.3 on cpu_ref with SmolLM2 on 2 cores,
+    // where a multi-row step is compute-bound).
+    double verify_row_cost = 0.3;
+    SpeculativeFault fault = SpeculativeFault::none;  // tests only
 };
 
 class Generator {
@@ -46,7 +65,16 @@ public:
     // The tokens the cache holds, in order.
     const std::vector<int32_t>& history() const { return cached_; }
 
+    // Speculative decoding with `drafter` from the next generate() on (nullptr: plain).
+    // The drafter must outlive the generator.
+    void speculate(Drafter* drafter, const SpeculationSettings& settings);
+
 private:
+    // One target step from `pending` (the last token; already in the cache with its
+    // logits when `pending_fed`), drafting up to `max_draft` tokens first; returns the
+    // tokens it produced and sets `pending` to the next one to feed.
+    std::span<const int32_t> step(int32_t& pending, bool pending_fed, int32_t max_draft, GenerationStats& stats);
+
     // Feeds tokens after the cache's current content, in chunks, checking `cancel`.
     bool feed(std::span<const int32_t> tokens, const std::atomic<bool>* cancel);
 
@@ -54,6 +82,11 @@ private:
     Sampler& sampler_;
     const text::Tokenizer& tokenizer_;
     std::vector<int32_t> cached_;
+    Drafter* drafter_ = nullptr;
+    SpeculationSettings speculation_;
+    Draft draft_;
+    std::vector<int32_t> verify_tokens_, produced_;
+    std::vector<float> rows_;
 };
 
 // Holds back text that may be the start of a stop string until it is known not to be.
