@@ -10,6 +10,7 @@
 #include "kernels.hpp"
 #endif
 #include "device_math.hpp"
+#include "planted_faults.hpp"
 #include "warp.cuh"
 
 namespace edgerun::cuda_orin {
@@ -79,7 +80,8 @@ __device__ void store_cache_value(const KvCacheLayer& c, void* values, uint16_t*
     }
     const float scale = q8_scale(warp_max(fabsf(x)));
     static_cast<int8_t*>(values)[token * c.head_dim + d] = q8_round(x, q8_inverse(scale));
-    if (d % 32 == 0) scales[token * (c.head_dim / 32) + d / 32] = float_to_half(scale);
+    const size_t group = planted(PlantedFault::KvScaleStride) ? token + d / 32 : token * (c.head_dim / 32) + d / 32;
+    if (d % 32 == 0) scales[group] = float_to_half(scale);
 }
 
 // Block (kv head, row), a thread per dim (rounded up to whole warps).
