@@ -121,11 +121,17 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
     constexpr int kValueKeys = 32 / kValueLanes;  // V rows per step
 
     alignas(16) __shared__ float q_f[kMaxGroup][Dim];
+    ER_SHARED_ARRAY(q_f);
     alignas(16) __shared__ int8_t q_8[kMaxGroup][Dim];  // read 4 bytes at a time
+    ER_SHARED_ARRAY(q_8);
     __shared__ float q_8_scale[kMaxGroup][Dim / 32];
+    ER_SHARED_ARRAY(q_8_scale);
     __shared__ float probs[kWarps][kMaxGroup][kTile];
+    ER_SHARED_ARRAY(probs);
     __shared__ float warp_o[kWarps][kMaxGroup][Dim];
+    ER_SHARED_ARRAY(warp_o);
     __shared__ float warp_ml[kWarps][kMaxGroup][2];
+    ER_SHARED_ARRAY(warp_ml);
 
     const int split = blockIdx.x, kv_head = blockIdx.y;
     const SplitGeometry geo = split_geometry(p);

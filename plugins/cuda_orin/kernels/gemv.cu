@@ -81,6 +81,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvLaunch 
 
     if (p.warps_per_row > 1) {
         __shared__ float slice_sums[kGemvWarps][2];
+        ER_SHARED_ARRAY(slice_sums);
         if (lane == 0) {
             slice_sums[warp][0] = acc;
             slice_sums[warp][1] = acc_up;

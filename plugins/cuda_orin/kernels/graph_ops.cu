@@ -32,6 +32,7 @@ __device__ float block_max(float v, float* scratch) {
 // Block (group, row): one group of `group` values of one row.
 __global__ void rms_norm_kernel(const RmsNormParams p) {
     __shared__ float scratch[32];
+    ER_SHARED_ARRAY(scratch);
     const size_t base = size_t(blockIdx.y) * p.width + size_t(blockIdx.x) * p.group;
     float sum_sq = 0.0f;
     for (int i = threadIdx.x; i < p.group; i += blockDim.x) {
@@ -111,6 +112,7 @@ __device__ float cache_value(const KvCacheLayer& c, const void* values, const ui
 // Block (query head, row): scores of every visible key, a two-pass softmax, then p * V.
 __global__ void attention_rows_kernel(const AttentionRowsParams p) {
     __shared__ float scratch[32];
+    ER_SHARED_ARRAY(scratch);
     const int head = blockIdx.x, r = blockIdx.y;
     const KvCacheLayer& c = p.cache.layer;
     const int dim = c.head_dim, kv_head = head / (p.n_head / c.n_head_kv);

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <vector>
 
 namespace emu {
@@ -46,6 +48,31 @@ char* fiber_stack(int i) {
     std::fprintf(stderr, "cuda emulation: %s (block %u,%u,%u)\n", what, g_block->index.x, g_block->index.y,
                  g_block->index.z);
     std::abort();
+}
+
+struct SharedArray {
+    void* data;
+    size_t bytes;
+};
+
+std::vector<SharedArray>& shared_arrays() {
+    static std::vector<SharedArray> arrays;
+    return arrays;
+}
+
+// Blocks run one after another: this is each block's fresh shared memory.
+void poison_shared_memory() {
+    for (const SharedArray& a : shared_arrays()) std::memset(a.data, 0xFF, a.bytes);
+}
+
+// The order the scheduler runs a block's threads in is shuffled per block by one seeded
+// generator (EDGERUN_EMU_SEED), so a run reproduces.
+std::mt19937& schedule_rng() {
+    static std::mt19937 rng([] {
+        const char* seed = std::getenv("EDGERUN_EMU_SEED");
+        return seed ? uint32_t(std::strtoul(seed, nullptr, 10)) : 20261124u;
+    }());
+    return rng;
 }
 
 void fiber_main() {
@@ -119,6 +146,12 @@ uint64_t warp_exchange(uint64_t value, int src_lane) {
     return out;
 }
 
+bool register_shared(void* array, size_t bytes) {
+    shared_arrays().push_back({array, bytes});
+    std::memset(array, 0xFF, bytes);
+    return true;
+}
+
 void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
     Block b;
     b.dim = block;
@@ -128,15 +161,20 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
     b.fibers.resize(n);
     b.exchange.assign(n, 0);
     for (int i = 0; i < n; ++i) b.fibers[i].stack = fiber_stack(i);
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
     g_block = &b;
     for (unsigned bz = 0; bz < grid.z; ++bz)
         for (unsigned by = 0; by < grid.y; ++by)
             for (unsigned bx = 0; bx < grid.x; ++bx) {
                 b.index = dim3(bx, by, bz);
                 for (int i = 0; i < n; ++i) init_fiber(b.fibers[i], i, block);
+                poison_shared_memory();
+                std::shuffle(order.begin(), order.end(), schedule_rng());
                 for (;;) {
                     bool ran = false;
-                    for (Fiber& f : b.fibers) {
+                    for (int i : order) {
+                        Fiber& f = b.fibers[i];
                         if (f.state != State::Ready) continue;
                         b.current = &f;
                         swapcontext(&b.scheduler, &f.context);
