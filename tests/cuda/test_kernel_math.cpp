@@ -71,7 +71,10 @@ Task dequantize_any(const PackedMatrix& w, int row, int task) {
         case kQ4_0: return dequantize_task<kQ4_0>(w, row, task);
         case kQ4_1: return dequantize_task<kQ4_1>(w, row, task);
         case kQ5_0: return dequantize_task<kQ5_0>(w, row, task);
+        case kQ5_1: return dequantize_task<kQ5_1>(w, row, task);
         case kQ8_0: return dequantize_task<kQ8_0>(w, row, task);
+        case kQ2_K: return dequantize_task<kQ2_K>(w, row, task);
+        case kQ3_K: return dequantize_task<kQ3_K>(w, row, task);
         case kQ4_K: return dequantize_task<kQ4_K>(w, row, task);
         case kQ5_K: return dequantize_task<kQ5_K>(w, row, task);
         case kQ6_K: return dequantize_task<kQ6_K>(w, row, task);
@@ -85,11 +88,16 @@ float dot_any(const PackedMatrix& w, int row, int task, const Activation& x) {
         case kQ4_0: return task_dot<kQ4_0>(w, row, task, x.q8);
         case kQ4_1: return task_dot<kQ4_1>(w, row, task, x.q8);
         case kQ5_0: return task_dot<kQ5_0>(w, row, task, x.q8);
+        case kQ5_1: return task_dot<kQ5_1>(w, row, task, x.q8);
         case kQ8_0: return task_dot<kQ8_0>(w, row, task, x.q8);
+        case kQ2_K: return task_dot<kQ2_K>(w, row, task, x.q8);
+        case kQ3_K: return task_dot<kQ3_K>(w, row, task, x.q8);
         case kQ4_K: return task_dot<kQ4_K>(w, row, task, x.q8);
         case kQ5_K: return task_dot<kQ5_K>(w, row, task, x.q8);
         case kQ6_K: return task_dot<kQ6_K>(w, row, task, x.q8);
-        case kF16: return task_dot_f16(w, row, task, x.f);
+        case kF32: return task_dot_plain<kF32>(w, row, task, x.f);
+        case kF16: return task_dot_plain<kF16>(w, row, task, x.f);
+        case kBF16: return task_dot_plain<kBF16>(w, row, task, x.f);
     }
     FAIL("no dot for type " << w.type);
     return 0;
@@ -118,7 +126,7 @@ HostActivation quantize_activation(const std::vector<float>& x) {
     return a;
 }
 
-const char* kTypes[] = {"Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16"};
+const char* kTypes[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "F32", "F16", "BF16"};
 
 }  // namespace
 
@@ -132,23 +140,23 @@ TEST_CASE("repacked planes hold exactly the GGUF bytes, aligned for vector loads
         std::vector<uint8_t> back(v.gguf.size(), 0xAB);
         REQUIRE(unpack_matrix(v.type, packed.view.plane[0], v.n_rows, v.n_cols, back.data()));
         CHECK(back == v.gguf);
-        // Bytes per weight are the file's (F16 pads rows to 32 values).
+        // Bytes per weight are the file's (plain types pad rows to 32 values).
         uint64_t plane_sum = 0;
         for (int p = 0; p < layout.geometry.n_planes; ++p) plane_sum += layout.geometry.plane_bytes[p];
-        if (v.type != kF16) CHECK(plane_sum == uint64_t(layout.geometry.gguf_block_bytes));
+        CHECK(plane_sum == uint64_t(layout.geometry.gguf_block_bytes));
     }
 }
 
 TEST_CASE("repack refuses what the kernels cannot read") {
     std::vector<uint8_t> buf(4096);
     CHECK_FALSE(repack_matrix(kQ4_K, buf.data(), 1, 100, buf.data()));  // not whole blocks
-    CHECK_FALSE(repack_matrix(10 /* Q2_K */, buf.data(), 1, 256, buf.data()));
+    CHECK_FALSE(repack_matrix(9 /* Q8_1 */, buf.data(), 1, 32, buf.data()));
     CHECK(packed_layout(kQ4_0, 0, 32).total_bytes == 0);
 }
 
 TEST_CASE("the kernels' per-task decode gives gguf's values bit for bit") {
     for (const std::string name : kTypes) {
-        if (name == "F16") continue;  // nothing to dequantize: read as halves
+        if (name == "F32" || name == "F16" || name == "BF16") continue;  // nothing to dequantize: read as values
         CAPTURE(name);
         const WeightVectors v = load_weights(name);
         const Packed packed = pack(v);
@@ -198,7 +206,7 @@ TEST_CASE("task dot products equal the double dot of gguf's weights and the q8 a
             double exact = 0, magnitude = 0, true_x = 0;
             for (int c = 0; c < v.n_cols; ++c) {
                 const double w = v.values[size_t(row) * v.n_cols + c];
-                const double xk = v.type == kF16 ? double(x[c]) : double(a.d[c / 32]) * a.q[c];
+                const double xk = plain_value_bytes(v.type) ? double(x[c]) : double(a.d[c / 32]) * a.q[c];
                 exact += w * xk;
                 magnitude += std::fabs(w * xk);
                 true_x += w * x[c];
@@ -213,7 +221,7 @@ TEST_CASE("task dot products equal the double dot of gguf's weights and the q8 a
         // blocks have large minimums (cancellation in w.x), so the bound here is looser.
         const double nmse = err2 / ref2;
         MESSAGE(name << ": nmse against unquantized x " << nmse);
-        CHECK(nmse < (v.type == kF16 ? 1e-10 : 1e-3));
+        CHECK(nmse < (plain_value_bytes(v.type) ? 1e-10 : 1e-3));
     }
 }
 

@@ -89,7 +89,7 @@ Report doctest_report() {
     };
 }
 
-const int32_t kAllTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ8_0, kQ4_K, kQ5_K, kQ6_K, kF16};
+const int32_t kAllTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kF32, kF16, kBF16};
 
 }  // namespace
 
@@ -97,7 +97,7 @@ TEST_CASE("emulated: GEMV of every weight type, F32 and F16 in and out") {
     EmulatedDevice dev;
     uint32_t seed = 1;
     for (int32_t type : kAllTypes) {
-        const int n_cols = type >= kQ4_K && type <= kQ6_K ? 512 : 96;
+        const int n_cols = plane_geometry(type).block_elems == 256 ? 512 : 96;
         check_gemv(dev, doctest_report(), type, 19, n_cols, false, false, false, seed++);
         check_gemv(dev, doctest_report(), type, 9, n_cols, true, true, true, seed++);
     }
