@@ -80,7 +80,7 @@ er_status device_info(int32_t index, er_device_info* out, er_error* err) {
         out->memory_total = d.memory_total;
         out->memory_free = device->memory().free;
         out->unified_memory = d.integrated ? 1 : 0;
-        out->score = 0;  // not chosen by default until it has passed conformance on a GPU
+        out->score = d.score;  // a usable GPU above cpu_ref; the emulated test device 0
         out->max_seqs = kMaxSeqs;
     });
 }

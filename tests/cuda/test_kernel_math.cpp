@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include "activation.hpp"
+#include "device_selection.hpp"
+#include "kernel_params.hpp"
 #include "launch_math.hpp"
 #include "quant_tasks.hpp"
 #include "rope.hpp"
@@ -372,4 +374,90 @@ TEST_CASE("launch shapes depend on sizes only and stay within limits") {
         }
     CHECK(choose_kv_splits(32768, 8, 132) == 66);
     CHECK(attention_workspace_floats(32, 128, 66) == int64_t(32) * 66 * 130);
+}
+
+TEST_CASE("launch planning for GPUs of 8, 16 and 132 SMs (Orin Nano/NX, AGX, H100/H200)") {
+    struct Shape {
+        const char* name;
+        int n_embd, n_ff, n_vocab, q_width, kv_width;
+    };
+    const Shape shapes[] = {{"SmolLM2-135M", 576, 1536, 49152, 576, 192},
+                            {"Qwen3-0.6B", 1024, 3072, 151936, 2048, 1024},
+                            {"Llama-3.2-1B", 2048, 8192, 128256, 2048, 512}};
+    alignas(256) static uint8_t plane[256];
+    float y[1];
+    for (int sms : {8, 16, 132})
+        for (const Shape& s : shapes)
+            for (int32_t type : {kQ4_K, kQ6_K, kQ8_0, kF16}) {
+                // Each GEMV of a layer and the logits: (rows, cols).
+                const int mats[][2] = {{s.q_width, s.n_embd}, {s.kv_width, s.n_embd}, {s.n_embd, s.q_width},
+                                       {s.n_ff, s.n_embd}, {s.n_embd, s.n_ff}, {s.n_vocab, s.n_embd}};
+                for (const auto& m : mats) {
+                    CAPTURE(sms);
+                    CAPTURE(s.name);
+                    CAPTURE(m[0]);
+                    CAPTURE(m[1]);
+                    if (m[1] % plane_geometry(type).block_elems) continue;  // no such file
+                    GemvLaunch l;
+                    l.x.n = m[1];
+                    l.n_outputs = 1;
+                    l.out[0].w.type = type;
+                    l.out[0].w.n_rows = m[0];
+                    l.out[0].w.n_cols = m[1];
+                    l.out[0].w.blocks_per_row = m[1] / plane_geometry(type).block_elems;
+                    l.out[0].w.plane[0] = plane;
+                    l.out[0].y = y;
+                    const int blocks = plan_gemv(l, sms);
+                    const int rows_per_block = kGemvWarps / l.warps_per_row;
+                    REQUIRE(blocks > 0);
+                    // Every row in exactly one block, no block without rows.
+                    CHECK(int64_t(blocks) * rows_per_block >= m[0]);
+                    CHECK(int64_t(blocks - 1) * rows_per_block < m[0]);
+                    // Split-K only where it leaves each slice 32 tasks or more, and only
+                    // when the rows alone would not fill the device.
+                    const int tasks = m[1] / 32;
+                    if (l.warps_per_row > 1) {
+                        CHECK(tasks >= 32 * l.warps_per_row);
+                        CHECK(int64_t(m[0]) * (l.warps_per_row / 2) < int64_t(sms) * 32);
+                    }
+                }
+            }
+    // Attention: enough blocks for the device at long contexts, fewer SMs never more
+    // splits, and no split shorter than 4 tiles of keys.
+    for (const Shape& s : shapes) {
+        const int kv_heads = s.kv_width / 64;
+        for (int n_ctx : {256, 4096, 32768}) {
+            int previous = 0;
+            for (int sms : {8, 16, 132}) {
+                const int splits = choose_kv_splits(n_ctx, kv_heads, sms);
+                CHECK(splits >= previous);
+                previous = splits;
+                CHECK(splits <= std::max(1, n_ctx / (4 * kAttentionTile)));
+                if (n_ctx == 32768) CHECK(int64_t(splits) * kv_heads >= 4 * sms);
+            }
+        }
+    }
+}
+
+TEST_CASE("a GPU is usable when the build carries SASS it runs or PTX the driver compiles for it") {
+    const CudaArchitectures orin_and_h100 = parse_cuda_architectures("87;90");
+    CHECK(orin_and_h100.sass == std::vector<int>{87, 90});
+    CHECK(orin_and_h100.ptx == std::vector<int>{87, 90});
+    CHECK(unusable_reason(8, 7, orin_and_h100).empty());   // Orin: sm_87 SASS
+    CHECK(unusable_reason(9, 0, orin_and_h100).empty());   // H100/H200: sm_90 SASS
+    CHECK(unusable_reason(12, 0, orin_and_h100).empty());  // later GPUs: compute_90 PTX
+    CHECK(unusable_reason(8, 9, orin_and_h100).empty());   // sm_87 SASS runs on 8.9
+    const std::string ampere = unusable_reason(8, 6, orin_and_h100);  // RTX 30xx
+    CHECK(ampere.find("sm_86") != std::string::npos);
+    CHECK(ampere.find("sm_87, sm_90, compute_87 PTX, compute_90 PTX") != std::string::npos);
+
+    const CudaArchitectures ptx_only = parse_cuda_architectures("87-virtual");
+    CHECK(ptx_only.sass.empty());
+    CHECK(unusable_reason(9, 0, ptx_only).empty());  // the Orin path JIT-compiled on an H200
+    CHECK_FALSE(unusable_reason(8, 0, ptx_only).empty());
+
+    const CudaArchitectures sass_only = parse_cuda_architectures("87-real,90-real");
+    CHECK(sass_only.ptx.empty());
+    CHECK_FALSE(unusable_reason(10, 0, sass_only).empty());  // no PTX: a newer major cannot run it
+    CHECK(parse_cuda_architectures("").sass.empty());
 }

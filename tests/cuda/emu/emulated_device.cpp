@@ -19,6 +19,7 @@
 #include "small_kernels.cu"
 
 #include "device.hpp"
+#include "device_selection.hpp"
 
 #include <edgerun/plugin_sdk.hpp>
 
@@ -198,6 +199,14 @@ int32_t device_count() { return 1; }
 
 std::unique_ptr<Device> open_device(int32_t index) {
     if (index != 0) throw Failure(ER_E_INVALID_ARGUMENT, "cuda_orin_emu has one device (0), not " + std::to_string(index));
+    // EDGERUN_EMU_COMPUTE_CAPABILITY (e.g. 8.6) makes the emulated device a GPU of that
+    // capability, judged as the CUDA plugin judges one against its default build (sm_87
+    // and sm_90, with their PTX): tests of the fallback to another backend.
+    if (const char* cc = std::getenv("EDGERUN_EMU_COMPUTE_CAPABILITY"); cc && *cc) {
+        const int major = std::atoi(cc), minor = std::strchr(cc, '.') ? std::atoi(std::strchr(cc, '.') + 1) : 0;
+        const std::string why = unusable_reason(major, minor, parse_cuda_architectures("87,90"));
+        if (!why.empty()) throw Failure(ER_E_UNSUPPORTED, "emulated CUDA device 0 is not usable: " + why);
+    }
     g_planted_fault = planted_fault_from_environment();
     return std::make_unique<EmulatedDevice>();
 }
