@@ -3,6 +3,13 @@
 
 #include <ucontext.h>
 
+// AddressSanitizer builds (EDGERUN_SANITIZE): every stack switch is announced, so ASan
+// knows which stack it is on and checks the fibers' stack accesses.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define EMU_ASAN_FIBERS 1
+#endif
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -75,16 +82,48 @@ std::mt19937& schedule_rng() {
     return rng;
 }
 
+#if EMU_ASAN_FIBERS
+const void* g_scheduler_stack = nullptr;  // the scheduler's stack, learnt on the first switch
+size_t g_scheduler_stack_size = 0;
+void* g_scheduler_fake_stack = nullptr;
+#endif
+
+// A switch between the scheduler and a fiber; `finished`: the fiber leaves for good.
+void switch_to_scheduler(Fiber* f, bool finished) {
+#if EMU_ASAN_FIBERS
+    void* fake_stack = nullptr;
+    __sanitizer_start_switch_fiber(finished ? nullptr : &fake_stack, g_scheduler_stack, g_scheduler_stack_size);
+    swapcontext(&f->context, &g_block->scheduler);
+    __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#else
+    (void)finished;
+    swapcontext(&f->context, &g_block->scheduler);
+#endif
+}
+
+void switch_to_fiber(Block& b, Fiber& f) {
+#if EMU_ASAN_FIBERS
+    __sanitizer_start_switch_fiber(&g_scheduler_fake_stack, f.stack, kStackBytes);
+    swapcontext(&b.scheduler, &f.context);
+    __sanitizer_finish_switch_fiber(g_scheduler_fake_stack, nullptr, nullptr);
+#else
+    swapcontext(&b.scheduler, &f.context);
+#endif
+}
+
 void fiber_main() {
+#if EMU_ASAN_FIBERS
+    __sanitizer_finish_switch_fiber(nullptr, &g_scheduler_stack, &g_scheduler_stack_size);
+#endif
     (*g_block->body)();
     g_block->current->state = State::Done;
-    swapcontext(&g_block->current->context, &g_block->scheduler);
+    switch_to_scheduler(g_block->current, true);
 }
 
 void wait_at(State barrier) {
     Fiber* f = g_block->current;
     f->state = barrier;
-    swapcontext(&f->context, &g_block->scheduler);
+    switch_to_scheduler(f, false);
 }
 
 // Releases the barriers every fiber concerned has reached; false if none was.
@@ -177,7 +216,7 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
                         Fiber& f = b.fibers[i];
                         if (f.state != State::Ready) continue;
                         b.current = &f;
-                        swapcontext(&b.scheduler, &f.context);
+                        switch_to_fiber(b, f);
                         ran = true;
                     }
                     const bool all_done = std::all_of(b.fibers.begin(), b.fibers.end(),
