@@ -177,7 +177,7 @@ std::unique_ptr<Device> open_device(int32_t index) {
     check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
     const std::string why = unusable_reason(prop.major, prop.minor, parse_cuda_architectures(EDGERUN_CUDA_ARCHITECTURES));
     if (!why.empty())
-        throw Failure(ER_E_UNSUPPORTED, "cuda_orin: CUDA device " + std::to_string(index) + " (" + prop.name + ") is not usable: " + why);
+        throw Failure(ER_E_UNSUPPORTED, "CUDA device " + std::to_string(index) + " (" + prop.name + ") is not usable: " + why);
     return std::make_unique<CudaDevice>(index);
 }
 
