@@ -60,8 +60,9 @@ done
 cxx=${CXX:-c++}
 # The runtime-API host code: the kernel library's and the plugin's CUDA Device.
 for src in "$kernels/host_runtime.cpp" plugins/cuda_orin/cuda_device.cpp; do
+  # EDGERUN_CUDA_ARCHITECTURES: what CMake passes the plugin (the Orin build's here).
   if "$cxx" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Icore/include -I"$kernels" -Iplugins/cuda_orin \
-       -I"$cuda_include" "$src"; then
+       -DEDGERUN_CUDA_ARCHITECTURES='"87"' -I"$cuda_include" "$src"; then
     echo "PASS  $(basename "$src") against the CUDA 12.6 runtime headers"
     passed=$((passed + 1))
   else

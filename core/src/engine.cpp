@@ -58,10 +58,19 @@ Backend choose_backend(const PluginRegistry& registry, const EngineOptions& opti
         return backend;
     }
 
+    // Backends with a device that were not chosen, and why: a device the plugin cannot use
+    // (its device_info refuses, e.g. a GPU this build carries no code for), or a model it
+    // cannot run while ranked above the one chosen. Said in one line when another is used.
+    std::vector<std::string> passed_over;
     std::vector<Candidate> candidates;
-    for (const Plugin* plugin : registry.of_kind(ER_PLUGIN_BACKEND))
-        if (plugin->iface<er_backend_iface>()->device_count() > 0)
+    for (const Plugin* plugin : registry.of_kind(ER_PLUGIN_BACKEND)) {
+        if (plugin->iface<er_backend_iface>()->device_count() < 1) continue;
+        try {
             candidates.push_back({plugin, device_info_of(*plugin, 0)});
+        } catch (const Error& e) {
+            passed_over.push_back(e.what());
+        }
+    }
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Candidate& a, const Candidate& b) { return a.device.score > b.device.score; });
     std::vector<std::string> rejected;
@@ -70,9 +79,11 @@ Backend choose_backend(const PluginRegistry& registry, const EngineOptions& opti
         auto missing = unsupported_ops(backend, graph, model.weights(), options.kv_type);
         if (missing.empty()) {
             device = c.device;
+            if (!passed_over.empty()) spdlog::warn("using backend {}: {}", c.plugin->name(), join(passed_over, "; "));
             return backend;
         }
         rejected.push_back(std::string(c.plugin->name()) + " lacks " + join(missing, ", "));
+        passed_over.push_back(rejected.back());
         spdlog::info("backend {} skipped: lacks {}", c.plugin->name(), join(missing, ", "));
     }
     throw Error("no backend can run this model" + (rejected.empty() ? std::string(" (no backend found)")

@@ -83,7 +83,15 @@ struct Context {
     uint64_t scratch_bytes = 0;           // of the plans alive
 };
 
-// One line naming a need that does not fit the device's free memory (or "" when it fits).
-std::string memory_shortfall(Device& device, const char* what, uint64_t need);
+// What a model and its contexts hold or will hold on the device, for refusals.
+struct MemoryFigures {
+    uint64_t model = 0;    // the weights
+    uint64_t kv = 0;       // the KV cache at this context
+    uint64_t scratch = 0;  // a plan's values and workspaces
+};
+
+// One line naming a need that does not fit the device's free memory and the figures it
+// is made of (or "" when it fits).
+std::string memory_shortfall(Device& device, const char* what, uint64_t need, const MemoryFigures& figures);
 
 }  // namespace edgerun::cuda_orin

@@ -6,6 +6,7 @@
 // implementation (tests/cuda/emu/emulated_device.cpp); nothing here has been observed on
 // a device.
 #include "device.hpp"
+#include "device_selection.hpp"
 #include "kernels.hpp"
 
 #include <edgerun/plugin_sdk.hpp>
@@ -55,6 +56,7 @@ public:
         check(cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, index), "cudaDeviceGetAttribute(Integrated)");
         description_.integrated = integrated != 0;
         description_.sm_count = device_sm_count(index);
+        description_.score = 100;  // a usable GPU: chosen over cpu_ref (score 1) when it runs the model
         check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     }
     ~CudaDevice() override {
@@ -153,9 +155,12 @@ private:
 const char* const kPluginName = "cuda_orin";
 const char* const kPluginDescription = "CUDA backend for Jetson Orin (sm_87) and sm_90; not yet run on a GPU";
 
+// Every CUDA device counts, usable or not: one this build carries no code for is then
+// refused by open_device (so device_info and create) with the reason, which the host
+// prints when it falls back to another backend. No driver or no GPU is not an error
+// here: there are simply no devices.
 int32_t device_count() {
     int count = 0;
-    // No driver or no GPU is not an error here: there are simply no devices.
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
         cudaGetLastError();
         return 0;
@@ -164,9 +169,15 @@ int32_t device_count() {
 }
 
 std::unique_ptr<Device> open_device(int32_t index) {
-    if (index < 0 || index >= device_count())
-        throw Failure(ER_E_UNSUPPORTED, "cuda_orin: no CUDA device " + std::to_string(index) + " (" +
-                                            std::to_string(device_count()) + " found)");
+    const int32_t count = device_count();
+    if (index < 0 || index >= count)
+        throw Failure(ER_E_UNSUPPORTED,
+                      "cuda_orin: no CUDA device " + std::to_string(index) + " (" + std::to_string(count) + " found)");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
+    const std::string why = unusable_reason(prop.major, prop.minor, parse_cuda_architectures(EDGERUN_CUDA_ARCHITECTURES));
+    if (!why.empty())
+        throw Failure(ER_E_UNSUPPORTED, "CUDA device " + std::to_string(index) + " (" + prop.name + ") is not usable: " + why);
     return std::make_unique<CudaDevice>(index);
 }
 

@@ -29,6 +29,7 @@ struct DeviceDescription {
     uint64_t memory_total = 0;
     bool integrated = false;  // shares DRAM with the host (Jetson)
     int sm_count = 0;
+    int score = 0;  // er_device_info's: the backend chosen by default is the highest-scoring
 };
 
 class Device {

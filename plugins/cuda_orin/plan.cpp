@@ -77,12 +77,10 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t split_bytes =
         split_attention ? uint64_t(attention_workspace_floats(max_heads, ctx.params.head_dim_k, n_splits_)) * 4 : 0;
     const uint64_t score_bytes = has_attention_ ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
-    assign_buffers(graph, checked.last_use);
+    const uint64_t fixed = uint64_t(n_pad) * 9 + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_);
+    assign_buffers(graph, checked.last_use, fixed);  // checks values + fixed before allocating
     uint64_t need = 0;
     for (const DeviceBuffer& b : buffers_) need += b.bytes();
-    const uint64_t fixed = uint64_t(n_pad) * 9 + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_);
-    if (const std::string why = memory_shortfall(device_, "plan scratch", fixed); !why.empty())
-        throw Failure(ER_E_OUT_OF_MEMORY, why);
     if (n_pad > 0) {
         act_f_ = DeviceBuffer(device_, uint64_t(n_pad) * 4);
         act_q_ = DeviceBuffer(device_, uint64_t(n_pad));
@@ -109,7 +107,7 @@ Plan::~Plan() {
 // largest free one, else opens a new slot; outputs of a node take slots before its dying
 // inputs are released, so no launch writes over its own input. Host inputs and outputs
 // keep their own slots.
-void Plan::assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use) {
+void Plan::assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use, uint64_t fixed_scratch) {
     const int32_t n_values = graph.n_values;
     auto pinned = [&](int32_t v) { return (values_[v].flags & (ER_VALUE_INPUT | ER_VALUE_OUTPUT)) != 0; };
     auto bytes_of = [&](int32_t v) { return uint64_t(values_[v].width) * uint64_t(max_tokens_) * 4; };
@@ -154,7 +152,10 @@ void Plan::assign_buffers(const er_graph& graph, const std::vector<int32_t>& las
     }
     uint64_t total = 0;
     for (const Slot& s : slots) total += s.bytes;
-    if (const std::string why = memory_shortfall(device_, "plan values", total); !why.empty())
+    const uint64_t scratch = total + fixed_scratch;
+    if (const std::string why =
+            memory_shortfall(device_, "the plan's scratch", scratch, {ctx_.model->bytes, ctx_.kv_bytes, scratch});
+        !why.empty())
         throw Failure(ER_E_OUT_OF_MEMORY, why);
     for (const Slot& s : slots) buffers_.emplace_back(device_, std::max<uint64_t>(s.bytes, 4));
     host_ids_.resize(size_t(n_values));

@@ -33,7 +33,9 @@ private:
         int32_t rows = 0;
     };
 
-    void assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use);
+    // Shares value buffers by lifetime; refuses, before allocating, when they and the
+    // plan's fixed scratch do not fit.
+    void assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use, uint64_t fixed_scratch);
     void read_rows(const er_step& step);
     void launch_all(int32_t n);
     void launch_node(const er_node& node, int32_t n);

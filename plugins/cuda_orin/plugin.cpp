@@ -15,12 +15,20 @@
 
 namespace edgerun::cuda_orin {
 
-std::string memory_shortfall(Device& device, const char* what, uint64_t need) {
+std::string memory_shortfall(Device& device, const char* what, uint64_t need, const MemoryFigures& figures) {
     const DeviceMemory m = device.memory();
     if (need <= m.free) return "";
-    char line[256];
-    std::snprintf(line, sizeof line, "cuda_orin: %s: %.1f MiB of device memory needed, %.1f MiB free (of %.1f MiB)",
-                  what, double(need) / 1048576.0, double(m.free) / 1048576.0, double(m.total) / 1048576.0);
+    auto mib = [](uint64_t bytes) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / 1048576.0);
+        return std::string(text);
+    };
+    // The figures known at this stage: the weights at load; with the KV cache at context
+    // creation; and the scratch too when a graph is compiled.
+    std::string line = std::string("cuda_orin: ") + what + ": " + mib(need) + " of device memory needed, " +
+                       mib(m.free) + " free (of " + mib(m.total) + "); model " + mib(figures.model);
+    if (figures.kv || figures.scratch) line += ", KV cache " + mib(figures.kv) + " at this context";
+    if (figures.scratch) line += ", scratch " + mib(figures.scratch);
     return line;
 }
 
@@ -72,7 +80,7 @@ er_status device_info(int32_t index, er_device_info* out, er_error* err) {
         out->memory_total = d.memory_total;
         out->memory_free = device->memory().free;
         out->unified_memory = d.integrated ? 1 : 0;
-        out->score = 0;  // not chosen by default until it has passed conformance on a GPU
+        out->score = d.score;  // a usable GPU above cpu_ref; the emulated test device 0
         out->max_seqs = kMaxSeqs;
     });
 }
@@ -157,7 +165,7 @@ er_status model_load(er_backend* handle, const er_model_params* params, er_model
             if (f.packed) need += packed_layout(t.dtype, w.rows, w.cols).total_bytes;
             if (f.floats) need += uint64_t(w.rows) * uint64_t(w.cols) * 4;
         }
-        if (const std::string why = memory_shortfall(device, "the model's weights", need); !why.empty())
+        if (const std::string why = memory_shortfall(device, "the model's weights", need, {need, 0, 0}); !why.empty())
             throw Failure(ER_E_OUT_OF_MEMORY, why);
 
         for (int64_t i = 0; i < params->n_weights; ++i) {
@@ -234,7 +242,8 @@ er_status context_create(er_model* handle, const er_context_params* params, er_c
         const uint64_t per_layer = align_up(values, 256) * 2 + align_up(scales, 256) * 2;
         const bool kept = p.kv_type == ER_KV_F16 || p.kv_type == ER_KV_Q8;
         ctx->kv_bytes = kept ? per_layer * uint64_t(p.n_layer) : 0;
-        if (const std::string why = memory_shortfall(device, "the KV cache at this context", ctx->kv_bytes); !why.empty())
+        if (const std::string why = memory_shortfall(device, "the KV cache at this context", ctx->kv_bytes,
+                                                           {model.bytes, ctx->kv_bytes, 0}); !why.empty())
             throw Failure(ER_E_OUT_OF_MEMORY, why);
         if (ctx->kv_bytes) ctx->kv = DeviceBuffer(device, ctx->kv_bytes);
         for (int32_t l = 0; kept && l < p.n_layer; ++l) {

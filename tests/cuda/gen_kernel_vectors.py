@@ -25,7 +25,10 @@ LAYOUTS = {
     T.Q4_0: (32, 18, [0]),
     T.Q4_1: (32, 20, [0, 2]),
     T.Q5_0: (32, 22, [0]),
+    T.Q5_1: (32, 24, [0, 2]),
     T.Q8_0: (32, 34, [0]),
+    T.Q2_K: (256, 84, [80, 82]),
+    T.Q3_K: (256, 110, [108]),
     T.Q4_K: (256, 144, [0, 2]),
     T.Q5_K: (256, 176, [0, 2]),
     T.Q6_K: (256, 210, [208]),
@@ -52,11 +55,18 @@ def weights_file(rng, qtype, out):
     write(out / f"weights_{qtype.name}.bin", qtype, n_rows, n_cols, raw.tobytes(), values)
 
 
-def f16_file(rng, out):
+def plain_file(rng, qtype, out):
     n_rows, n_cols = 6, 100  # a row length that is not a multiple of 32: the repack pads
-    vals = rng.standard_normal((n_rows, n_cols)).astype(np.float16)
-    values = dequantize(vals.view(np.uint8), T.F16).astype(np.float32).reshape(n_rows, n_cols)
-    write(out / "weights_F16.bin", T.F16, n_rows, n_cols, vals.tobytes(), values)
+    vals = rng.standard_normal((n_rows, n_cols)).astype(np.float32)
+    if qtype == T.F16:
+        raw = vals.astype(np.float16).view(np.uint8)
+    elif qtype == T.BF16:  # the top halves of the floats (truncation: any bf16 will do)
+        raw = (vals.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8)
+    else:
+        raw = vals.view(np.uint8)
+    raw = raw.reshape(n_rows, -1)
+    values = dequantize(raw, qtype).astype(np.float32).reshape(n_rows, n_cols)
+    write(out / f"weights_{qtype.name}.bin", qtype, n_rows, n_cols, raw.tobytes(), values)
 
 
 def write(path, qtype, n_rows, n_cols, raw, values):
@@ -87,7 +97,8 @@ def main():
     rng = np.random.default_rng(20240607)
     for qtype in LAYOUTS:
         weights_file(rng, qtype, out)
-    f16_file(rng, out)
+    for qtype in (T.F16, T.F32, T.BF16):
+        plain_file(rng, qtype, out)
     q8_file(rng, out)
 
 

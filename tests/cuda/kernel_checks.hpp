@@ -122,7 +122,7 @@ inline std::vector<float> read_output(DeviceApi& api, const void* y, int n, bool
     return out;
 }
 
-inline double gemv_bound(int32_t type) { return type == kF16 ? kBoundF16Gemv : kBoundQ8Gemv; }
+inline double gemv_bound(int32_t type) { return plain_value_bytes(type) ? kBoundF16Gemv : kBoundQ8Gemv; }
 
 // y = W x (+ bias + residual) for one matrix; x and y in F32 or F16.
 inline void check_gemv(DeviceApi& api, const Report& report, int32_t type, int n_rows, int n_cols, bool x_f16,

@@ -26,11 +26,12 @@ inline std::vector<uint8_t> make_weights(int32_t type, int n_rows, int n_cols, s
     auto half = [](float f) { return fp32_to_fp16(f); };
     auto scale = [&](float typical) { return half(typical * (0.5f + std::fabs(normal(rng)))); };
     std::vector<uint8_t> out;
-    if (type == kF16) {
-        out.resize(size_t(n_rows) * n_cols * 2);
+    if (const int value_bytes = plain_value_bytes(type)) {
+        out.resize(size_t(n_rows) * n_cols * value_bytes);
         for (size_t i = 0; i < size_t(n_rows) * n_cols; ++i) {
-            const uint16_t h = half(normal(rng) * unit);
-            std::memcpy(&out[2 * i], &h, 2);
+            const float v = normal(rng) * unit;
+            const uint32_t bits = type == kF32 ? float_to_bits(v) : type == kF16 ? half(v) : float_to_bits(v) >> 16;
+            std::memcpy(&out[value_bytes * i], &bits, value_bytes);  // little-endian: the low bytes
         }
         return out;
     }
@@ -45,6 +46,24 @@ inline std::vector<uint8_t> make_weights(int32_t type, int n_rows, int n_cols, s
             case kQ4_0: put(0, scale(unit / 4)); break;
             case kQ5_0: put(0, scale(unit / 8)); break;
             case kQ8_0: put(0, scale(unit / 64)); break;
+            case kQ5_1: {
+                const uint16_t d = scale(unit / 8);
+                put(0, d);
+                put(2, half(-15.5f * fp16_to_fp32(d)));
+                break;
+            }
+            case kQ2_K: {
+                // Sub-block scales 1..10 with minimums that centre the 2-bit quants (mean 1.5).
+                const uint16_t d = scale(unit / 8);
+                put(80, d);
+                put(82, d);
+                for (int j = 0; j < 16; ++j) {
+                    const int sc = 1 + byte(rng) % 10;
+                    b[j] = uint8_t(sc | (int(std::lround(1.5f * float(sc))) << 4));
+                }
+                break;
+            }
+            case kQ3_K: put(108, scale(unit / 64)); break;  // random 6-bit scales of both signs
             case kQ4_1: {
                 const uint16_t d = scale(unit / 4);
                 put(0, d);

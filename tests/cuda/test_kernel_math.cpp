@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include "activation.hpp"
+#include "device_selection.hpp"
+#include "kernel_params.hpp"
 #include "launch_math.hpp"
 #include "quant_tasks.hpp"
 #include "rope.hpp"
@@ -71,7 +73,10 @@ Task dequantize_any(const PackedMatrix& w, int row, int task) {
         case kQ4_0: return dequantize_task<kQ4_0>(w, row, task);
         case kQ4_1: return dequantize_task<kQ4_1>(w, row, task);
         case kQ5_0: return dequantize_task<kQ5_0>(w, row, task);
+        case kQ5_1: return dequantize_task<kQ5_1>(w, row, task);
         case kQ8_0: return dequantize_task<kQ8_0>(w, row, task);
+        case kQ2_K: return dequantize_task<kQ2_K>(w, row, task);
+        case kQ3_K: return dequantize_task<kQ3_K>(w, row, task);
         case kQ4_K: return dequantize_task<kQ4_K>(w, row, task);
         case kQ5_K: return dequantize_task<kQ5_K>(w, row, task);
         case kQ6_K: return dequantize_task<kQ6_K>(w, row, task);
@@ -85,11 +90,16 @@ float dot_any(const PackedMatrix& w, int row, int task, const Activation& x) {
         case kQ4_0: return task_dot<kQ4_0>(w, row, task, x.q8);
         case kQ4_1: return task_dot<kQ4_1>(w, row, task, x.q8);
         case kQ5_0: return task_dot<kQ5_0>(w, row, task, x.q8);
+        case kQ5_1: return task_dot<kQ5_1>(w, row, task, x.q8);
         case kQ8_0: return task_dot<kQ8_0>(w, row, task, x.q8);
+        case kQ2_K: return task_dot<kQ2_K>(w, row, task, x.q8);
+        case kQ3_K: return task_dot<kQ3_K>(w, row, task, x.q8);
         case kQ4_K: return task_dot<kQ4_K>(w, row, task, x.q8);
         case kQ5_K: return task_dot<kQ5_K>(w, row, task, x.q8);
         case kQ6_K: return task_dot<kQ6_K>(w, row, task, x.q8);
-        case kF16: return task_dot_f16(w, row, task, x.f);
+        case kF32: return task_dot_plain<kF32>(w, row, task, x.f);
+        case kF16: return task_dot_plain<kF16>(w, row, task, x.f);
+        case kBF16: return task_dot_plain<kBF16>(w, row, task, x.f);
     }
     FAIL("no dot for type " << w.type);
     return 0;
@@ -118,7 +128,7 @@ HostActivation quantize_activation(const std::vector<float>& x) {
     return a;
 }
 
-const char* kTypes[] = {"Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16"};
+const char* kTypes[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "F32", "F16", "BF16"};
 
 }  // namespace
 
@@ -132,23 +142,23 @@ TEST_CASE("repacked planes hold exactly the GGUF bytes, aligned for vector loads
         std::vector<uint8_t> back(v.gguf.size(), 0xAB);
         REQUIRE(unpack_matrix(v.type, packed.view.plane[0], v.n_rows, v.n_cols, back.data()));
         CHECK(back == v.gguf);
-        // Bytes per weight are the file's (F16 pads rows to 32 values).
+        // Bytes per weight are the file's (plain types pad rows to 32 values).
         uint64_t plane_sum = 0;
         for (int p = 0; p < layout.geometry.n_planes; ++p) plane_sum += layout.geometry.plane_bytes[p];
-        if (v.type != kF16) CHECK(plane_sum == uint64_t(layout.geometry.gguf_block_bytes));
+        CHECK(plane_sum == uint64_t(layout.geometry.gguf_block_bytes));
     }
 }
 
 TEST_CASE("repack refuses what the kernels cannot read") {
     std::vector<uint8_t> buf(4096);
     CHECK_FALSE(repack_matrix(kQ4_K, buf.data(), 1, 100, buf.data()));  // not whole blocks
-    CHECK_FALSE(repack_matrix(10 /* Q2_K */, buf.data(), 1, 256, buf.data()));
+    CHECK_FALSE(repack_matrix(9 /* Q8_1 */, buf.data(), 1, 32, buf.data()));
     CHECK(packed_layout(kQ4_0, 0, 32).total_bytes == 0);
 }
 
 TEST_CASE("the kernels' per-task decode gives gguf's values bit for bit") {
     for (const std::string name : kTypes) {
-        if (name == "F16") continue;  // nothing to dequantize: read as halves
+        if (name == "F32" || name == "F16" || name == "BF16") continue;  // nothing to dequantize: read as values
         CAPTURE(name);
         const WeightVectors v = load_weights(name);
         const Packed packed = pack(v);
@@ -198,7 +208,7 @@ TEST_CASE("task dot products equal the double dot of gguf's weights and the q8 a
             double exact = 0, magnitude = 0, true_x = 0;
             for (int c = 0; c < v.n_cols; ++c) {
                 const double w = v.values[size_t(row) * v.n_cols + c];
-                const double xk = v.type == kF16 ? double(x[c]) : double(a.d[c / 32]) * a.q[c];
+                const double xk = plain_value_bytes(v.type) ? double(x[c]) : double(a.d[c / 32]) * a.q[c];
                 exact += w * xk;
                 magnitude += std::fabs(w * xk);
                 true_x += w * x[c];
@@ -213,7 +223,7 @@ TEST_CASE("task dot products equal the double dot of gguf's weights and the q8 a
         // blocks have large minimums (cancellation in w.x), so the bound here is looser.
         const double nmse = err2 / ref2;
         MESSAGE(name << ": nmse against unquantized x " << nmse);
-        CHECK(nmse < (v.type == kF16 ? 1e-10 : 1e-3));
+        CHECK(nmse < (plain_value_bytes(v.type) ? 1e-10 : 1e-3));
     }
 }
 
@@ -364,4 +374,90 @@ TEST_CASE("launch shapes depend on sizes only and stay within limits") {
         }
     CHECK(choose_kv_splits(32768, 8, 132) == 66);
     CHECK(attention_workspace_floats(32, 128, 66) == int64_t(32) * 66 * 130);
+}
+
+TEST_CASE("launch planning for GPUs of 8, 16 and 132 SMs (Orin Nano/NX, AGX, H100/H200)") {
+    struct Shape {
+        const char* name;
+        int n_embd, n_ff, n_vocab, q_width, kv_width;
+    };
+    const Shape shapes[] = {{"SmolLM2-135M", 576, 1536, 49152, 576, 192},
+                            {"Qwen3-0.6B", 1024, 3072, 151936, 2048, 1024},
+                            {"Llama-3.2-1B", 2048, 8192, 128256, 2048, 512}};
+    alignas(256) static uint8_t plane[256];
+    float y[1];
+    for (int sms : {8, 16, 132})
+        for (const Shape& s : shapes)
+            for (int32_t type : {kQ4_K, kQ6_K, kQ8_0, kF16}) {
+                // Each GEMV of a layer and the logits: (rows, cols).
+                const int mats[][2] = {{s.q_width, s.n_embd}, {s.kv_width, s.n_embd}, {s.n_embd, s.q_width},
+                                       {s.n_ff, s.n_embd}, {s.n_embd, s.n_ff}, {s.n_vocab, s.n_embd}};
+                for (const auto& m : mats) {
+                    CAPTURE(sms);
+                    CAPTURE(s.name);
+                    CAPTURE(m[0]);
+                    CAPTURE(m[1]);
+                    if (m[1] % plane_geometry(type).block_elems) continue;  // no such file
+                    GemvLaunch l;
+                    l.x.n = m[1];
+                    l.n_outputs = 1;
+                    l.out[0].w.type = type;
+                    l.out[0].w.n_rows = m[0];
+                    l.out[0].w.n_cols = m[1];
+                    l.out[0].w.blocks_per_row = m[1] / plane_geometry(type).block_elems;
+                    l.out[0].w.plane[0] = plane;
+                    l.out[0].y = y;
+                    const int blocks = plan_gemv(l, sms);
+                    const int rows_per_block = kGemvWarps / l.warps_per_row;
+                    REQUIRE(blocks > 0);
+                    // Every row in exactly one block, no block without rows.
+                    CHECK(int64_t(blocks) * rows_per_block >= m[0]);
+                    CHECK(int64_t(blocks - 1) * rows_per_block < m[0]);
+                    // Split-K only where it leaves each slice 32 tasks or more, and only
+                    // when the rows alone would not fill the device.
+                    const int tasks = m[1] / 32;
+                    if (l.warps_per_row > 1) {
+                        CHECK(tasks >= 32 * l.warps_per_row);
+                        CHECK(int64_t(m[0]) * (l.warps_per_row / 2) < int64_t(sms) * 32);
+                    }
+                }
+            }
+    // Attention: enough blocks for the device at long contexts, fewer SMs never more
+    // splits, and no split shorter than 4 tiles of keys.
+    for (const Shape& s : shapes) {
+        const int kv_heads = s.kv_width / 64;
+        for (int n_ctx : {256, 4096, 32768}) {
+            int previous = 0;
+            for (int sms : {8, 16, 132}) {
+                const int splits = choose_kv_splits(n_ctx, kv_heads, sms);
+                CHECK(splits >= previous);
+                previous = splits;
+                CHECK(splits <= std::max(1, n_ctx / (4 * kAttentionTile)));
+                if (n_ctx == 32768) CHECK(int64_t(splits) * kv_heads >= 4 * sms);
+            }
+        }
+    }
+}
+
+TEST_CASE("a GPU is usable when the build carries SASS it runs or PTX the driver compiles for it") {
+    const CudaArchitectures orin_and_h100 = parse_cuda_architectures("87;90");
+    CHECK(orin_and_h100.sass == std::vector<int>{87, 90});
+    CHECK(orin_and_h100.ptx == std::vector<int>{87, 90});
+    CHECK(unusable_reason(8, 7, orin_and_h100).empty());   // Orin: sm_87 SASS
+    CHECK(unusable_reason(9, 0, orin_and_h100).empty());   // H100/H200: sm_90 SASS
+    CHECK(unusable_reason(12, 0, orin_and_h100).empty());  // later GPUs: compute_90 PTX
+    CHECK(unusable_reason(8, 9, orin_and_h100).empty());   // sm_87 SASS runs on 8.9
+    const std::string ampere = unusable_reason(8, 6, orin_and_h100);  // RTX 30xx
+    CHECK(ampere.find("sm_86") != std::string::npos);
+    CHECK(ampere.find("sm_87, sm_90, compute_87 PTX, compute_90 PTX") != std::string::npos);
+
+    const CudaArchitectures ptx_only = parse_cuda_architectures("87-virtual");
+    CHECK(ptx_only.sass.empty());
+    CHECK(unusable_reason(9, 0, ptx_only).empty());  // the Orin path JIT-compiled on an H200
+    CHECK_FALSE(unusable_reason(8, 0, ptx_only).empty());
+
+    const CudaArchitectures sass_only = parse_cuda_architectures("87-real,90-real");
+    CHECK(sass_only.ptx.empty());
+    CHECK_FALSE(unusable_reason(10, 0, sass_only).empty());  // no PTX: a newer major cannot run it
+    CHECK(parse_cuda_architectures("").sass.empty());
 }

@@ -15,8 +15,14 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 using namespace edgerun::cuda_orin;
 using namespace edgerun::cuda_orin::testing;
@@ -83,7 +89,7 @@ Report doctest_report() {
     };
 }
 
-const int32_t kAllTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ8_0, kQ4_K, kQ5_K, kQ6_K, kF16};
+const int32_t kAllTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kF32, kF16, kBF16};
 
 }  // namespace
 
@@ -91,7 +97,7 @@ TEST_CASE("emulated: GEMV of every weight type, F32 and F16 in and out") {
     EmulatedDevice dev;
     uint32_t seed = 1;
     for (int32_t type : kAllTypes) {
-        const int n_cols = type >= kQ4_K && type <= kQ6_K ? 512 : 96;
+        const int n_cols = plane_geometry(type).block_elems == 256 ? 512 : 96;
         check_gemv(dev, doctest_report(), type, 19, n_cols, false, false, false, seed++);
         check_gemv(dev, doctest_report(), type, 9, n_cols, true, true, true, seed++);
     }
@@ -163,4 +169,65 @@ TEST_CASE("emulated: a whole decode step, several steps, against a double-precis
     for (int32_t kv : {kKvF16, kKvQ8})
         check_decode_chain(dev, doctest_report(), {256, 4, 2, 64, 512, 64, 6}, kv, 100 + kv);
     check_decode_chain(dev, doctest_report(), {96, 3, 1, 32 * 2, 160, 20, 4}, kKvQ8, 110);  // Q5_0/Q8_0 widths
+}
+
+// ------------------------------------------------ what the emulation catches --
+
+namespace {
+
+// Block 0 writes one element of a shared array; every block reads it and one never
+// written, before and after its own write.
+void shared_probe_kernel(float* seen) {
+    __shared__ float s[4];
+    ER_SHARED_ARRAY(s);
+    if (threadIdx.x == 0) {
+        seen[blockIdx.x * 2] = s[0];
+        seen[blockIdx.x * 2 + 1] = s[1];
+        s[0] = 1.0f;
+    }
+    __syncthreads();
+}
+
+}  // namespace
+
+TEST_CASE("emulation: shared memory is NaN at each block's start, not the last block's values") {
+    std::vector<float> seen(6, 0.0f);
+    emu::launch(dim3(3), dim3(32), [&] { shared_probe_kernel(seen.data()); });
+    for (float v : seen) CHECK(std::isnan(v));
+}
+
+TEST_CASE("emulation: threads run in a shuffled order, a different one per launch") {
+    auto first_runs = [] {
+        std::vector<int> order;
+        emu::launch(dim3(1), dim3(64), [&] { order.push_back(int(threadIdx.x)); });
+        return order;
+    };
+    const std::vector<int> a = first_runs(), b = first_runs();
+    REQUIRE(a.size() == 64);
+    std::vector<int> sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < 64; ++i) CHECK(sorted[size_t(i)] == i);  // every thread ran once
+    CHECK_FALSE(std::is_sorted(a.begin(), a.end()));
+    CHECK(a != b);
+}
+
+TEST_CASE("emulation: a misaligned vector load aborts, as it faults on a GPU") {
+    alignas(16) unsigned char bytes[64] = {};
+    auto aborts = [&](auto load) {
+        const pid_t child = fork();
+        if (child == 0) {
+            std::freopen("/dev/null", "w", stderr);
+            load();
+            std::_Exit(0);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+    };
+    CHECK(aborts([&] { load_16B(bytes + 8); }));
+    CHECK(aborts([&] { load_8B(bytes + 4); }));
+    CHECK(aborts([&] { load_4B(bytes + 2); }));
+    CHECK(aborts([&] { load_2B(bytes + 1); }));
+    CHECK_FALSE(aborts([&] { load_16B(bytes + 16); }));
+    CHECK_FALSE(aborts([&] { load_8B(bytes + 8); }));
 }

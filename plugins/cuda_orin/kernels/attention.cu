@@ -121,11 +121,17 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
     constexpr int kValueKeys = 32 / kValueLanes;  // V rows per step
 
     alignas(16) __shared__ float q_f[kMaxGroup][Dim];
+    ER_SHARED_ARRAY(q_f);
     alignas(16) __shared__ int8_t q_8[kMaxGroup][Dim];  // read 4 bytes at a time
+    ER_SHARED_ARRAY(q_8);
     __shared__ float q_8_scale[kMaxGroup][Dim / 32];
+    ER_SHARED_ARRAY(q_8_scale);
     __shared__ float probs[kWarps][kMaxGroup][kTile];
+    ER_SHARED_ARRAY(probs);
     __shared__ float warp_o[kWarps][kMaxGroup][Dim];
+    ER_SHARED_ARRAY(warp_o);
     __shared__ float warp_ml[kWarps][kMaxGroup][2];
+    ER_SHARED_ARRAY(warp_ml);
 
     const int split = blockIdx.x, kv_head = blockIdx.y;
     const SplitGeometry geo = split_geometry(p);
@@ -243,7 +249,7 @@ __global__ void attention_merge_kernel(const AttentionParams p) {
     const float* part_o = p.workspace;
     const float* part_ml = p.workspace + size_t(p.n_head) * p.n_splits * dim;
     SoftmaxPartial total = empty_partial();
-    float o = 0.0f;
+    float o = 0.0f, unscaled_l = 0.0f;
     for (int s = 0; s < p.n_splits; ++s) {
         int begin, end;
         split_range(geo.kv_len, p.n_splits, kTile, s, &begin, &end);
@@ -251,6 +257,11 @@ __global__ void attention_merge_kernel(const AttentionParams p) {
         const size_t slot = size_t(head) * p.n_splits + s;
         float w_total, w_part;
         total = merge_partials(total, {part_ml[2 * slot], part_ml[2 * slot + 1]}, &w_total, &w_part);
+        if (planted(PlantedFault::SplitMerge)) {  // the partials added as if their maxima were equal
+            unscaled_l += part_ml[2 * slot + 1];
+            w_total = w_part = 1.0f;
+            total.l = unscaled_l;
+        }
         o = o * w_total + part_o[slot * dim + d] * w_part;
     }
     const float result = total.l > 0.0f ? o / total.l : 0.0f;

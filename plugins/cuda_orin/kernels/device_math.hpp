@@ -8,12 +8,33 @@
 
 #include <cstdint>
 #include <cstring>
+#if !defined(__CUDA_ARCH__)
+#include <cstdio>
+#include <cstdlib>
+#endif
 
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #endif
 
 namespace edgerun::cuda_orin {
+
+#if !defined(__CUDA_ARCH__)
+// The host twins of the vector loads check what the GPU requires: a misaligned load
+// faults there, while memcpy on the host would hide it (the CPU emulation runs these).
+inline void require_aligned(const void* p, uintptr_t bytes) {
+    if (reinterpret_cast<uintptr_t>(p) % bytes == 0) return;
+    std::fprintf(stderr, "cuda_orin: a %u-byte load from the misaligned address %p\n", unsigned(bytes), p);
+    std::abort();
+}
+#endif
+
+// Registers a __shared__ array with the CPU emulation, which fills it with NaN at each
+// block's start (tests/cuda/emu/cuda_emulation.hpp); nothing under nvcc. Every
+// __shared__ declaration of a kernel is followed by one.
+#if !defined(ER_SHARED_ARRAY)
+#define ER_SHARED_ARRAY(name) static_assert(true)
+#endif
 
 // Four 32-bit words read in one 16-byte load; a plain struct so host code can hold it.
 struct Words4 {
@@ -27,6 +48,7 @@ ER_HD Words4 load_16B(const void* p) {
     const uint4 v = __ldg(static_cast<const uint4*>(p));
     return {{v.x, v.y, v.z, v.w}};
 #else
+    require_aligned(p, 16);
     Words4 v;
     memcpy(&v, p, sizeof v);
     return v;
@@ -39,6 +61,7 @@ ER_HD Words4 load_shared_16B(const void* p) {
     const uint4 v = *static_cast<const uint4*>(p);
     return {{v.x, v.y, v.z, v.w}};
 #else
+    require_aligned(p, 16);
     Words4 v;
     memcpy(&v, p, sizeof v);
     return v;
@@ -55,6 +78,7 @@ ER_HD Words2 load_8B(const void* p) {
     const uint2 v = __ldg(static_cast<const uint2*>(p));
     return {{v.x, v.y}};
 #else
+    require_aligned(p, 8);
     Words2 v;
     memcpy(&v, p, sizeof v);
     return v;
@@ -65,6 +89,7 @@ ER_HD uint32_t load_4B(const void* p) {
 #if defined(__CUDA_ARCH__)
     return __ldg(static_cast<const unsigned int*>(p));
 #else
+    require_aligned(p, 4);
     uint32_t v;
     memcpy(&v, p, sizeof v);
     return v;
@@ -75,6 +100,7 @@ ER_HD uint16_t load_2B(const void* p) {
 #if defined(__CUDA_ARCH__)
     return __ldg(static_cast<const unsigned short*>(p));
 #else
+    require_aligned(p, 2);
     uint16_t v;
     memcpy(&v, p, sizeof v);
     return v;

@@ -24,8 +24,8 @@ __device__ float row_slice_dot(const PackedMatrix& w, int row, const Activation&
     float acc = 0.0f;
 #pragma unroll 2
     for (int t = first_task; t < n_tasks; t += stride) {
-        if constexpr (Type == kF16)
-            acc += task_dot_f16(w, row, t, x.f);
+        if constexpr (plain_value_bytes(Type) != 0)
+            acc += task_dot_plain<Type>(w, row, t, x.f);
         else if (x.q8.q)
             acc += task_dot<Type>(w, row, t, x.q8);
         else  // float activations (Activation's q8 left null)
@@ -40,11 +40,16 @@ __device__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activat
         case kQ4_0: return row_slice_dot<kQ4_0>(w, row, x, first_task, stride);
         case kQ4_1: return row_slice_dot<kQ4_1>(w, row, x, first_task, stride);
         case kQ5_0: return row_slice_dot<kQ5_0>(w, row, x, first_task, stride);
+        case kQ5_1: return row_slice_dot<kQ5_1>(w, row, x, first_task, stride);
         case kQ8_0: return row_slice_dot<kQ8_0>(w, row, x, first_task, stride);
+        case kQ2_K: return row_slice_dot<kQ2_K>(w, row, x, first_task, stride);
+        case kQ3_K: return row_slice_dot<kQ3_K>(w, row, x, first_task, stride);
         case kQ4_K: return row_slice_dot<kQ4_K>(w, row, x, first_task, stride);
         case kQ5_K: return row_slice_dot<kQ5_K>(w, row, x, first_task, stride);
         case kQ6_K: return row_slice_dot<kQ6_K>(w, row, x, first_task, stride);
+        case kF32: return row_slice_dot<kF32>(w, row, x, first_task, stride);
         case kF16: return row_slice_dot<kF16>(w, row, x, first_task, stride);
+        case kBF16: return row_slice_dot<kBF16>(w, row, x, first_task, stride);
         default: return 0.0f;  // launch_gemv refuses other types
     }
 }
@@ -81,6 +86,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvLaunch 
 
     if (p.warps_per_row > 1) {
         __shared__ float slice_sums[kGemvWarps][2];
+        ER_SHARED_ARRAY(slice_sums);
         if (lane == 0) {
             slice_sums[warp][0] = acc;
             slice_sums[warp][1] = acc_up;

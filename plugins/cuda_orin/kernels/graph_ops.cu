@@ -10,6 +10,7 @@
 #include "kernels.hpp"
 #endif
 #include "device_math.hpp"
+#include "planted_faults.hpp"
 #include "warp.cuh"
 
 namespace edgerun::cuda_orin {
@@ -31,6 +32,7 @@ __device__ float block_max(float v, float* scratch) {
 // Block (group, row): one group of `group` values of one row.
 __global__ void rms_norm_kernel(const RmsNormParams p) {
     __shared__ float scratch[32];
+    ER_SHARED_ARRAY(scratch);
     const size_t base = size_t(blockIdx.y) * p.width + size_t(blockIdx.x) * p.group;
     float sum_sq = 0.0f;
     for (int i = threadIdx.x; i < p.group; i += blockDim.x) {
@@ -79,7 +81,8 @@ __device__ void store_cache_value(const KvCacheLayer& c, void* values, uint16_t*
     }
     const float scale = q8_scale(warp_max(fabsf(x)));
     static_cast<int8_t*>(values)[token * c.head_dim + d] = q8_round(x, q8_inverse(scale));
-    if (d % 32 == 0) scales[token * (c.head_dim / 32) + d / 32] = float_to_half(scale);
+    const size_t group = planted(PlantedFault::KvScaleStride) ? token + d / 32 : token * (c.head_dim / 32) + d / 32;
+    if (d % 32 == 0) scales[group] = float_to_half(scale);
 }
 
 // Block (kv head, row), a thread per dim (rounded up to whole warps).
@@ -109,6 +112,7 @@ __device__ float cache_value(const KvCacheLayer& c, const void* values, const ui
 // Block (query head, row): scores of every visible key, a two-pass softmax, then p * V.
 __global__ void attention_rows_kernel(const AttentionRowsParams p) {
     __shared__ float scratch[32];
+    ER_SHARED_ARRAY(scratch);
     const int head = blockIdx.x, r = blockIdx.y;
     const KvCacheLayer& c = p.cache.layer;
     const int dim = c.head_dim, kv_head = head / (p.n_head / c.n_head_kv);

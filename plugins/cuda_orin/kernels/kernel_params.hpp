@@ -6,6 +6,7 @@
 
 #include "activation.hpp"
 #include "launch_math.hpp"
+#include "planted_faults.hpp"
 #include "rope.hpp"
 #include "weight_layout.hpp"
 
@@ -97,7 +98,9 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     const int rows_per_block = kGemvWarps / launch.warps_per_row;
     launch.block_begin[0] = 0;
     for (int i = 0; i < kMaxGemvOutputs; ++i) {
-        const int blocks = i < n_ranges ? (launch.out[i].w.n_rows + rows_per_block - 1) / rows_per_block : 0;
+        const int rows = launch.out[i].w.n_rows;
+        int blocks = i < n_ranges ? (rows + rows_per_block - 1) / rows_per_block : 0;
+        if (i < n_ranges && planted(PlantedFault::GemvRowTail)) blocks = std::max(1, rows / rows_per_block);
         launch.block_begin[i + 1] = launch.block_begin[i] + blocks;
     }
     return launch.block_begin[n_ranges];

@@ -24,6 +24,7 @@ __device__ float load_input(const PrepareParams& p, int i) {
 
 __global__ void __launch_bounds__(kPrepareThreads) prepare_kernel(const PrepareParams p) {
     __shared__ float scratch[32];
+    ER_SHARED_ARRAY(scratch);
     float sum_sq = 0.0f;
     for (int i = threadIdx.x; i < p.n; i += blockDim.x) {
         float h = load_input(p, i);

@@ -8,7 +8,10 @@
 // signed bytes q and two floats with weight_i = d * q_i - m. The segments of a task are
 // the 16 low and 16 high nibbles of one 16-byte load of the quant plane, so one task is
 // one vector load of weights:
-//   Q4_0/Q4_1/Q5_0/Q8_0  task t = block t; segments at 32t and 32t + 16
+//   Q4_0/Q4_1/Q5_0/Q5_1/Q8_0  task t = block t; segments at 32t and 32t + 16
+//   Q2_K/Q3_K            task t: super-block t/8, o = t%8, half = o/4, h = o%2,
+//                        j = 2((o%4)/2) + {0,1}: segments at 128half + 32j + 16h (one
+//                        16-byte load of 2-bit quants holds 16 weights of four j's)
 //   Q4_K/Q5_K            task t: super-block t/8, j = t%8, chunk c = j/2, h = j%2;
 //                        segments at 64c + 16h (sub-block 2c) and 64c + 32 + 16h (2c+1)
 //   Q6_K                 task t: super-block t/8, o = t%8, half = o/4, k = o%4;
@@ -33,7 +36,16 @@ struct Task {
 };
 
 // Types whose weights are d*q - m with m != 0, so the dot needs the sum of x as well.
-ER_HD constexpr bool has_min(int32_t type) { return type == kQ4_1 || type == kQ4_K || type == kQ5_K; }
+ER_HD constexpr bool has_min(int32_t type) {
+    return type == kQ4_1 || type == kQ5_1 || type == kQ2_K || type == kQ4_K || type == kQ5_K;
+}
+
+// Byte k (0..15) of four words. Selects rather than indexes, so the words stay in
+// registers (a run-time index into a register array would send it to local memory).
+ER_HD uint32_t byte_of(const Words4& v, int k) {
+    const uint32_t word = k < 4 ? v.w[0] : k < 8 ? v.w[1] : k < 12 ? v.w[2] : v.w[3];
+    return (word >> (8 * (k % 4))) & 0xFFu;
+}
 
 template <int32_t Type>
 ER_HD Task dequantize_task(const PackedMatrix& w, int row, int task);
@@ -92,6 +104,25 @@ ER_HD Task dequantize_task<kQ5_0>(const PackedMatrix& w, int row, int task) {
 }
 
 template <>
+ER_HD Task dequantize_task<kQ5_1>(const PackedMatrix& w, int row, int task) {
+    const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
+    const uint32_t qh = load_4B(plane_row(w, 1, row, 4) + 4 * task);
+    const uint32_t dm = load_4B(plane_row(w, 2, row, 4) + 4 * task);
+    const float d = half_to_float(uint16_t(dm & 0xFFFFu));
+    const float m = -half_to_float(uint16_t(dm >> 16));  // weight = d*q + min
+    Task t;
+    for (int i = 0; i < 4; ++i) {
+        t.seg[0].q[i] = (qs.w[i] & 0x0F0F0F0Fu) | spread_bits_to_bit4(qh >> (4 * i));
+        t.seg[1].q[i] = ((qs.w[i] >> 4) & 0x0F0F0F0Fu) | spread_bits_to_bit4(qh >> (16 + 4 * i));
+    }
+    t.seg[0].d = t.seg[1].d = d;
+    t.seg[0].m = t.seg[1].m = m;
+    t.seg[0].pos = 32 * task;
+    t.seg[1].pos = 32 * task + 16;
+    return t;
+}
+
+template <>
 ER_HD Task dequantize_task<kQ8_0>(const PackedMatrix& w, int row, int task) {
     const uint8_t* qs = plane_row(w, 0, row, 32) + 32 * task;
     const Words4 a = load_16B(qs), b = load_16B(qs + 16);
@@ -105,6 +136,64 @@ ER_HD Task dequantize_task<kQ8_0>(const PackedMatrix& w, int row, int task) {
     t.seg[0].m = t.seg[1].m = 0.0f;
     t.seg[0].pos = 32 * task;
     t.seg[1].pos = 32 * task + 16;
+    return t;
+}
+
+// Where a Q2_K/Q3_K task's segments lie (see the top of this file).
+struct LowBitTask {
+    int block, half, h, j0;
+};
+
+ER_HD LowBitTask low_bit_task(int task) {
+    const int o = task % 8;
+    return {task / 8, o / 4, o % 2, 2 * ((o % 4) / 2)};
+}
+
+template <>
+ER_HD Task dequantize_task<kQ2_K>(const PackedMatrix& w, int row, int task) {
+    const LowBitTask k = low_bit_task(task);
+    const Words4 qs = load_16B(plane_row(w, 0, row, 64) + 64 * k.block + 32 * k.half + 16 * k.h);
+    const Words4 scales = load_16B(plane_row(w, 1, row, 16) + 16 * k.block);  // scale | min << 4
+    const uint32_t dm = load_4B(plane_row(w, 2, row, 4) + 4 * k.block);
+    const float d = half_to_float(uint16_t(dm & 0xFFFFu)), dmin = half_to_float(uint16_t(dm >> 16));
+    Task t;
+    for (int s = 0; s < 2; ++s) {
+        const int j = k.j0 + s;
+        for (int i = 0; i < 4; ++i) t.seg[s].q[i] = (qs.w[i] >> (2 * j)) & 0x03030303u;
+        const uint32_t sc = byte_of(scales, 8 * k.half + 2 * j + k.h);
+        t.seg[s].d = d * float(sc & 0xF);
+        t.seg[s].m = dmin * float(sc >> 4);
+        t.seg[s].pos = 256 * k.block + 128 * k.half + 32 * j + 16 * k.h;
+    }
+    return t;
+}
+
+template <>
+ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, int task) {
+    const LowBitTask k = low_bit_task(task);
+    const Words4 qs = load_16B(plane_row(w, 0, row, 64) + 64 * k.block + 32 * k.half + 16 * k.h);
+    // hmask byte l holds the third bit of weight l of each of the 8 groups of 32: bit g
+    // for group g; a clear bit means the value is 4 lower.
+    const Words4 hmask = load_16B(plane_row(w, 1, row, 32) + 32 * k.block + 16 * k.h);
+    const uint8_t* packed = plane_row(w, 2, row, 12) + 12 * k.block;  // 4-byte aligned
+    const Words4 sc = {{load_4B(packed), load_4B(packed + 4), load_4B(packed + 8), 0u}};
+    const float d = half_to_float(load_2B(plane_row(w, 3, row, 2) + 2 * k.block));
+    Task t;
+    for (int s = 0; s < 2; ++s) {
+        const int j = k.j0 + s, group = 4 * k.half + j;
+        for (int i = 0; i < 4; ++i) {
+            const uint32_t q = ((qs.w[i] >> (2 * j)) & 0x03030303u) | (((hmask.w[i] >> group) & 0x01010101u) << 2);
+            t.seg[s].q[i] = bytes_minus(q, 4);
+        }
+        // 16 six-bit scales: low nibbles in bytes 0..7 (scales 0-7 low, 8-15 high
+        // nibble), the top two bits in bytes 8..11 (scale n: byte 8 + n%4, bits 2(n/4)).
+        const int n = 8 * k.half + 2 * j + k.h;
+        const uint32_t low = n < 8 ? byte_of(sc, n) & 0xF : byte_of(sc, n - 8) >> 4;
+        const uint32_t high = (byte_of(sc, 8 + n % 4) >> (2 * (n / 4))) & 3;
+        t.seg[s].d = d * float(int(low | (high << 4)) - 32);
+        t.seg[s].m = 0.0f;
+        t.seg[s].pos = 256 * k.block + 128 * k.half + 32 * j + 16 * k.h;
+    }
     return t;
 }
 
@@ -237,21 +326,43 @@ ER_HD float task_dot_float(const PackedMatrix& w, int row, int task, const float
     return acc;
 }
 
-// F16 rows: a task is 32 values (64 bytes), dotted with float activations.
-ER_HD float task_dot_f16(const PackedMatrix& w, int row, int task, const float* x) {
-    const uint8_t* p = plane_row(w, 0, row, 64) + 64 * task;
+// A 16-bit value of a plain row as a float: fp16, or bf16 (the top half of a float).
+template <int32_t Type>
+ER_HD float plain_16_to_float(uint32_t bits) {
+    if constexpr (Type == kBF16)
+        return quant::bits_to_float(bits << 16);
+    else
+        return half_to_float(uint16_t(bits));
+}
+
+// Plain rows (F32, F16, BF16): a task is 32 values, dotted with float activations.
+template <int32_t Type>
+ER_HD float task_dot_plain(const PackedMatrix& w, int row, int task, const float* x) {
+    constexpr int kBytes = 32 * plain_value_bytes(Type);
+    const uint8_t* p = plane_row(w, 0, row, kBytes) + kBytes * task;
     const float* xs = x + 32 * task;
     float acc = 0.0f;
-    for (int part = 0; part < 4; ++part) {
-        const Words4 v = load_16B(p + 16 * part);
-        const Words4 xa = load_16B(xs + 8 * part), xb = load_16B(xs + 8 * part + 4);
-        const uint32_t xw[8] = {xa.w[0], xa.w[1], xa.w[2], xa.w[3], xb.w[0], xb.w[1], xb.w[2], xb.w[3]};
-        for (int i = 0; i < 4; ++i) {
-            acc += half_to_float(uint16_t(v.w[i] & 0xFFFFu)) * quant::bits_to_float(xw[2 * i]);
-            acc += half_to_float(uint16_t(v.w[i] >> 16)) * quant::bits_to_float(xw[2 * i + 1]);
+    if constexpr (Type == kF32) {
+        for (int part = 0; part < 8; ++part) {
+            const Words4 v = load_16B(p + 16 * part), xv = load_16B(xs + 4 * part);
+            for (int i = 0; i < 4; ++i) acc += quant::bits_to_float(v.w[i]) * quant::bits_to_float(xv.w[i]);
+        }
+    } else {
+        for (int part = 0; part < 4; ++part) {
+            const Words4 v = load_16B(p + 16 * part);
+            const Words4 xa = load_16B(xs + 8 * part), xb = load_16B(xs + 8 * part + 4);
+            const uint32_t xw[8] = {xa.w[0], xa.w[1], xa.w[2], xa.w[3], xb.w[0], xb.w[1], xb.w[2], xb.w[3]};
+            for (int i = 0; i < 4; ++i) {
+                acc += plain_16_to_float<Type>(v.w[i] & 0xFFFFu) * quant::bits_to_float(xw[2 * i]);
+                acc += plain_16_to_float<Type>(v.w[i] >> 16) * quant::bits_to_float(xw[2 * i + 1]);
+            }
         }
     }
     return acc;
+}
+
+ER_HD float task_dot_f16(const PackedMatrix& w, int row, int task, const float* x) {
+    return task_dot_plain<kF16>(w, row, task, x);
 }
 
 // Tasks per row: one task is 32 weights for every type.

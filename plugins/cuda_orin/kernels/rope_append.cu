@@ -32,7 +32,9 @@ __device__ void store_kv(const KvCacheLayer& c, void* values, uint16_t* scales, 
 
 __global__ void __launch_bounds__(kMaxHeadDim) rope_append_kernel(const RopeAppendParams p) {
     __shared__ float row[kMaxHeadDim];
+    ER_SHARED_ARRAY(row);
     __shared__ float scratch[32];
+    ER_SHARED_ARRAY(scratch);
     const int head = blockIdx.x, d = threadIdx.x, dim = p.rope.head_dim;
     const bool is_q = head < p.n_head;
     const int kv_head = head - p.n_head;

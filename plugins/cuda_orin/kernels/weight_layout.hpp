@@ -4,17 +4,23 @@
 //
 // A plane holds one field of every block, row after row: plane p of a matrix is
 // [n_rows][blocks_per_row][plane_bytes(p)], starting on a 256-byte boundary. Bytes per
-// weight are exactly the file's: repacking moves bytes, it never widens them.
+// weight are exactly the file's: repacking moves bytes, it never widens them (Q3_K's
+// 12 scale bytes stay 12: read as three aligned 4-byte words).
 //
 //   type  block  planes (bytes per block)
 //   Q4_0   32    qs 16 | d 2
 //   Q4_1   32    qs 16 | d,m 4
 //   Q5_0   32    qs 16 | qh 4 | d 2
+//   Q5_1   32    qs 16 | qh 4 | d,m 4
 //   Q8_0   32    qs 32 | d 2
+//   Q2_K  256    qs 64 | scales 16 | d,dmin 4
+//   Q3_K  256    qs 64 | hmask 32 | scales 12 | d 2
 //   Q4_K  256    qs 128 | d,dmin,scales 16
 //   Q5_K  256    qs 128 | qh 32 | d,dmin,scales 16
 //   Q6_K  256    ql 128 | qh 64 | scales 16 | d 2
-//   F16    32    values 64  (rows zero-padded to a multiple of 32)
+//   F32    32    values 128 (rows zero-padded to a multiple of 32)
+//   F16    32    values 64  (likewise)
+//   BF16   32    values 64  (likewise)
 //
 // Host code here is plain C++ (the repack runs once at load, on the CPU).
 #pragma once
@@ -29,16 +35,28 @@ namespace edgerun::cuda_orin {
 
 // GGUF type ids of the weight types the GEMV kernels read.
 enum WeightType : int32_t {
-    kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
+    kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
+    kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30,
 };
+
+// Bytes per value of the plain (unquantized) types, 0 for block-quantized ones. Plain
+// rows are read as values, dotted with float activations, and padded to 32 with zeros.
+ER_HD constexpr int plain_value_bytes(int32_t type) {
+    return type == kF32 ? 4 : type == kF16 || type == kBF16 ? 2 : 0;
+}
 
 inline const char* weight_type_name(int32_t t) {
     switch (t) {
+        case kF32: return "F32";
         case kF16: return "F16";
+        case kBF16: return "BF16";
         case kQ4_0: return "Q4_0";
         case kQ4_1: return "Q4_1";
         case kQ5_0: return "Q5_0";
+        case kQ5_1: return "Q5_1";
         case kQ8_0: return "Q8_0";
+        case kQ2_K: return "Q2_K";
+        case kQ3_K: return "Q3_K";
         case kQ4_K: return "Q4_K";
         case kQ5_K: return "Q5_K";
         case kQ6_K: return "Q6_K";
@@ -51,7 +69,7 @@ inline constexpr uint64_t kPlaneAlign = 256;
 
 struct PlaneGeometry {
     int32_t block_elems;            // weights per block (32 or 256)
-    int32_t gguf_block_bytes;       // bytes per block in the file (F16: 64 per 32 values)
+    int32_t gguf_block_bytes;       // bytes per block in the file (plain types: per 32 values)
     int32_t n_planes;
     int32_t plane_bytes[kMaxPlanes];
 };
@@ -62,11 +80,16 @@ ER_HD PlaneGeometry plane_geometry(int32_t type) {
         case kQ4_0: return {32, 18, 2, {16, 2, 0, 0}};
         case kQ4_1: return {32, 20, 2, {16, 4, 0, 0}};
         case kQ5_0: return {32, 22, 3, {16, 4, 2, 0}};
+        case kQ5_1: return {32, 24, 3, {16, 4, 4, 0}};
         case kQ8_0: return {32, 34, 2, {32, 2, 0, 0}};
+        case kQ2_K: return {256, 84, 3, {64, 16, 4, 0}};
+        case kQ3_K: return {256, 110, 4, {64, 32, 12, 2}};
         case kQ4_K: return {256, 144, 2, {128, 16, 0, 0}};
         case kQ5_K: return {256, 176, 3, {128, 32, 16, 0}};
         case kQ6_K: return {256, 210, 4, {128, 64, 16, 2}};
+        case kF32: return {32, 128, 1, {128, 0, 0, 0}};
         case kF16: return {32, 64, 1, {64, 0, 0, 0}};
+        case kBF16: return {32, 64, 1, {64, 0, 0, 0}};
         default: return {0, 0, 0, {0, 0, 0, 0}};
     }
 }
@@ -74,7 +97,7 @@ ER_HD PlaneGeometry plane_geometry(int32_t type) {
 inline bool is_gemv_weight_type(int32_t type) { return plane_geometry(type).n_planes > 0; }
 
 // A packed matrix as the kernels see it: rows of `n_cols` weights (n_cols a multiple of
-// the block for quantized types; F16 rows are padded to 32 with zeros).
+// the block for quantized types; plain rows are padded to 32 with zeros).
 struct PackedMatrix {
     int32_t type = 0;
     int32_t n_rows = 0;
@@ -98,7 +121,7 @@ inline PackedLayout packed_layout(int32_t type, int64_t n_rows, int64_t n_cols) 
     layout.geometry = plane_geometry(type);
     const PlaneGeometry& g = layout.geometry;
     if (g.n_planes == 0 || n_rows <= 0 || n_cols <= 0) return layout;
-    if (type != kF16 && n_cols % g.block_elems != 0) return layout;
+    if (plain_value_bytes(type) == 0 && n_cols % g.block_elems != 0) return layout;
     layout.blocks_per_row = int32_t((n_cols + g.block_elems - 1) / g.block_elems);
     uint64_t offset = 0;
     for (int p = 0; p < g.n_planes; ++p) {
@@ -111,7 +134,7 @@ inline PackedLayout packed_layout(int32_t type, int64_t n_rows, int64_t n_cols) 
 
 // Bytes of the GGUF (file) form of the same matrix.
 inline uint64_t gguf_matrix_bytes(int32_t type, int64_t n_rows, int64_t n_cols) {
-    if (type == kF16) return uint64_t(n_rows) * uint64_t(n_cols) * 2;
+    if (plain_value_bytes(type)) return uint64_t(n_rows) * uint64_t(n_cols) * plain_value_bytes(type);
     const PlaneGeometry g = plane_geometry(type);
     return uint64_t(n_rows) * uint64_t(n_cols / g.block_elems) * g.gguf_block_bytes;
 }
@@ -149,6 +172,9 @@ inline int block_pieces(int32_t type, BlockPiece* out) {
         case kQ4_0: out[0] = {1, 0, 2}; out[1] = {0, 2, 16}; return 2;
         case kQ4_1: out[0] = {1, 0, 4}; out[1] = {0, 4, 16}; return 2;
         case kQ5_0: out[0] = {2, 0, 2}; out[1] = {1, 2, 4}; out[2] = {0, 6, 16}; return 3;
+        case kQ5_1: out[0] = {2, 0, 4}; out[1] = {1, 4, 4}; out[2] = {0, 8, 16}; return 3;
+        case kQ2_K: out[0] = {1, 0, 16}; out[1] = {0, 16, 64}; out[2] = {2, 80, 4}; return 3;
+        case kQ3_K: out[0] = {1, 0, 32}; out[1] = {0, 32, 64}; out[2] = {2, 96, 12}; out[3] = {3, 108, 2}; return 4;
         case kQ8_0: out[0] = {1, 0, 2}; out[1] = {0, 2, 32}; return 2;
         case kQ4_K: out[0] = {1, 0, 16}; out[1] = {0, 16, 128}; return 2;
         case kQ5_K: out[0] = {2, 0, 16}; out[1] = {1, 16, 32}; out[2] = {0, 48, 128}; return 3;
@@ -167,10 +193,10 @@ inline bool repack_matrix(int32_t type, const void* gguf, int64_t n_rows, int64_
     auto* out = static_cast<uint8_t*>(dst);
     std::memset(out, 0, layout.total_bytes);
     const auto* src = static_cast<const uint8_t*>(gguf);
-    if (type == kF16) {
-        const uint64_t padded_row = uint64_t(layout.blocks_per_row) * 64;
+    if (const uint64_t value_bytes = plain_value_bytes(type)) {
+        const uint64_t padded_row = uint64_t(layout.blocks_per_row) * layout.geometry.gguf_block_bytes;
         for (int64_t r = 0; r < n_rows; ++r)
-            std::memcpy(out + uint64_t(r) * padded_row, src + uint64_t(r) * n_cols * 2, uint64_t(n_cols) * 2);
+            std::memcpy(out + uint64_t(r) * padded_row, src + uint64_t(r) * n_cols * value_bytes, n_cols * value_bytes);
         return true;
     }
     detail::BlockPiece pieces[kMaxPlanes];
@@ -192,10 +218,10 @@ inline bool unpack_matrix(int32_t type, const void* packed, int64_t n_rows, int6
     if (layout.total_bytes == 0) return false;
     const auto* in = static_cast<const uint8_t*>(packed);
     auto* dst = static_cast<uint8_t*>(gguf);
-    if (type == kF16) {
-        const uint64_t padded_row = uint64_t(layout.blocks_per_row) * 64;
+    if (const uint64_t value_bytes = plain_value_bytes(type)) {
+        const uint64_t padded_row = uint64_t(layout.blocks_per_row) * layout.geometry.gguf_block_bytes;
         for (int64_t r = 0; r < n_rows; ++r)
-            std::memcpy(dst + uint64_t(r) * n_cols * 2, in + uint64_t(r) * padded_row, uint64_t(n_cols) * 2);
+            std::memcpy(dst + uint64_t(r) * n_cols * value_bytes, in + uint64_t(r) * padded_row, n_cols * value_bytes);
         return true;
     }
     detail::BlockPiece pieces[kMaxPlanes];

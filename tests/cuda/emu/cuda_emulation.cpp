@@ -3,9 +3,18 @@
 
 #include <ucontext.h>
 
+// AddressSanitizer builds (EDGERUN_SANITIZE): every stack switch is announced, so ASan
+// knows which stack it is on and checks the fibers' stack accesses.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define EMU_ASAN_FIBERS 1
+#endif
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <vector>
 
 namespace emu {
@@ -48,16 +57,73 @@ char* fiber_stack(int i) {
     std::abort();
 }
 
+struct SharedArray {
+    void* data;
+    size_t bytes;
+};
+
+std::vector<SharedArray>& shared_arrays() {
+    static std::vector<SharedArray> arrays;
+    return arrays;
+}
+
+// Blocks run one after another: this is each block's fresh shared memory.
+void poison_shared_memory() {
+    for (const SharedArray& a : shared_arrays()) std::memset(a.data, 0xFF, a.bytes);
+}
+
+// The order the scheduler runs a block's threads in is shuffled per block by one seeded
+// generator (EDGERUN_EMU_SEED), so a run reproduces.
+std::mt19937& schedule_rng() {
+    static std::mt19937 rng([] {
+        const char* seed = std::getenv("EDGERUN_EMU_SEED");
+        return seed ? uint32_t(std::strtoul(seed, nullptr, 10)) : 20261124u;
+    }());
+    return rng;
+}
+
+#if EMU_ASAN_FIBERS
+const void* g_scheduler_stack = nullptr;  // the scheduler's stack, learnt on the first switch
+size_t g_scheduler_stack_size = 0;
+void* g_scheduler_fake_stack = nullptr;
+#endif
+
+// A switch between the scheduler and a fiber; `finished`: the fiber leaves for good.
+void switch_to_scheduler(Fiber* f, bool finished) {
+#if EMU_ASAN_FIBERS
+    void* fake_stack = nullptr;
+    __sanitizer_start_switch_fiber(finished ? nullptr : &fake_stack, g_scheduler_stack, g_scheduler_stack_size);
+    swapcontext(&f->context, &g_block->scheduler);
+    __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#else
+    (void)finished;
+    swapcontext(&f->context, &g_block->scheduler);
+#endif
+}
+
+void switch_to_fiber(Block& b, Fiber& f) {
+#if EMU_ASAN_FIBERS
+    __sanitizer_start_switch_fiber(&g_scheduler_fake_stack, f.stack, kStackBytes);
+    swapcontext(&b.scheduler, &f.context);
+    __sanitizer_finish_switch_fiber(g_scheduler_fake_stack, nullptr, nullptr);
+#else
+    swapcontext(&b.scheduler, &f.context);
+#endif
+}
+
 void fiber_main() {
+#if EMU_ASAN_FIBERS
+    __sanitizer_finish_switch_fiber(nullptr, &g_scheduler_stack, &g_scheduler_stack_size);
+#endif
     (*g_block->body)();
     g_block->current->state = State::Done;
-    swapcontext(&g_block->current->context, &g_block->scheduler);
+    switch_to_scheduler(g_block->current, true);
 }
 
 void wait_at(State barrier) {
     Fiber* f = g_block->current;
     f->state = barrier;
-    swapcontext(&f->context, &g_block->scheduler);
+    switch_to_scheduler(f, false);
 }
 
 // Releases the barriers every fiber concerned has reached; false if none was.
@@ -119,6 +185,12 @@ uint64_t warp_exchange(uint64_t value, int src_lane) {
     return out;
 }
 
+bool register_shared(void* array, size_t bytes) {
+    shared_arrays().push_back({array, bytes});
+    std::memset(array, 0xFF, bytes);
+    return true;
+}
+
 void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
     Block b;
     b.dim = block;
@@ -128,18 +200,23 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
     b.fibers.resize(n);
     b.exchange.assign(n, 0);
     for (int i = 0; i < n; ++i) b.fibers[i].stack = fiber_stack(i);
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
     g_block = &b;
     for (unsigned bz = 0; bz < grid.z; ++bz)
         for (unsigned by = 0; by < grid.y; ++by)
             for (unsigned bx = 0; bx < grid.x; ++bx) {
                 b.index = dim3(bx, by, bz);
                 for (int i = 0; i < n; ++i) init_fiber(b.fibers[i], i, block);
+                poison_shared_memory();
+                std::shuffle(order.begin(), order.end(), schedule_rng());
                 for (;;) {
                     bool ran = false;
-                    for (Fiber& f : b.fibers) {
+                    for (int i : order) {
+                        Fiber& f = b.fibers[i];
                         if (f.state != State::Ready) continue;
                         b.current = &f;
-                        swapcontext(&b.scheduler, &f.context);
+                        switch_to_fiber(b, f);
                         ran = true;
                     }
                     const bool all_done = std::all_of(b.fibers.begin(), b.fibers.end(),

@@ -9,6 +9,13 @@
 // `__CUDA_ARCH__` branches of device_math.hpp: there the portable host twins run).
 // A shuffle or __syncwarp with lanes that have exited, or a deadlocked barrier, aborts
 // with a message: those are bugs on a GPU too.
+//
+// To catch more than a friendly schedule would: shared memory is NaN at each block's
+// start (each kernel registers its __shared__ arrays with ER_SHARED_ARRAY, see below);
+// the threads of a block run in an order shuffled per block by a seeded generator
+// (EDGERUN_EMU_SEED, default fixed, so a failure reproduces), so code that lacks a
+// barrier sees another thread's write early or late; and the vector loads of
+// device_math.hpp check their alignment on the host (a misaligned load faults on a GPU).
 #pragma once
 
 #include <algorithm>
@@ -34,6 +41,20 @@ void syncwarp();
 uint64_t warp_exchange(uint64_t value, int src_lane);
 // Runs body once per thread of every block of the grid.
 void launch(dim3 grid, dim3 block, const std::function<void()>& body);
+// Adds a __shared__ array to the ones filled with NaN bytes (0xFF: NaN as float or half,
+// -1 as an integer) at each block's start, and fills it now (its first use is in the
+// block running). Returns true, to initialise the static that registers it once.
+bool register_shared(void* array, size_t bytes);
+
+}  // namespace emu
+
+// The registration a kernel makes right after declaring a __shared__ array (a no-op
+// under nvcc, device_math.hpp). Shared arrays are statics here, and GCC ignores section
+// attributes on the statics of templates, so the arrays are listed as they are first met.
+#define ER_SHARED_ARRAY(name) \
+    [[maybe_unused]] static const bool name##_emu_registered = ::emu::register_shared(&(name), sizeof(name))
+
+namespace emu {
 
 }  // namespace emu
 

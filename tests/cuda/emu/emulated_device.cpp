@@ -19,6 +19,7 @@
 #include "small_kernels.cu"
 
 #include "device.hpp"
+#include "device_selection.hpp"
 
 #include <edgerun/plugin_sdk.hpp>
 
@@ -27,6 +28,9 @@
 #include <map>
 
 namespace edgerun::cuda_orin {
+
+PlantedFault g_planted_fault = PlantedFault::None;
+
 namespace {
 
 using sdk::Failure;
@@ -40,6 +44,19 @@ constexpr int kEmulatedSms = 4;
 uint64_t emulated_memory_total() {
     const char* mib = std::getenv("EDGERUN_EMU_DEVICE_MIB");
     return mib ? uint64_t(std::strtoull(mib, nullptr, 10)) << 20 : uint64_t(16) << 30;
+}
+
+// EDGERUN_CUDA_ORIN_FAULT names one of the faults planted in cuda_orin's own code
+// (planted_faults.hpp); unset or empty: none. CI's emulated runs must fail under each.
+PlantedFault planted_fault_from_environment() {
+    const char* name = std::getenv("EDGERUN_CUDA_ORIN_FAULT");
+    if (!name || !*name) return PlantedFault::None;
+    const std::string s = name;
+    if (s == "gemv_row_tail") return PlantedFault::GemvRowTail;
+    if (s == "split_merge") return PlantedFault::SplitMerge;
+    if (s == "kv_scale_stride") return PlantedFault::KvScaleStride;
+    throw Failure(ER_E_INVALID_ARGUMENT,
+                  "EDGERUN_CUDA_ORIN_FAULT=" + s + ": one of gemv_row_tail, split_merge, kv_scale_stride");
 }
 
 class EmulatedDevice final : public Device {
@@ -182,6 +199,15 @@ int32_t device_count() { return 1; }
 
 std::unique_ptr<Device> open_device(int32_t index) {
     if (index != 0) throw Failure(ER_E_INVALID_ARGUMENT, "cuda_orin_emu has one device (0), not " + std::to_string(index));
+    // EDGERUN_EMU_COMPUTE_CAPABILITY (e.g. 8.6) makes the emulated device a GPU of that
+    // capability, judged as the CUDA plugin judges one against its default build (sm_87
+    // and sm_90, with their PTX): tests of the fallback to another backend.
+    if (const char* cc = std::getenv("EDGERUN_EMU_COMPUTE_CAPABILITY"); cc && *cc) {
+        const int major = std::atoi(cc), minor = std::strchr(cc, '.') ? std::atoi(std::strchr(cc, '.') + 1) : 0;
+        const std::string why = unusable_reason(major, minor, parse_cuda_architectures("87,90"));
+        if (!why.empty()) throw Failure(ER_E_UNSUPPORTED, "emulated CUDA device 0 is not usable: " + why);
+    }
+    g_planted_fault = planted_fault_from_environment();
     return std::make_unique<EmulatedDevice>();
 }
 

@@ -31,9 +31,9 @@ const Shape kModels[] = {
     {"SmolLM2-135M", 576, 576, 192, 1536, 64},
 };
 
-const int32_t kTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ8_0, kQ4_K, kQ5_K, kQ6_K, kF16};
+const int32_t kTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kF32, kF16, kBF16};
 
-bool k_quant(int32_t t) { return t == kQ4_K || t == kQ5_K || t == kQ6_K; }
+bool k_quant(int32_t t) { return plane_geometry(t).block_elems == 256; }
 
 }  // namespace
 
