@@ -77,14 +77,17 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t split_bytes =
         split_attention ? uint64_t(attention_workspace_floats(max_heads, ctx.params.head_dim_k, n_splits_)) * 4 : 0;
     const uint64_t score_bytes = has_attention_ ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
-    const uint64_t fixed = uint64_t(n_pad) * 9 + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_);
+    // GEMV input: prepared rows of x, as many as one GEMV launch multiplies.
+    gemv_slots_ = std::min<int32_t>(kGemvMaxRows, max_tokens_);
+    const uint64_t act_bytes = uint64_t(n_pad) * 9 * uint64_t(gemv_slots_);
+    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_);
     assign_buffers(graph, checked.last_use, fixed);  // checks values + fixed before allocating
     uint64_t need = 0;
     for (const DeviceBuffer& b : buffers_) need += b.bytes();
     if (n_pad > 0) {
-        act_f_ = DeviceBuffer(device_, uint64_t(n_pad) * 4);
-        act_q_ = DeviceBuffer(device_, uint64_t(n_pad));
-        act_d_ = DeviceBuffer(device_, uint64_t(n_pad) / 32 * 4);
+        act_f_ = DeviceBuffer(device_, uint64_t(n_pad) * 4 * gemv_slots_);
+        act_q_ = DeviceBuffer(device_, uint64_t(n_pad) * gemv_slots_);
+        act_d_ = DeviceBuffer(device_, uint64_t(n_pad) / 32 * 4 * gemv_slots_);
     }
     if (split_bytes) split_workspace_ = DeviceBuffer(device_, split_bytes);
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
@@ -364,33 +367,39 @@ void Plan::launch_node(const er_node& node, int32_t n) {
     }
 }
 
-// Row by row: prepare quantizes the row to 8 bits (and keeps its float form for F16
-// weights), then one GEMV launch computes every output of the node for it. A multi-row
-// GEMV that reads each weight once, and a GEMM above a crossover, are still to come.
+// Rows in groups of up to kGemvMaxRows: prepare writes each row's float and q8 forms into
+// its slot, then one GEMV launch computes every output of the node for the whole group,
+// reading each weight once (one row: the one-row kernel). A GEMM above a crossover is
+// still to come.
 void Plan::gemv_rows(const float* x, int64_t width, const std::vector<const DeviceWeight*>& weights,
                      const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
                      const int32_t* row_index) {
     const int32_t n_pad = padded_length(int32_t(width));
-    for (int32_t k = 0; k < n_rows; ++k) {
-        const int64_t r = row_index ? row_index[k] : k;
-        PrepareParams prep;
-        prep.x = x + r * width;
-        prep.n = int32_t(width);
-        prep.out_f = act_f_.as<float>();
-        prep.out_q = act_q_.as<int8_t>();
-        prep.out_d = act_d_.as<float>();
-        device_.prepare(prep);
+    for (int32_t first = 0; first < n_rows; first += gemv_slots_) {
+        const int32_t group = std::min(gemv_slots_, n_rows - first);
+        for (int32_t j = 0; j < group; ++j) {
+            const int64_t r = row_index ? row_index[first + j] : first + j;
+            PrepareParams prep;
+            prep.x = x + r * width;
+            prep.n = int32_t(width);
+            prep.out_f = act_f_.as<float>() + int64_t(j) * n_pad;
+            prep.out_q = act_q_.as<int8_t>() + int64_t(j) * n_pad;
+            prep.out_d = act_d_.as<float>() + int64_t(j) * (n_pad / 32);
+            device_.prepare(prep);
+        }
         GemvLaunch g;
         if (ctx_.model->backend->q8_activations) g.x.q8 = {act_q_.as<uint8_t>(), act_d_.as<float>()};
         else g.x.q8 = {nullptr, nullptr};
         g.x.f = act_f_.as<float>();
         g.x.n = int32_t(width);
         g.x.n_pad = n_pad;
+        g.n_x_rows = group;
         g.n_outputs = int32_t(weights.size());
         for (size_t j = 0; j < weights.size(); ++j) {
             g.out[j].w = weights[j]->packed;
             g.out[j].bias = biases[j];
-            g.out[j].y = outs[j] + int64_t(k) * weights[j]->rows;
+            g.out[j].y = outs[j] + int64_t(first) * weights[j]->rows;
+            g.out[j].y_row_stride = weights[j]->rows;
         }
         device_.gemv(g);
     }

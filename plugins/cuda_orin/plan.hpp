@@ -61,8 +61,10 @@ private:
     int32_t n_logit_rows_ = 0;
     DeviceBuffer row_table_;
     DeviceRows device_rows_{};
-    // GEMV input: the q8 and float forms of one row (prepare's outputs).
+    // GEMV input: the q8 and float forms of up to gemv_slots_ rows (prepare's outputs),
+    // n_pad apart; one GEMV launch multiplies them all.
     DeviceBuffer act_f_, act_q_, act_d_;
+    int32_t gemv_slots_ = 1;
     int64_t max_gemv_width_ = 0;
     // Attention scratch: the split kernel's partials, the row kernel's scores.
     DeviceBuffer split_workspace_, scores_;

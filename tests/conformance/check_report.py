@@ -22,10 +22,12 @@
 --long-passes RUN: every long-level run named RUN passes (repeatable).
 --failing-batch: some batch comparison (sequences stepped together against each alone)
   fails and says how; without it, none may fail.
+--output-matches REGEX: the run's output (stdout and stderr) matches REGEX (repeatable).
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -53,6 +55,7 @@ def main():
     ap.add_argument("--passing-models", type=int, default=0)
     ap.add_argument("--fetch-model", help="scripts/fetch-model.sh: add the real SmolLM2 when it can be fetched")
     ap.add_argument("--require-model", action="store_true", help="exit 77 (skip) when it cannot")
+    ap.add_argument("--output-matches", action="append", default=[])
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     command = [c for c in args.command if c != "--"]
@@ -78,6 +81,9 @@ def main():
         else:
             with open(report_path) as f:
                 report = json.load(f)
+        for pattern in args.output_matches:
+            if not re.search(pattern, proc.stdout):
+                problems.append(f"the output does not match '{pattern}'")
 
     ops = report.get("ops", {})
     failing = sorted({c["op"] for c in ops.get("cases", []) if c["status"] != "pass"})

@@ -8,7 +8,10 @@
 
 #include "reference.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -182,6 +185,107 @@ inline void check_gemv_fused(DeviceApi& api, const Report& report, const std::ve
         std::snprintf(name, sizeof name, "fused gemv+rmsnorm output %zu/%zu %s %dx%d", i + 1, types.size(),
                       weight_type_name(types[i]), rows[i], n_cols);
         report({name, nmse(y, ref_gemv(ms[i].values, rows[i], n_cols, xn)), gemv_bound(types[i])});
+    }
+    api.reset();
+}
+
+// Several rows of x against the same matrices (a step of n_x rows), in launches of up to
+// kGemvMaxRows rows as the backend makes them: every row against the reference, and
+// against the one-row kernel on the same row, which it must equal bit for bit (the same
+// products summed in the same order). q8: 8-bit activations (dp4a), else float ones.
+inline void check_gemv_rows(DeviceApi& api, const Report& report, const std::vector<int32_t>& types,
+                            const std::vector<int>& rows, int n_cols, int n_x, bool q8, bool bias_and_residual,
+                            uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int n_pad = padded_length(n_cols);
+    // Every row of x prepared into its slot, n_pad apart, as the backend lays them out.
+    std::vector<std::vector<float>> x(n_x);
+    float* xf = static_cast<float*>(api.alloc(size_t(n_x) * n_pad * 4));
+    int8_t* xq = static_cast<int8_t*>(api.alloc(size_t(n_x) * n_pad));
+    float* xd = static_cast<float*>(api.alloc(size_t(n_x) * n_pad / 8));
+    for (int r = 0; r < n_x; ++r) {
+        x[r] = random_vector(n_cols, rng);
+        PrepareParams p;
+        p.x = api.upload_vector(x[r]);
+        p.n = n_cols;
+        p.out_f = xf + size_t(r) * n_pad;
+        p.out_q = xq + size_t(r) * n_pad;
+        p.out_d = xd + size_t(r) * (n_pad / 32);
+        api.prepare(p);
+    }
+    auto rows_from = [&](int first) {
+        Activation a;
+        a.q8 = q8 ? ActivationQ8{reinterpret_cast<const uint8_t*>(xq + size_t(first) * n_pad), xd + size_t(first) * (n_pad / 32)}
+                  : ActivationQ8{nullptr, nullptr};
+        a.f = xf + size_t(first) * n_pad;
+        a.n = n_cols;
+        a.n_pad = n_pad;
+        return a;
+    };
+    const size_t n_out = types.size();
+    std::vector<TestMatrix> ms;
+    std::vector<std::vector<float>> bias(n_out), residual(n_out);
+    std::vector<float*> y_rows(n_out), y_one(n_out);
+    std::vector<const float*> d_bias(n_out, nullptr), d_residual(n_out, nullptr);
+    for (size_t i = 0; i < n_out; ++i) {
+        ms.push_back(make_device_matrix(api, types[i], rows[i], n_cols, rng));
+        bias[i] = random_vector(rows[i], rng);
+        residual[i] = random_vector(size_t(rows[i]) * n_x, rng);
+        if (bias_and_residual) {
+            d_bias[i] = api.upload_vector(bias[i]);
+            d_residual[i] = api.upload_vector(residual[i]);
+        }
+        y_rows[i] = static_cast<float*>(api.alloc(size_t(rows[i]) * n_x * 4));
+        y_one[i] = static_cast<float*>(api.alloc(size_t(rows[i]) * n_x * 4));
+    }
+    for (int first = 0; first < n_x; first += kGemvMaxRows) {
+        GemvLaunch launch;
+        launch.x = rows_from(first);
+        launch.n_x_rows = std::min(kGemvMaxRows, n_x - first);
+        launch.n_outputs = int(n_out);
+        for (size_t i = 0; i < n_out; ++i) {
+            launch.out[i].w = ms[i].view;
+            launch.out[i].bias = d_bias[i];
+            launch.out[i].residual = d_residual[i] ? d_residual[i] + size_t(first) * rows[i] : nullptr;
+            launch.out[i].y = y_rows[i] + size_t(first) * rows[i];
+            launch.out[i].y_row_stride = rows[i];
+        }
+        api.gemv(launch);
+    }
+    for (int r = 0; r < n_x; ++r) {
+        GemvLaunch launch;
+        launch.x = rows_from(r);
+        launch.n_outputs = int(n_out);
+        for (size_t i = 0; i < n_out; ++i) {
+            launch.out[i].w = ms[i].view;
+            launch.out[i].bias = d_bias[i];
+            launch.out[i].residual = d_residual[i] ? d_residual[i] + size_t(r) * rows[i] : nullptr;
+            launch.out[i].y = y_one[i] + size_t(r) * rows[i];
+        }
+        api.gemv(launch);
+    }
+    for (size_t i = 0; i < n_out; ++i) {
+        const std::vector<float> got = read_output(api, y_rows[i], rows[i] * n_x, false);
+        const std::vector<float> one = read_output(api, y_one[i], rows[i] * n_x, false);
+        std::vector<double> ref;
+        double worst_difference = 0.0;
+        for (int r = 0; r < n_x; ++r) {
+            std::vector<double> ref_r = ref_gemv(ms[i].values, rows[i], n_cols, std::vector<double>(x[r].begin(), x[r].end()));
+            for (int k = 0; k < rows[i]; ++k) {
+                if (bias_and_residual) ref_r[k] += double(bias[i][k]) + residual[i][size_t(r) * rows[i] + k];
+                const size_t at = size_t(r) * rows[i] + k;
+                // Bit for bit: NaN or a differing bit pattern counts as a difference.
+                if (std::memcmp(&got[at], &one[at], 4) != 0)
+                    worst_difference = std::max(worst_difference, std::isnan(got[at]) ? 1e30 : std::fabs(double(got[at]) - one[at]) + 1e-300);
+            }
+            ref.insert(ref.end(), ref_r.begin(), ref_r.end());
+        }
+        char name[200];
+        std::snprintf(name, sizeof name, "gemv of %d rows of x, output %zu/%zu %s %dx%d x:%s%s", n_x, i + 1, n_out,
+                      weight_type_name(types[i]), rows[i], n_cols, q8 ? "q8" : "f32",
+                      bias_and_residual ? " +bias+residual" : "");
+        report({name, nmse(got, ref), q8 && !plain_value_bytes(types[i]) ? kBoundQ8Gemv : kBoundF16Gemv});
+        report({std::string(name) + ": largest difference from the one-row kernel", worst_difference, 0.0});
     }
     api.reset();
 }

@@ -420,6 +420,22 @@ TEST_CASE("launch planning for GPUs of 8, 16 and 132 SMs (Orin Nano/NX, AGX, H10
                         CHECK(tasks >= 32 * l.warps_per_row);
                         CHECK(int64_t(m[0]) * (l.warps_per_row / 2) < int64_t(sms) * 32);
                     }
+                    // Several rows of x: the same blocks and split (so each row's sum is the
+                    // one-row kernel's), up to kGemvMaxRows rows, each output row strided.
+                    GemvLaunch rows = l;
+                    rows.out[0].y_row_stride = m[0];
+                    for (int n_x : {2, kGemvMaxRows}) {
+                        rows.n_x_rows = n_x;
+                        CHECK(plan_gemv(rows, sms) == blocks);
+                        CHECK(rows.warps_per_row == l.warps_per_row);
+                    }
+                    rows.n_x_rows = kGemvMaxRows + 1;
+                    CHECK(plan_gemv(rows, sms) == 0);
+                    rows.n_x_rows = 0;
+                    CHECK(plan_gemv(rows, sms) == 0);
+                    rows.n_x_rows = 2;
+                    rows.out[0].y_row_stride = m[0] - 1;  // rows of y would overlap
+                    CHECK(plan_gemv(rows, sms) == 0);
                 }
             }
     // Attention: enough blocks for the device at long contexts, fewer SMs never more

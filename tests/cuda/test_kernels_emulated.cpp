@@ -50,7 +50,7 @@ public:
         const int blocks = plan_gemv(l, kSms);
         REQUIRE(blocks > 0);
         last_warps_per_row = l.warps_per_row;
-        emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { gemv_kernel(l); });
+        emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { l.n_x_rows > 1 ? gemv_rows_kernel(l) : gemv_kernel(l); });
     }
     void rope_append(const RopeAppendParams& p) override {
         emu::launch(dim3(p.n_head + p.cache.n_head_kv), dim3(p.rope.head_dim), [&] { rope_append_kernel(p); });
@@ -118,6 +118,32 @@ TEST_CASE("emulated: fused Q/K/V of mixed types with RMSNorm folded in, and SwiG
     check_gemv_fused(dev, doctest_report(), {kQ5_0, kQ8_0, kQ4_1, kF16}, {24, 8, 8, 3}, 64, 51);
     check_swiglu(dev, doctest_report(), kQ4_K, kQ4_K, 40, 256, 52);
     check_swiglu(dev, doctest_report(), kQ8_0, kQ5_0, 17, 96, 53);
+}
+
+TEST_CASE("emulated: GEMV of several rows of x, every weight type, equal to the one-row kernel") {
+    EmulatedDevice dev;
+    uint32_t seed = 70;
+    for (int32_t type : kAllTypes) {
+        const int n_cols = plane_geometry(type).block_elems == 256 ? 512 : 96;
+        check_gemv_rows(dev, doctest_report(), {type}, {19}, n_cols, 3, false, false, seed++);
+        check_gemv_rows(dev, doctest_report(), {type}, {9}, n_cols, 5, true, true, seed++);
+    }
+}
+
+TEST_CASE("emulated: GEMV of 2-16 rows of x, mixed-type outputs, in launches of up to kGemvMaxRows rows") {
+    static_assert(16 % kGemvMaxRows == 0 && kGemvMaxRows < 16, "the counts below cross the bound");
+    EmulatedDevice dev;
+    // Q/K/V of Q4_K_M (Q4_K, Q4_K, Q6_K) with biases and residuals; 2..16 rows, which
+    // includes counts that are not a multiple of the bound (9..15: a full launch and a tail).
+    for (int n_x = 2; n_x <= 16; ++n_x) {
+        CAPTURE(n_x);
+        check_gemv_rows(dev, doctest_report(), {kQ4_K, kQ4_K, kQ6_K}, {24, 8, 8}, 256, n_x, false, n_x % 2 == 0,
+                        uint32_t(80 + n_x));
+    }
+    check_gemv_rows(dev, doctest_report(), {kQ5_0, kF16}, {17, 3}, 64, 11, true, true, 97);
+    // Split across warps: the slices' sums meet in shared memory, per row of x.
+    check_gemv_rows(dev, doctest_report(), {kQ4_K}, {12}, 4096, 10, false, true, 98);
+    CHECK(dev.last_warps_per_row == 4);
 }
 
 TEST_CASE("emulated: activation prepare (residual, RMSNorm, q8)") {

@@ -1,5 +1,6 @@
 // Quantized GEMV, single or fused: y_o = W_o x for up to four matrices sharing x, of any
-// mix of weight types, in one launch; optionally gate/up with the SwiGLU epilogue.
+// mix of weight types, in one launch; optionally gate/up with the SwiGLU epilogue; and
+// the same for up to kGemvMaxRows rows of x at once (gemv_rows_kernel).
 //
 // Shape: 256-thread blocks of 8 warps. A row is handled by `warps_per_row` warps (1 when
 // there are plenty of rows); each lane walks the row's tasks (32 weights = one 16-byte
@@ -54,7 +55,7 @@ __device__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activat
     }
 }
 
-__device__ void store_output(const GemvOutput& o, int row, float v) {
+__device__ void store_output(const GemvOutput& o, int64_t row, float v) {
     if (o.y_is_f16)
         static_cast<uint16_t*>(o.y)[row] = float_to_half(v);
     else
@@ -109,13 +110,115 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvLaunch 
     store_output(out, row, v);
 }
 
+// ------------------------------------------------------------ several rows of x --
+// The same grid, lanes and task order as gemv_kernel, but each task is dequantized (or
+// loaded) once and dotted with up to kGemvMaxRows rows of x: a step of n rows reads each
+// weight once instead of n times. Row r's sum adds the same products in the same order as
+// gemv_kernel's, so it is that kernel's result bit for bit (unless the compiler contracts
+// the two kernels' multiply-adds differently).
+
+template <int32_t Type>
+__device__ void row_slice_dot_rows(const PackedMatrix& w, int row, const Activation& x, int n_x, int first_task,
+                                   int stride, float (&acc)[kGemvMaxRows]) {
+    const int n_tasks = tasks_per_row(w);
+    for (int t = first_task; t < n_tasks; t += stride) {
+        if constexpr (plain_value_bytes(Type) != 0) {
+            const PlainTask<Type> task = load_plain_task<Type>(w, row, t);
+#pragma unroll
+            for (int r = 0; r < kGemvMaxRows; ++r)
+                if (r < n_x) acc[r] += plain_task_dot<Type>(task, x.f + int64_t(r) * x.n_pad + 32 * t);
+        } else {
+            const Task task = dequantize_task<Type>(w, row, t);
+            if (x.q8.q) {
+#pragma unroll
+                for (int r = 0; r < kGemvMaxRows; ++r)
+                    if (r < n_x) {
+                        const ActivationQ8 xr{x.q8.q + int64_t(r) * x.n_pad, x.q8.d + int64_t(r) * (x.n_pad / 32)};
+                        acc[r] += dequantized_task_dot<Type>(task, xr);
+                    }
+            } else {
+#pragma unroll
+                for (int r = 0; r < kGemvMaxRows; ++r)
+                    if (r < n_x) acc[r] += dequantized_task_dot_float(task, x.f + int64_t(r) * x.n_pad);
+            }
+        }
+    }
+}
+
+__device__ void row_slice_dot_rows_any(const PackedMatrix& w, int row, const Activation& x, int n_x, int first_task,
+                                       int stride, float (&acc)[kGemvMaxRows]) {
+    switch (w.type) {
+        case kQ4_0: return row_slice_dot_rows<kQ4_0>(w, row, x, n_x, first_task, stride, acc);
+        case kQ4_1: return row_slice_dot_rows<kQ4_1>(w, row, x, n_x, first_task, stride, acc);
+        case kQ5_0: return row_slice_dot_rows<kQ5_0>(w, row, x, n_x, first_task, stride, acc);
+        case kQ5_1: return row_slice_dot_rows<kQ5_1>(w, row, x, n_x, first_task, stride, acc);
+        case kQ8_0: return row_slice_dot_rows<kQ8_0>(w, row, x, n_x, first_task, stride, acc);
+        case kQ2_K: return row_slice_dot_rows<kQ2_K>(w, row, x, n_x, first_task, stride, acc);
+        case kQ3_K: return row_slice_dot_rows<kQ3_K>(w, row, x, n_x, first_task, stride, acc);
+        case kQ4_K: return row_slice_dot_rows<kQ4_K>(w, row, x, n_x, first_task, stride, acc);
+        case kQ5_K: return row_slice_dot_rows<kQ5_K>(w, row, x, n_x, first_task, stride, acc);
+        case kQ6_K: return row_slice_dot_rows<kQ6_K>(w, row, x, n_x, first_task, stride, acc);
+        case kF32: return row_slice_dot_rows<kF32>(w, row, x, n_x, first_task, stride, acc);
+        case kF16: return row_slice_dot_rows<kF16>(w, row, x, n_x, first_task, stride, acc);
+        case kBF16: return row_slice_dot_rows<kBF16>(w, row, x, n_x, first_task, stride, acc);
+        default: return;  // launch_gemv refuses other types
+    }
+}
+
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const GemvLaunch p) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int rows_per_block = kGemvWarps / p.warps_per_row;
+    const int n_x = p.n_x_rows;
+
+    int o = 0;  // which output's rows this block computes
+    while (o + 1 < p.n_outputs && int(blockIdx.x) >= p.block_begin[o + 1]) ++o;
+    const GemvOutput& out = p.out[o];
+    const int row = (int(blockIdx.x) - p.block_begin[o]) * rows_per_block + warp / p.warps_per_row;
+    const int slice = warp % p.warps_per_row;
+    const int first_task = slice * 32 + lane, stride = 32 * p.warps_per_row;
+
+    float acc[kGemvMaxRows];
+#pragma unroll
+    for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
+    if (row < out.w.n_rows) row_slice_dot_rows_any(out.w, row, p.x, n_x, first_task, stride, acc);
+#pragma unroll
+    for (int r = 0; r < kGemvMaxRows; ++r)
+        if (r < n_x) acc[r] = warp_sum(acc[r]);
+
+    if (p.warps_per_row > 1) {
+        __shared__ float slice_sums[kGemvWarps][kGemvMaxRows];
+        ER_SHARED_ARRAY(slice_sums);
+        if (lane == 0)
+            for (int r = 0; r < n_x; ++r) slice_sums[warp][r] = acc[r];
+        __syncthreads();
+        if (slice == 0 && lane == 0)
+            for (int s = 1; s < p.warps_per_row; ++s)
+#pragma unroll
+                for (int r = 0; r < kGemvMaxRows; ++r)
+                    if (r < n_x) acc[r] += slice_sums[warp + s][r];
+    }
+    if (slice != 0 || lane != 0 || row >= out.w.n_rows) return;
+
+#pragma unroll
+    for (int r = 0; r < kGemvMaxRows; ++r)
+        if (r < n_x) {
+            const int64_t at = int64_t(r) * out.y_row_stride + row;
+            float v = acc[r] + (out.bias ? out.bias[row] : 0.0f);
+            if (out.residual) v += out.residual[at];
+            store_output(out, at, v);
+        }
+}
+
 }  // namespace
 
 #if ER_KERNEL_LAUNCHERS
 cudaError_t launch_gemv(GemvLaunch launch, int n_sms, cudaStream_t stream) {
     const int n_blocks = plan_gemv(launch, n_sms);
     if (n_blocks == 0) return cudaErrorInvalidValue;
-    gemv_kernel<<<n_blocks, kGemvWarps * 32, 0, stream>>>(launch);
+    if (launch.n_x_rows > 1)
+        gemv_rows_kernel<<<n_blocks, kGemvWarps * 32, 0, stream>>>(launch);
+    else
+        gemv_kernel<<<n_blocks, kGemvWarps * 32, 0, stream>>>(launch);
     return cudaGetLastError();
 }
 #endif

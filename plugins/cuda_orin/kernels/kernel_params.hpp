@@ -59,12 +59,24 @@ struct GemvOutput {
     const float* residual = nullptr;  // added after the bias; may alias y
     void* y = nullptr;
     int32_t y_is_f16 = 0;
+    // With several rows of x (GemvLaunch::n_x_rows): elements from the output of one row of
+    // x to the next, in y and in residual (at least w.n_rows).
+    int64_t y_row_stride = 0;
 };
+
+// The most rows of x one GEMV launch multiplies (rows of a batched or speculative step);
+// more rows take further launches.
+inline constexpr int kGemvMaxRows = 8;
 
 // Several outputs sharing one input in one launch; their weight types may differ
 // (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
 struct GemvLaunch {
     Activation x{};
+    // Rows of x, 1..kGemvMaxRows. Row r of x lies r * x.n_pad values after row 0 in x.f and
+    // x.q8.q (r * x.n_pad / 32 scales in x.q8.d). One row takes the one-row kernel; several
+    // the multi-row kernel, which dequantizes each weight once for all of them and gives
+    // every row the one-row kernel's sum (the same tasks, lanes and order). Store only.
+    int32_t n_x_rows = 1;
     GemvOutput out[kMaxGemvOutputs];
     int32_t n_outputs = 0;
     int32_t epilogue = kEpilogueStore;
@@ -79,7 +91,8 @@ struct GemvLaunch {
 inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     const bool swiglu = launch.epilogue == kEpilogueSwiGLU;
     if (launch.n_outputs < 1 || launch.n_outputs > kMaxGemvOutputs || (swiglu && launch.n_outputs != 2) ||
-        (launch.epilogue != kEpilogueStore && !swiglu) || launch.x.n <= 0)
+        (launch.epilogue != kEpilogueStore && !swiglu) || launch.x.n <= 0 || launch.n_x_rows < 1 ||
+        launch.n_x_rows > kGemvMaxRows || (swiglu && launch.n_x_rows != 1))
         return 0;
     int64_t total_rows = 0;
     int min_tasks = 1 << 30;
@@ -89,10 +102,13 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         if (g.n_planes == 0 || w.n_cols != launch.x.n || w.n_rows <= 0 || !launch.out[i].y || !w.plane[0])
             return 0;
         if (swiglu && w.n_rows != launch.out[0].w.n_rows) return 0;
+        if (launch.n_x_rows > 1 && launch.out[i].y_row_stride < w.n_rows) return 0;
         min_tasks = std::min(min_tasks, w.blocks_per_row * (g.block_elems / 32));
         total_rows += w.n_rows;
     }
     // SwiGLU: one range of blocks over the gate rows; each also computes the up row.
+    // warps_per_row depends on the matrices only, never on n_x_rows: the multi-row kernel's
+    // sums then split and reduce as the one-row kernel's do.
     const int n_ranges = swiglu ? 1 : launch.n_outputs;
     launch.warps_per_row = choose_warps_per_row(swiglu ? total_rows / 2 : total_rows, min_tasks, n_sms);
     const int rows_per_block = kGemvWarps / launch.warps_per_row;

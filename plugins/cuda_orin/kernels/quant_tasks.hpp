@@ -309,21 +309,30 @@ ER_HD float segment_dot(const Segment& s, const ActivationQ8& x) {
     return xd * r;
 }
 
+// A dequantized task dotted with one row of activations. The multi-row GEMV dequantizes a
+// task once and calls these for every row, so each row's sum is the one-row kernel's.
 template <int32_t Type>
-ER_HD float task_dot(const PackedMatrix& w, int row, int task, const ActivationQ8& x) {
-    const Task t = dequantize_task<Type>(w, row, task);
+ER_HD float dequantized_task_dot(const Task& t, const ActivationQ8& x) {
     return segment_dot<has_min(Type)>(t.seg[0], x) + segment_dot<has_min(Type)>(t.seg[1], x);
 }
 
-// The same task dotted with float activations: exact to float rounding (no 8-bit
-// activation noise), at the cost of reading 4 bytes of x per weight instead of 1.
-template <int32_t Type>
-ER_HD float task_dot_float(const PackedMatrix& w, int row, int task, const float* x) {
-    const Task t = dequantize_task<Type>(w, row, task);
+// Float activations: exact to float rounding (no 8-bit activation noise), at the cost of
+// reading 4 bytes of x per weight instead of 1.
+ER_HD float dequantized_task_dot_float(const Task& t, const float* x) {
     float acc = 0.0f;
     for (const Segment& s : t.seg)
         for (int i = 0; i < 16; ++i) acc += segment_weight(s, i) * x[s.pos + i];
     return acc;
+}
+
+template <int32_t Type>
+ER_HD float task_dot(const PackedMatrix& w, int row, int task, const ActivationQ8& x) {
+    return dequantized_task_dot<Type>(dequantize_task<Type>(w, row, task), x);
+}
+
+template <int32_t Type>
+ER_HD float task_dot_float(const PackedMatrix& w, int row, int task, const float* x) {
+    return dequantized_task_dot_float(dequantize_task<Type>(w, row, task), x);
 }
 
 // A 16-bit value of a plain row as a float: fp16, or bf16 (the top half of a float).
@@ -335,21 +344,34 @@ ER_HD float plain_16_to_float(uint32_t bits) {
         return half_to_float(uint16_t(bits));
 }
 
-// Plain rows (F32, F16, BF16): a task is 32 values, dotted with float activations.
+// Plain rows (F32, F16, BF16): a task is 32 values, dotted with float activations. The
+// values are loaded once (PlainTask) and dotted with one or several rows of x.
 template <int32_t Type>
-ER_HD float task_dot_plain(const PackedMatrix& w, int row, int task, const float* x) {
+struct PlainTask {
+    Words4 v[plain_value_bytes(Type) * 2];  // 32 values: eight 16-byte loads (F32), four (16-bit)
+};
+
+template <int32_t Type>
+ER_HD PlainTask<Type> load_plain_task(const PackedMatrix& w, int row, int task) {
     constexpr int kBytes = 32 * plain_value_bytes(Type);
     const uint8_t* p = plane_row(w, 0, row, kBytes) + kBytes * task;
-    const float* xs = x + 32 * task;
+    PlainTask<Type> t;
+    for (int part = 0; part < plain_value_bytes(Type) * 2; ++part) t.v[part] = load_16B(p + 16 * part);
+    return t;
+}
+
+// xs: the task's 32 activations.
+template <int32_t Type>
+ER_HD float plain_task_dot(const PlainTask<Type>& t, const float* xs) {
     float acc = 0.0f;
     if constexpr (Type == kF32) {
         for (int part = 0; part < 8; ++part) {
-            const Words4 v = load_16B(p + 16 * part), xv = load_16B(xs + 4 * part);
-            for (int i = 0; i < 4; ++i) acc += quant::bits_to_float(v.w[i]) * quant::bits_to_float(xv.w[i]);
+            const Words4 xv = load_16B(xs + 4 * part);
+            for (int i = 0; i < 4; ++i) acc += quant::bits_to_float(t.v[part].w[i]) * quant::bits_to_float(xv.w[i]);
         }
     } else {
         for (int part = 0; part < 4; ++part) {
-            const Words4 v = load_16B(p + 16 * part);
+            const Words4& v = t.v[part];
             const Words4 xa = load_16B(xs + 8 * part), xb = load_16B(xs + 8 * part + 4);
             const uint32_t xw[8] = {xa.w[0], xa.w[1], xa.w[2], xa.w[3], xb.w[0], xb.w[1], xb.w[2], xb.w[3]};
             for (int i = 0; i < 4; ++i) {
@@ -359,6 +381,11 @@ ER_HD float task_dot_plain(const PackedMatrix& w, int row, int task, const float
         }
     }
     return acc;
+}
+
+template <int32_t Type>
+ER_HD float task_dot_plain(const PackedMatrix& w, int row, int task, const float* x) {
+    return plain_task_dot<Type>(load_plain_task<Type>(w, row, task), x + 32 * task);
 }
 
 ER_HD float task_dot_f16(const PackedMatrix& w, int row, int task, const float* x) {

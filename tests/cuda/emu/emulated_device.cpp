@@ -23,6 +23,7 @@
 
 #include <edgerun/plugin_sdk.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -57,6 +58,35 @@ PlantedFault planted_fault_from_environment() {
     if (s == "kv_scale_stride") return PlantedFault::KvScaleStride;
     throw Failure(ER_E_INVALID_ARGUMENT,
                   "EDGERUN_CUDA_ORIN_FAULT=" + s + ": one of gemv_row_tail, split_merge, kv_scale_stride");
+}
+
+// GEMV launches made in this process, by rows of x: with EDGERUN_EMU_GEMV_COUNTS set, one
+// line on stderr at exit, so a test can see that a run of multi-row steps took the
+// multi-row kernel.
+class GemvLaunchCounts {
+public:
+    ~GemvLaunchCounts() {
+        const char* report = std::getenv("EDGERUN_EMU_GEMV_COUNTS");
+        if (!report || !*report) return;
+        std::fprintf(stderr, "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows)\n",
+                     one_row_, multi_row_, kGemvMaxRows, multi_rows_total_);
+    }
+    void add(int rows) {
+        if (rows > 1) {
+            ++multi_row_;
+            multi_rows_total_ += rows;
+        } else {
+            ++one_row_;
+        }
+    }
+
+private:
+    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0;
+};
+
+GemvLaunchCounts& gemv_launch_counts() {
+    static GemvLaunchCounts counts;
+    return counts;
 }
 
 class EmulatedDevice final : public Device {
@@ -109,7 +139,10 @@ public:
         GemvLaunch l = launch;
         const int blocks = plan_gemv(l, kEmulatedSms);
         require(blocks > 0, "gemv");
-        run([l, blocks] { emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { gemv_kernel(l); }); });
+        gemv_launch_counts().add(l.n_x_rows);
+        run([l, blocks] {
+            emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { l.n_x_rows > 1 ? gemv_rows_kernel(l) : gemv_kernel(l); });
+        });
     }
     void attention(const AttentionParams& p) override {
         const AttentionGrid g = plan_attention(p);
