@@ -85,6 +85,20 @@ int main(int argc, char** argv) {
     }
     check_gemv(dev, report, kF16, 33, 1000, false, false, false, seed++);  // row length not a multiple of 32
 
+    // --- several rows of x (steps of 2-16 rows): against the reference and bit for bit
+    // against the one-row kernel, both activation paths ---------------------------------
+    for (int32_t type : kTypes) {
+        check_gemv_rows(dev, report, {type}, {37}, k_quant(type) ? 512 : 96, 5, false, true, seed++);
+        check_gemv_rows(dev, report, {type}, {37}, k_quant(type) ? 512 : 96, 3, true, false, seed++);
+    }
+    for (const Shape& s : kModels) {
+        if (quick && s.n_embd > 600) continue;
+        const std::vector<int32_t> qkv = s.n_embd % 256 == 0 ? std::vector<int32_t>{kQ4_K, kQ4_K, kQ6_K}
+                                                              : std::vector<int32_t>{kQ5_0, kQ5_0, kQ8_0};
+        for (int n_x : {2, 8, 13, 16})
+            check_gemv_rows(dev, report, qkv, {s.n_q, s.n_kv, s.n_kv}, s.n_embd, n_x, false, false, seed++);
+    }
+
     // --- fused multi-output, SwiGLU, prepare ----------------------------------------
     for (const Shape& s : kModels) {
         if (quick && s.n_embd > 600) continue;
