@@ -11,6 +11,8 @@
 #include "rope_append.cu"
 #include "small_kernels.cu"
 
+#include "emu/emulated_launches.hpp"
+
 #include "kernel_checks_decode.hpp"
 
 #include <doctest/doctest.h>
@@ -43,14 +45,14 @@ public:
     void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
     void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
     void prepare(const PrepareParams& p) override {
-        emu::launch(dim3(1), dim3(1024), [&] { prepare_kernel(p); });
+        emulated::prepare(p);
     }
     void gemv(const GemvLaunch& launch) override {
         GemvLaunch l = launch;
         const int blocks = plan_gemv(l, kSms);
         REQUIRE(blocks > 0);
         last_warps_per_row = l.warps_per_row;
-        emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { l.n_x_rows > 1 ? gemv_rows_kernel(l) : gemv_kernel(l); });
+        emulated::gemv(l, blocks);
     }
     void rope_append(const RopeAppendParams& p) override {
         emu::launch(dim3(p.n_head + p.cache.n_head_kv), dim3(p.rope.head_dim), [&] { rope_append_kernel(p); });
@@ -58,17 +60,10 @@ public:
     void attention(const AttentionParams& p) override {
         const AttentionGrid g = plan_attention(p);
         REQUIRE(g.splits > 0);
-        const dim3 grid(g.splits, g.kv_heads, g.chunks), block(kAttentionWarps * 32);
-        const bool f16 = p.cache.type == kKvF16;
-        if (p.cache.head_dim == 64)
-            emu::launch(grid, block, [&] { f16 ? attention_split_kernel<64, kKvF16>(p) : attention_split_kernel<64, kKvQ8>(p); });
-        else
-            emu::launch(grid, block, [&] { f16 ? attention_split_kernel<128, kKvF16>(p) : attention_split_kernel<128, kKvQ8>(p); });
-        emu::launch(dim3(p.n_head), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); });
+        emulated::attention(p, g);
     }
     void embed(const EmbedParams& p) override {
-        const int units = (p.n_cols + 31) / 32;  // at least as many threads as units
-        emu::launch(dim3((units + 127) / 128), dim3(128), [&] { embed_kernel(p); });
+        emulated::embed(p);
     }
     void advance(StepCounters* c) override {
         emu::launch(dim3(1), dim3(1), [&] { advance_step_kernel(c); });

@@ -18,6 +18,8 @@
 #include "prepare.cu"
 #include "small_kernels.cu"
 
+#include "emulated_launches.hpp"
+
 #include "device.hpp"
 #include "device_selection.hpp"
 
@@ -133,36 +135,23 @@ public:
 
     void prepare(const PrepareParams& p) override {
         require(p.x && p.n > 0 && p.out_f && p.out_q && p.out_d, "prepare");
-        run([p] { emu::launch(dim3(1), dim3(1024), [&] { prepare_kernel(p); }); });
+        run([p] { emulated::prepare(p); });
     }
     void gemv(const GemvLaunch& launch) override {
         GemvLaunch l = launch;
         const int blocks = plan_gemv(l, kEmulatedSms);
         require(blocks > 0, "gemv");
         gemv_launch_counts().add(l.n_x_rows);
-        run([l, blocks] {
-            emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { l.n_x_rows > 1 ? gemv_rows_kernel(l) : gemv_kernel(l); });
-        });
+        run([l, blocks] { emulated::gemv(l, blocks); });
     }
     void attention(const AttentionParams& p) override {
         const AttentionGrid g = plan_attention(p);
         require(g.splits > 0, "attention");
-        run([p, g] {
-            const dim3 grid(g.splits, g.kv_heads, g.chunks), block(kAttentionWarps * 32);
-            const bool f16 = p.cache.type == kKvF16;
-            if (p.cache.head_dim == 64)
-                emu::launch(grid, block, [&] { f16 ? attention_split_kernel<64, kKvF16>(p) : attention_split_kernel<64, kKvQ8>(p); });
-            else
-                emu::launch(grid, block, [&] { f16 ? attention_split_kernel<128, kKvF16>(p) : attention_split_kernel<128, kKvQ8>(p); });
-            emu::launch(dim3(p.n_head), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); });
-        });
+        run([p, g] { emulated::attention(p, g); });
     }
     void embed(const EmbedParams& p) override {
         require(p.table && p.token && p.out && p.n_cols > 0, "embed");
-        run([p] {
-            const int units = (p.n_cols + 31) / 32;  // at least as many threads as units
-            emu::launch(dim3((units + 127) / 128), dim3(128), [&] { embed_kernel(p); });
-        });
+        run([p] { emulated::embed(p); });
     }
     void rms_norm(const RmsNormParams& p) override { run_op(p, rms_norm_shape(p), rms_norm_kernel, "rms_norm"); }
     void rope_rows(const RopeRowsParams& p) override { run_op(p, rope_rows_shape(p), rope_rows_kernel, "rope_rows"); }

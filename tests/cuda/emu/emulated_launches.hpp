@@ -1,0 +1,34 @@
+// The kernels' launch shapes on the CPU emulation, as the CUDA launchers in
+// plugins/cuda_orin/kernels give them: one home for the kernel tests' emulated launcher
+// and the emulated device of the cuda_orin_emu plugin. Include after the kernel sources
+// (prepare.cu, gemv.cu, attention.cu, small_kernels.cu) and cuda_emulation.hpp.
+#pragma once
+
+namespace edgerun::cuda_orin::emulated {
+
+inline void prepare(const PrepareParams& p) {
+    emu::launch(dim3(1), dim3(1024), [&] { prepare_kernel(p); });
+}
+
+// `l` as plan_gemv filled it in; `blocks` what it returned.
+inline void gemv(const GemvLaunch& l, int blocks) {
+    emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { l.n_x_rows > 1 ? gemv_rows_kernel(l) : gemv_kernel(l); });
+}
+
+// The split flash-decode kernel, then the merge of its splits; `g` from plan_attention.
+inline void attention(const AttentionParams& p, const AttentionGrid& g) {
+    const dim3 grid(g.splits, g.kv_heads, g.chunks), block(kAttentionWarps * 32);
+    const bool f16 = p.cache.type == kKvF16;
+    if (p.cache.head_dim == 64)
+        emu::launch(grid, block, [&] { f16 ? attention_split_kernel<64, kKvF16>(p) : attention_split_kernel<64, kKvQ8>(p); });
+    else
+        emu::launch(grid, block, [&] { f16 ? attention_split_kernel<128, kKvF16>(p) : attention_split_kernel<128, kKvQ8>(p); });
+    emu::launch(dim3(p.n_head), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); });
+}
+
+inline void embed(const EmbedParams& p) {
+    const int units = (p.n_cols + 31) / 32;  // at least as many threads as units
+    emu::launch(dim3((units + 127) / 128), dim3(128), [&] { embed_kernel(p); });
+}
+
+}  // namespace edgerun::cuda_orin::emulated
