@@ -1,3 +1,5 @@
+#include "build_plugins.hpp"
+
 #include <doctest/doctest.h>
 
 #include <edgerun/plugin_registry.hpp>
@@ -11,12 +13,7 @@ using namespace edgerun;
 namespace {
 
 Sampler make_sampler(er_sampler_params params, int32_t n_vocab) {
-    static PluginRegistry registry = [] {
-        PluginRegistry r;
-        r.scan_directory(EDGERUN_BUILD_PLUGIN_DIR);
-        return r;
-    }();
-    const Plugin* plugin = registry.find(ER_PLUGIN_SAMPLER, "sampler");
+    const Plugin* plugin = build_plugins().find(ER_PLUGIN_SAMPLER, "sampler");
     REQUIRE(plugin != nullptr);
     return Sampler(*plugin, params, n_vocab);
 }

@@ -2,6 +2,8 @@
 // gives the same bytes whatever the thread count, a file the runtime opens with the
 // planned types; write_requantized() keeps every value a lossless target can hold; an
 // interrupt leaves no file.
+#include "../build_plugins.hpp"
+
 #include <edgerun/authoring/requantize.hpp>
 #include <edgerun/authoring/synthesize.hpp>
 
@@ -21,15 +23,6 @@ using namespace edgerun;
 using namespace edgerun::authoring;
 
 namespace {
-
-const PluginRegistry& registry() {
-    static const PluginRegistry r = [] {
-        PluginRegistry out;
-        out.scan_directory(EDGERUN_BUILD_PLUGIN_DIR);
-        return out;
-    }();
-    return r;
-}
 
 std::string temp_path(const std::string& name) {
     std::filesystem::create_directories(EDGERUN_TEST_TMP "/authoring");
@@ -66,8 +59,8 @@ std::vector<float> values_of(const er_tensor_desc& t) {
 
 TEST_CASE("synthesize: the same bytes on 1 and 3 threads, and the runtime opens it with the planned types") {
     const std::string one = temp_path("qwen2-q4km-1.gguf"), three = temp_path("qwen2-q4km-3.gguf");
-    const SynthSummary made = synthesize(registry(), spec_for("qwen2.5-0.5b", "Q4_K_M", 1), one);
-    synthesize(registry(), spec_for("qwen2.5-0.5b", "Q4_K_M", 3), three);
+    const SynthSummary made = synthesize(build_plugins(), spec_for("qwen2.5-0.5b", "Q4_K_M", 1), one);
+    synthesize(build_plugins(), spec_for("qwen2.5-0.5b", "Q4_K_M", 3), three);
     CHECK(bytes_of(one) == bytes_of(three));
 
     const SynthSpec spec = spec_for("qwen2.5-0.5b", "Q4_K_M", 1);
@@ -76,7 +69,7 @@ TEST_CASE("synthesize: the same bytes on 1 and 3 threads, and the runtime opens 
     CHECK(made.n_tensors == tensors.size());
     CHECK(made.data_bytes == tensor_data_bytes(tensors, types));
 
-    const Model model = Model::open(registry(), one);
+    const Model model = Model::open(build_plugins(), one);
     const HParams& hp = model.hparams();
     CHECK(hp.arch == std::string(spec.preset.arch));
     CHECK(hp.n_layer == 2);
@@ -94,13 +87,13 @@ TEST_CASE("synthesize: the same bytes on 1 and 3 threads, and the runtime opens 
 
 TEST_CASE("requantize: F16 to F32 keeps every value exactly, and the plan's sizes are the written file's") {
     const std::string source = temp_path("smol-f16.gguf"), target = temp_path("smol-f32.gguf");
-    synthesize(registry(), spec_for("smollm2-135m", "F16", 2), source);
-    const ModelFile in(format_plugin_for(registry(), source), source);
+    synthesize(build_plugins(), spec_for("smollm2-135m", "F16", 2), source);
+    const ModelFile in(format_plugin_for(build_plugins(), source), source);
     const RequantizePlan plan = plan_requantize(in, source, *file_type_from_name("F32"), false);
     CHECK(plan.values_to_quantize > 0);
-    write_requantized(registry(), in, plan, target, 2);
+    write_requantized(build_plugins(), in, plan, target, 2);
 
-    const ModelFile out(format_plugin_for(registry(), target), target);
+    const ModelFile out(format_plugin_for(build_plugins(), target), target);
     const auto before = in.tensors(), after = out.tensors();
     REQUIRE(after.size() == before.size());
     uint64_t bytes = 0;
@@ -121,7 +114,7 @@ TEST_CASE("an interrupt stops synthesize with an error and leaves no file") {
         const InterruptGuard guard;
         std::raise(SIGINT);  // the handler only sets the flag
         CHECK(InterruptGuard::requested());
-        CHECK_THROWS_WITH(synthesize(registry(), spec_for("smollm2-135m", "Q8_0", 2), path),
+        CHECK_THROWS_WITH(synthesize(build_plugins(), spec_for("smollm2-135m", "Q8_0", 2), path),
                           "interrupted; no output written");
     }
     CHECK_FALSE(std::filesystem::exists(path));

@@ -2,6 +2,7 @@
 // registry and its C ABI), and files written to a per-process temp folder.
 #pragma once
 
+#include "../build_plugins.hpp"
 #include "gguf_builder.hpp"
 
 #include <edgerun/host_api.hpp>
@@ -18,12 +19,7 @@
 namespace gguf_test {
 
 inline const edgerun::Plugin& gguf_plugin() {
-    static edgerun::PluginRegistry registry = [] {
-        edgerun::PluginRegistry r;
-        r.scan_directory(EDGERUN_BUILD_PLUGIN_DIR);
-        return r;
-    }();
-    const edgerun::Plugin* plugin = registry.find(ER_PLUGIN_FORMAT, "formats_gguf");
+    const edgerun::Plugin* plugin = build_plugins().find(ER_PLUGIN_FORMAT, "formats_gguf");
     REQUIRE(plugin != nullptr);
     return *plugin;
 }

@@ -2,6 +2,8 @@
 // token the target's whatever the draft; sampled output distributed as the target's,
 // checked against the exact distribution by enumeration with a chi-squared test, which
 // each planted fault fails; the draft's vocabulary checked.
+#include "../build_plugins.hpp"
+
 #include "chi_squared.hpp"
 
 #include <edgerun/authoring/synthesize.hpp>
@@ -27,15 +29,6 @@ namespace {
 
 constexpr int64_t kVocab = 4096;
 
-const PluginRegistry& registry() {
-    static const PluginRegistry r = [] {
-        PluginRegistry out;
-        out.scan_directory(EDGERUN_BUILD_PLUGIN_DIR);
-        return out;
-    }();
-    return r;
-}
-
 // A small SmolLM2-shaped model; the same seed gives the same weights whatever the type,
 // so a Q4_0 file of the F32 target's seed is a draft close to it, as a real one is.
 std::string synth_model(const char* type, uint64_t seed, int64_t vocab = kVocab) {
@@ -51,7 +44,7 @@ std::string synth_model(const char* type, uint64_t seed, int64_t vocab = kVocab)
     spec.seed = seed;
     // Tests may run in parallel: each writes its own file and renames it into place.
     const std::string part = path.substr(0, path.size() - 5) + ".part" + std::to_string(::getpid()) + ".gguf";
-    authoring::synthesize(registry(), spec, part);
+    authoring::synthesize(build_plugins(), spec, part);
     std::filesystem::rename(part, path);
     return path;
 }
@@ -69,7 +62,7 @@ Loaded load(const std::string& path) {
     options.n_ctx = 96;
     options.n_batch = 16;
     Loaded out;
-    out.engine = std::make_unique<Engine>(registry(), path, options);
+    out.engine = std::make_unique<Engine>(build_plugins(), path, options);
     out.vocab = text::Vocab::from_file(out.engine->model().file());
     out.tokenizer = std::make_unique<text::Tokenizer>(out.vocab);
     return out;
@@ -85,7 +78,7 @@ Sampler make_sampler(float temperature, int32_t top_k, uint64_t seed) {
     p.repeat_penalty = 1.0f;
     p.penalty_last_n = 0;
     p.seed = seed;
-    return Sampler(*registry().find(ER_PLUGIN_SAMPLER, "sampler"), p, int32_t(kVocab));
+    return Sampler(*build_plugins().find(ER_PLUGIN_SAMPLER, "sampler"), p, int32_t(kVocab));
 }
 
 std::vector<int32_t> some_prompt(uint64_t seed, size_t n) {
