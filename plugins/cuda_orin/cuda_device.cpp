@@ -42,6 +42,20 @@ uint64_t host_mem_available() {
     return 0;
 }
 
+// An instantiated CUDA Graph, replayed on the device's stream.
+class CudaGraphStep final : public CapturedStep {
+public:
+    CudaGraphStep(cudaGraphExec_t exec, cudaStream_t stream) : exec_(exec), stream_(stream) {}
+    ~CudaGraphStep() override { cudaGraphExecDestroy(exec_); }
+    CudaGraphStep(const CudaGraphStep&) = delete;
+    CudaGraphStep& operator=(const CudaGraphStep&) = delete;
+    void replay() override { check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"); }
+
+private:
+    cudaGraphExec_t exec_;
+    cudaStream_t stream_;
+};
+
 class CudaDevice final : public Device {
 public:
     explicit CudaDevice(int32_t index) : index_(index) {
@@ -60,7 +74,6 @@ public:
         check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     }
     ~CudaDevice() override {
-        drop_capture();
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -116,38 +129,26 @@ public:
     void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (end of step)"); }
 
     void begin_capture() override {
-        drop_capture();
         check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     }
-    bool end_capture(std::string* why) override {
+    std::unique_ptr<CapturedStep> end_capture(std::string* why) override {
         cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
         cudaError_t status = cudaStreamEndCapture(stream_, &graph);
-        if (status == cudaSuccess) status = cudaGraphInstantiate(&exec_, graph, 0);
+        if (status == cudaSuccess) status = cudaGraphInstantiate(&exec, graph, 0);
         if (graph) cudaGraphDestroy(graph);
         if (status != cudaSuccess) {
             cudaGetLastError();  // a failed capture is not a sticky error: clear it
-            exec_ = nullptr;
             if (why) *why = std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";
-            return false;
+            return nullptr;
         }
-        return true;
+        return std::make_unique<CudaGraphStep>(exec, stream_);
     }
-    void replay() override {
-        check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
-        ++replays_;
-    }
-    void drop_capture() noexcept override {
-        if (exec_) cudaGraphExecDestroy(exec_);
-        exec_ = nullptr;
-    }
-    int64_t replays() const override { return replays_; }
 
 private:
     int32_t index_;
     DeviceDescription description_;
     cudaStream_t stream_ = nullptr;
-    cudaGraphExec_t exec_ = nullptr;
-    int64_t replays_ = 0;
 };
 
 }  // namespace

@@ -32,6 +32,13 @@ struct DeviceDescription {
     int score = 0;  // er_device_info's: the backend chosen by default is the highest-scoring
 };
 
+// A step recorded by Device::begin_capture/end_capture; destroying it frees the recording.
+class CapturedStep {
+public:
+    virtual ~CapturedStep() = default;
+    virtual void replay() = 0;
+};
+
 class Device {
 public:
     virtual ~Device() = default;
@@ -60,15 +67,13 @@ public:
     virtual void synchronize() = 0;
 
     // Capture of a step's launches for replay (CUDA Graphs). Between begin_capture and
-    // end_capture launches are recorded, not run; replay() runs the recording again with
-    // the parameters as they were recorded, so anything that changes per step must be
-    // read from device memory. end_capture returns false (with *why) when the device
-    // cannot capture; the caller then launches plainly.
+    // end_capture launches are recorded, not run; replaying the returned step runs the
+    // recording again with the parameters as they were recorded, so anything that changes
+    // per step must be read from device memory. end_capture returns null (with *why) when
+    // the device cannot capture; the caller then launches plainly. Each captured step
+    // belongs to its caller (one per plan), so plans of several contexts keep their own.
     virtual void begin_capture() = 0;
-    virtual bool end_capture(std::string* why) = 0;
-    virtual void replay() = 0;
-    virtual void drop_capture() noexcept = 0;
-    virtual int64_t replays() const = 0;
+    virtual std::unique_ptr<CapturedStep> end_capture(std::string* why) = 0;
 };
 
 // Device count and opening, defined by the implementation the plugin is linked with.

@@ -102,7 +102,9 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
 }
 
 Plan::~Plan() {
-    device_.drop_capture();
+    if (replayed_steps_ > 0 || capture_ == Capture::Failed)
+        sdk::logf(ER_LOG_INFO, "cuda_orin: %lld steps replayed from a CUDA Graph, %lld launched plainly",
+                  static_cast<long long>(replayed_steps_), static_cast<long long>(launched_steps_));
     ctx_.scratch_bytes -= scratch_bytes_;
 }
 
@@ -268,17 +270,21 @@ void Plan::execute(const er_step& step) {
         device_.begin_capture();
         launch_all(n);
         std::string why;
-        if (device_.end_capture(&why)) {
+        captured_ = device_.end_capture(&why);
+        if (captured_) {
             capture_ = Capture::Ready;
         } else {
             capture_ = Capture::Failed;
             sdk::logf(ER_LOG_WARN, "decode step capture failed, launching plainly: %s", why.c_str());
         }
     }
-    if (decode && capture_ == Capture::Ready)
-        device_.replay();
-    else
+    if (decode && capture_ == Capture::Ready) {
+        captured_->replay();
+        ++replayed_steps_;
+    } else {
         launch_all(n);
+        ++launched_steps_;
+    }
     device_.synchronize();
 
     for (Value& v : values_)

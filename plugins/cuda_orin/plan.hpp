@@ -70,8 +70,11 @@ private:
     DeviceBuffer split_workspace_, scores_;
     int32_t n_splits_ = 1;
     uint64_t scratch_bytes_ = 0;
-    // The captured decode step (one row of one sequence, its logits asked).
+    // The captured decode step (one row of one sequence, its logits asked), and how the
+    // plan's steps ran, reported when it ends (a silent fallback would look the same).
     enum class Capture { None, Ready, Failed } capture_ = Capture::None;
+    std::unique_ptr<CapturedStep> captured_;
+    int64_t replayed_steps_ = 0, launched_steps_ = 0;
 };
 
 }  // namespace edgerun::cuda_orin

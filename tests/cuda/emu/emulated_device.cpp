@@ -91,6 +91,18 @@ GemvLaunchCounts& gemv_launch_counts() {
     return counts;
 }
 
+// A recorded step: the launches with their parameters as they were made.
+class RecordedStep final : public CapturedStep {
+public:
+    explicit RecordedStep(std::vector<std::function<void()>> launches) : launches_(std::move(launches)) {}
+    void replay() override {
+        for (const auto& launch : launches_) launch();
+    }
+
+private:
+    std::vector<std::function<void()>> launches_;
+};
+
 class EmulatedDevice final : public Device {
 public:
     EmulatedDevice() {
@@ -169,18 +181,12 @@ public:
         recording_.clear();
         capturing_ = true;
     }
-    bool end_capture(std::string*) override {
+    std::unique_ptr<CapturedStep> end_capture(std::string*) override {
         capturing_ = false;
-        captured_ = std::move(recording_);
+        auto step = std::make_unique<RecordedStep>(std::move(recording_));
         recording_.clear();
-        return true;
+        return step;
     }
-    void replay() override {
-        for (const auto& launch : captured_) launch();
-        ++replays_;
-    }
-    void drop_capture() noexcept override { captured_.clear(); }
-    int64_t replays() const override { return replays_; }
 
 private:
     // A launch the backend should never make is a bug in cuda_orin: an error, as
@@ -207,8 +213,7 @@ private:
     std::map<void*, uint64_t> allocations_;
     uint64_t used_ = 0;
     bool capturing_ = false;
-    std::vector<std::function<void()>> recording_, captured_;
-    int64_t replays_ = 0;
+    std::vector<std::function<void()>> recording_;
 };
 
 }  // namespace
