@@ -14,6 +14,13 @@ using sdk::Failure;
 
 Failure invalid(const std::string& what) { return Failure(ER_E_INVALID_ARGUMENT, what); }
 
+// A one-row step's attention goes to the split flash-decode kernel for the head dims it is
+// built for over F16 or INT8 caches; an F32 cache (a debugging choice, twice the bytes of
+// F16) and other head dims take the general row kernel.
+bool split_decode(const er_attention_params& a, int32_t kv_type) {
+    return (a.head_dim_k == 64 || a.head_dim_k == 128) && (kv_type == ER_KV_F16 || kv_type == ER_KV_Q8);
+}
+
 }  // namespace
 
 Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model->backend->device) {
@@ -59,10 +66,10 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
             case ER_OP_ATTENTION: {
                 const er_attention_params& a = node.params.attention;
                 max_heads = std::max(max_heads, a.n_head);
-                split_attention |= a.head_dim_k == 64 || a.head_dim_k == 128;
-                if (ctx.layers.empty())
-                    throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin keeps an F16 or INT8 (q8) KV cache, not " +
-                                                        (ctx.params.kv_type == ER_KV_F32 ? "F32" : "this type"));
+                split_attention |= split_decode(a, ctx.params.kv_type);
+                if (size_t(node.layer) >= ctx.layers.size())
+                    throw Failure(ER_E_INVALID_ARGUMENT, label + ": layer " + std::to_string(node.layer) +
+                                                             " has no KV cache in this context");
                 if (a.head_dim_k != a.head_dim_v)
                     throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin needs equal K and V head dims");
                 break;
@@ -443,11 +450,11 @@ void Plan::launch_attention(const er_node& node, int32_t n) {
     append.cache = cache;
     append.rows = device_rows_;
     device_.kv_append(append);
-    if (n == 1 && (a.head_dim_k == 64 || a.head_dim_k == 128)) {
+    if (n == 1 && split_decode(a, ctx_.params.kv_type)) {
         // The decode path: split flash-decode over this row's sequence (the only one when
         // the step is captured, so the sequence's base is not a per-step value then).
         const int64_t seq = row_seq_[0];
-        const int bytes = cache.layer.type == kKvF16 ? 2 : 1;
+        const int bytes = kv_value_bytes(cache.layer.type);
         AttentionParams p;
         p.q = q;
         p.cache = cache.layer;

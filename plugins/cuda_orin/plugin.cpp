@@ -62,9 +62,9 @@ int32_t supports(er_backend*, const er_op_query* q) {
         case ER_OP_ROPE: return q->head_dim > 0 && q->head_dim % 2 == 0 && q->head_dim <= 2048 ? 1 : 0;
         case ER_OP_ATTENTION:
             if (q->head_dim < 1 || q->head_dim > 1024) return 0;
-            if (q->kv_type == ER_KV_F16) return 1;
+            if (q->kv_type == ER_KV_F32 || q->kv_type == ER_KV_F16) return 1;
             if (q->kv_type == ER_KV_Q8) return q->head_dim % 32 == 0 ? 1 : 0;
-            return 0;  // no F32 cache
+            return 0;
         case ER_OP_SWIGLU: case ER_OP_ADD: return 1;
         default: return 0;
     }
@@ -213,9 +213,7 @@ er_status context_create(er_model* handle, const er_context_params* params, er_c
             throw Failure(ER_E_INVALID_ARGUMENT, "context: n_ctx and n_batch must be at least 1");
         if (p.n_layer > 0 && (p.n_head_kv < 1 || p.head_dim_k < 1 || p.head_dim_v < 1))
             throw Failure(ER_E_INVALID_ARGUMENT, "context: KV geometry needs n_head_kv, head_dim_k and head_dim_v of at least 1");
-        // An F32 cache is not kept (supports() says so for ATTENTION); a context of another
-        // type without layers still runs graphs without attention.
-        if (p.kv_type != ER_KV_F16 && p.kv_type != ER_KV_Q8 && p.n_layer > 0 && p.kv_type != ER_KV_F32)
+        if (p.n_layer > 0 && p.kv_type != ER_KV_F32 && p.kv_type != ER_KV_F16 && p.kv_type != ER_KV_Q8)
             throw Failure(ER_E_INVALID_ARGUMENT, "context: unknown KV cache type " + std::to_string(p.kv_type));
         if (p.n_layer > 0 && p.head_dim_k != p.head_dim_v)
             throw Failure(ER_E_UNSUPPORTED, "cuda_orin needs equal K and V head dims");
@@ -233,20 +231,19 @@ er_status context_create(er_model* handle, const er_context_params* params, er_c
 
         // [layer] K, V, (K scales, V scales), each [sequence][kv head][position][dim].
         KvCacheLayer shape;
-        shape.type = p.kv_type == ER_KV_F16 ? kKvF16 : kKvQ8;
+        shape.type = p.kv_type == ER_KV_F32 ? kKvF32 : p.kv_type == ER_KV_F16 ? kKvF16 : kKvQ8;
         shape.n_ctx = p.n_ctx;
         shape.n_head_kv = p.n_head_kv;
         shape.head_dim = p.head_dim_k;
         const uint64_t values = kv_values_bytes(shape) * uint64_t(ctx->n_seqs);
         const uint64_t scales = kv_scales_bytes(shape) * uint64_t(ctx->n_seqs);
         const uint64_t per_layer = align_up(values, 256) * 2 + align_up(scales, 256) * 2;
-        const bool kept = p.kv_type == ER_KV_F16 || p.kv_type == ER_KV_Q8;
-        ctx->kv_bytes = kept ? per_layer * uint64_t(p.n_layer) : 0;
+        ctx->kv_bytes = per_layer * uint64_t(p.n_layer);
         if (const std::string why = memory_shortfall(device, "the KV cache at this context", ctx->kv_bytes,
                                                            {model.bytes, ctx->kv_bytes, 0}); !why.empty())
             throw Failure(ER_E_OUT_OF_MEMORY, why);
         if (ctx->kv_bytes) ctx->kv = DeviceBuffer(device, ctx->kv_bytes);
-        for (int32_t l = 0; kept && l < p.n_layer; ++l) {
+        for (int32_t l = 0; l < p.n_layer; ++l) {
             uint8_t* base = ctx->kv.as<uint8_t>() + per_layer * uint64_t(l);
             KvLayerAllSeqs layer;
             layer.layer = shape;

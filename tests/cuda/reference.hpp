@@ -116,6 +116,20 @@ inline std::vector<double> ref_gemv(const std::vector<float>& w, int n_rows, int
     return y;
 }
 
+// The energy of the products a GEMV sums: sum over rows and columns of (w x)^2. For many
+// rows of random weights it equals the energy of the result (E[y_r^2] = sum_c (w_rc x_c)^2);
+// for a handful of rows, whose sums can cancel to near zero, it is the scale the kernel's
+// rounding and quantization noise actually has.
+inline double gemv_term_energy(const std::vector<float>& w, int n_rows, int n_cols, const std::vector<double>& x) {
+    double energy = 0;
+    for (int r = 0; r < n_rows; ++r)
+        for (int c = 0; c < n_cols; ++c) {
+            const double t = double(w[size_t(r) * n_cols + c]) * x[c];
+            energy += t * t;
+        }
+    return energy;
+}
+
 inline std::vector<double> ref_rms_norm(const std::vector<double>& x, const std::vector<float>& weight, double eps) {
     double ss = 0;
     for (double v : x) ss += v * v;

@@ -75,6 +75,10 @@ __global__ void elementwise_kernel(const ElementwiseParams p) {
 // Stores value d of a token's K or V head into the cache (Q8: one warp per 32 dims, the
 // same max, scale and rounding as kv_q8_quantize_group).
 __device__ void store_cache_value(const KvCacheLayer& c, void* values, uint16_t* scales, size_t token, int d, float x) {
+    if (c.type == kKvF32) {
+        if (d < c.head_dim) static_cast<float*>(values)[token * c.head_dim + d] = x;
+        return;
+    }
     if (c.type == kKvF16) {
         if (d < c.head_dim) static_cast<uint16_t*>(values)[token * c.head_dim + d] = float_to_half(x);
         return;
@@ -93,7 +97,7 @@ __global__ void kv_append_kernel(const KvAppendParams p) {
     if (pos < 0 || pos >= c.n_ctx) return;  // the whole block agrees
     const size_t token = size_t(kv_head) * c.n_ctx + pos;
     const size_t src = size_t(r) * c.n_head_kv * c.head_dim + size_t(kv_head) * c.head_dim + d;
-    const int bytes = c.type == kKvF16 ? 2 : 1;
+    const int bytes = kv_value_bytes(c.type);
     uint8_t* k = static_cast<uint8_t*>(c.k) + size_t(seq) * p.cache.seq_stride_values * bytes;
     uint8_t* v = static_cast<uint8_t*>(c.v) + size_t(seq) * p.cache.seq_stride_values * bytes;
     uint16_t* k_scales = c.k_scales ? c.k_scales + size_t(seq) * p.cache.seq_stride_scales : nullptr;
@@ -104,6 +108,7 @@ __global__ void kv_append_kernel(const KvAppendParams p) {
 }
 
 __device__ float cache_value(const KvCacheLayer& c, const void* values, const uint16_t* scales, size_t token, int d) {
+    if (c.type == kKvF32) return static_cast<const float*>(values)[token * c.head_dim + d];
     if (c.type == kKvF16) return half_to_float(static_cast<const uint16_t*>(values)[token * c.head_dim + d]);
     const int8_t q = static_cast<const int8_t*>(values)[token * c.head_dim + d];
     return half_to_float(scales[token * (c.head_dim / 32) + d / 32]) * float(q);
@@ -117,7 +122,7 @@ __global__ void attention_rows_kernel(const AttentionRowsParams p) {
     const KvCacheLayer& c = p.cache.layer;
     const int dim = c.head_dim, kv_head = head / (p.n_head / c.n_head_kv);
     const int kv_len = min(max(p.rows.kv_len[r], 0), c.n_ctx), seq = p.rows.seq[r];
-    const int bytes = c.type == kKvF16 ? 2 : 1;
+    const int bytes = kv_value_bytes(c.type);
     const uint8_t* k = static_cast<const uint8_t*>(c.k) + size_t(seq) * p.cache.seq_stride_values * bytes;
     const uint8_t* v = static_cast<const uint8_t*>(c.v) + size_t(seq) * p.cache.seq_stride_values * bytes;
     const uint16_t* k_scales = c.k_scales ? c.k_scales + size_t(seq) * p.cache.seq_stride_scales : nullptr;
@@ -187,7 +192,7 @@ inline bool valid(const ElementwiseParams& p) { return p.a && p.b && p.out && p.
 inline bool valid_cache(const KvLayerAllSeqs& c) {
     const KvCacheLayer& l = c.layer;
     return l.k && l.v && l.n_ctx > 0 && l.n_head_kv > 0 && l.head_dim > 0 && l.head_dim <= 1024 &&
-           (l.type == kKvF16 || (l.type == kKvQ8 && l.head_dim % 32 == 0 && l.k_scales && l.v_scales));
+           (l.type == kKvF32 || l.type == kKvF16 || (l.type == kKvQ8 && l.head_dim % 32 == 0 && l.k_scales && l.v_scales));
 }
 inline bool valid(const KvAppendParams& p) {
     return p.k && p.v && p.n_rows > 0 && p.rows.pos && p.rows.seq && valid_cache(p.cache);

@@ -124,9 +124,12 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
 
 // ------------------------------------------------------------ KV cache, RoPE --
 
-enum KvType : int32_t { kKvF16 = 1, kKvQ8 = 2 };  // the ABI's ER_KV_F16 / ER_KV_Q8
+enum KvType : int32_t { kKvF32 = 0, kKvF16 = 1, kKvQ8 = 2 };  // the ABI's ER_KV_F32 / ER_KV_F16 / ER_KV_Q8
 
-// One layer's cache. K and V are [n_head_kv][n_ctx][head_dim], halves or int8; for Q8
+// Bytes of one cached K or V value (Q8 scales apart).
+ER_HD int kv_value_bytes(int32_t type) { return type == kKvF32 ? 4 : type == kKvF16 ? 2 : 1; }
+
+// One layer's cache. K and V are [n_head_kv][n_ctx][head_dim], floats, halves or int8; for Q8
 // the scales are [n_head_kv][n_ctx][head_dim / 32] fp16 (one per 32 values of a token
 // and head, so appending a token never touches older ones).
 struct KvCacheLayer {
@@ -142,7 +145,7 @@ struct KvCacheLayer {
 
 // Bytes of one layer's K (or V) values and scales.
 inline uint64_t kv_values_bytes(const KvCacheLayer& c) {
-    return uint64_t(c.n_head_kv) * c.n_ctx * c.head_dim * (c.type == kKvF16 ? 2 : 1);
+    return uint64_t(c.n_head_kv) * c.n_ctx * c.head_dim * kv_value_bytes(c.type);
 }
 inline uint64_t kv_scales_bytes(const KvCacheLayer& c) {
     return c.type == kKvQ8 ? uint64_t(c.n_head_kv) * c.n_ctx * (c.head_dim / 32) * 2 : 0;
