@@ -112,7 +112,25 @@ Plan::~Plan() {
     if (replayed_steps_ > 0 || capture_ == Capture::Failed)
         sdk::logf(ER_LOG_INFO, "cuda_orin: %lld steps replayed from a CUDA Graph, %lld launched plainly",
                   static_cast<long long>(replayed_steps_), static_cast<long long>(launched_steps_));
+    if (stepped_) report_memory();
     ctx_.scratch_bytes -= scratch_bytes_;
+}
+
+// Everything the backend allocates is held while a plan that has run lives (a step
+// allocates nothing), so free memory now against free memory when the device was opened
+// is its peak, code and launch resources the driver took on the first launches included.
+void Plan::report_memory() const {
+    const Backend& backend = *ctx_.model->backend;
+    const uint64_t free_now = device_.memory().free;
+    const uint64_t used = backend.free_at_open > free_now ? backend.free_at_open - free_now : 0;
+    const uint64_t predicted = ctx_.model->bytes + ctx_.kv_bytes + ctx_.scratch_bytes;
+    const double mib = 1048576.0;
+    sdk::logf(ER_LOG_INFO,
+              "cuda_orin: device memory taken since the device was opened %.1f MiB, predicted %.1f MiB "
+              "(weights %.1f + KV cache %.1f + scratch %.1f): %.3fx",
+              double(used) / mib, double(predicted) / mib, double(ctx_.model->bytes) / mib,
+              double(ctx_.kv_bytes) / mib, double(ctx_.scratch_bytes) / mib,
+              predicted ? double(used) / double(predicted) : 0.0);
 }
 
 // Greedy reuse (as cpu_ref): a value takes the smallest free slot that fits, else grows the

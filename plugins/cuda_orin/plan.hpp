@@ -37,6 +37,7 @@ private:
     // plan's fixed scratch do not fit.
     void assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use, uint64_t fixed_scratch);
     void read_rows(const er_step& step);
+    void report_memory() const;
     void launch_all(int32_t n);
     void launch_node(const er_node& node, int32_t n);
     void launch_matmul(const er_node& node, int32_t n);

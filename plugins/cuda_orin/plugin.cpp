@@ -105,6 +105,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                                           "' (known: graphs=0|1, activations=f32|q8)");
         }
         backend->device = open_device(params->device);
+        backend->free_at_open = backend->device->memory().free;
         *out = reinterpret_cast<er_backend*>(backend.release());
     });
 }
