@@ -91,10 +91,14 @@ public:
     void* allocate(uint64_t bytes) override {
         void* p = nullptr;
         check(cudaMalloc(&p, bytes), "cudaMalloc");
-        const cudaError_t zero = cudaMemset(p, 0, bytes);
+        // On the backend's stream, and waited for: cudaMemset would go to the legacy default
+        // stream, which a non-blocking stream does not wait for, so the zeros could land
+        // after the first kernels wrote the buffer (seen on the H200 as random wrong logits).
+        cudaError_t zero = cudaMemsetAsync(p, 0, bytes, stream_);
+        if (zero == cudaSuccess) zero = cudaStreamSynchronize(stream_);
         if (zero != cudaSuccess) {
             cudaFree(p);
-            check(zero, "cudaMemset");
+            check(zero, "cudaMemsetAsync");
         }
         return p;
     }
