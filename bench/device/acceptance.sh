@@ -1,0 +1,19 @@
+#!/bin/bash
+# Device call 1 of 3 (see bench/README.md, "The acceptance run"): GPU kernel tests, conformance at every level (sm_90 and compute_87 PTX), compute-sanitizer
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-280}; L=/tmp/logsA; mkdir -p $L /root/stash
+source bench/device/common.sh
+tar -xJf .device-carry/bundle.tar.xz; cp .smol-a/* /root/stash/ 2>/dev/null
+source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; P87=$PWD/.device-bundle/ptx87/libedgerun_cuda_orin.so
+cat .device-bundle/COMMIT; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+( timeout 150 $B/cuda_kernels_gpu > $L/kernels.log 2>&1; echo "exit $?" >> $L/kernels.log ) &
+( timeout 150 $B/cuda_kernels_gpu_ptx87 > $L/kernels_ptx87.log 2>&1; echo "exit $?" >> $L/kernels_ptx87.log ) &
+TAILN=4 run conf_all 120 $B/edgerun-conformance run --candidate cuda_orin --require-full -t 6 --json $L/conf_all.json
+S="$B/edgerun-conformance run --candidate cuda_orin --levels models --presets qwen3-0.6b --types Q4_K_M --tokens 8 --prompt 4 --greedy 4 -t 2"
+for tool in memcheck racecheck initcheck synccheck; do
+  ( timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 $S > $L/sanitizer_$tool.log 2>&1; echo "exit $?" >> $L/sanitizer_$tool.log ) &
+done
+TAILN=4 run conf_all_ptx87 120 $B/edgerun-conformance run --candidate $P87 --require-full -t 6 --json $L/conf_all_ptx87.json
+wait
+for f in kernels kernels_ptx87 sanitizer_memcheck sanitizer_racecheck sanitizer_initcheck sanitizer_synccheck; do echo "== $f"; grep -E 'FAIL|ERROR|passed|exit' $L/$f.log | tail -5; done
+grep -h -E '^(PASS|FAIL):|coverage' $L/conf_all*.log
+tar -czf $OUT/logsA.tgz -C $L .; echo "A done at $((SECONDS-t0)) s"

@@ -1,0 +1,8 @@
+# Sourced by the device call scripts: run() runs one named check with a timeout inside
+# the call's DEADLINE, logs it to $L/NAME.log and prints its exit status and tail.
+t0=$SECONDS
+left() { echo $((DEADLINE - (SECONDS - t0))); }
+run() { local name=$1 tmo=$2; shift 2; local l=$(left); [ $l -lt 10 ] && { echo "$name: skipped (no time)" | tee -a $L/summary.txt; return; }
+  [ $tmo -gt $l ] && tmo=$l
+  timeout $tmo "$@" > $L/$name.log 2>&1; local rc=$?
+  echo "$name: exit $rc at $((SECONDS-t0)) s" | tee -a $L/summary.txt; tail -n ${TAILN:-6} $L/$name.log | cut -c1-260; }

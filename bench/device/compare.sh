@@ -1,0 +1,22 @@
+#!/bin/bash
+# Device call 3 of 3, within 30 s of call 2: issue 18's baseline, edgerun (cuda_orin) and llama.cpp's CUDA build side by side
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=/tmp/logsC; mkdir -p $L
+source bench/device/common.sh
+mkdir -p /root/lb; cat /root/stash/llama-bench.tar.xz.part-* .smol-c/llama-bench.tar.xz.part-* | tar -xJ -C /root/lb; ls -la /root/lb
+J=/root/stash/gpu-compare.json
+for m in llama3.2-1b:Q4_K_M qwen3-4b:Q4_K_M qwen3-0.6b:Q4_K_M; do
+  [ $(left) -lt 60 ] && break
+  (source .device-bundle/env.sh; PYTHONUNBUFFERED=1 timeout $(( $(left) - 20 )) python3 bench/compare_llamacpp_gpu.py --edgerun .device-bundle/bin/edgerun \
+    --llama-bench /root/lb/llama-bench --model-dir build-models --synth $m --depths 0,4096 -r 3 --timeout 150 \
+    --commit "$(cat .device-bundle/COMMIT)" --out $J --append) 2>&1 | tee -a $L/compare.log
+  cp $J ${J%.json}.md $OUT/ 2>/dev/null
+done
+source .device-bundle/env.sh
+M4=build-models/qwen3-4b-Q4_K_M.gguf
+if [ -f $M4 ] && [ $(left) -gt 40 ]; then
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits > $L/smi_before.txt
+  ( nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 20 > $L/smi_4b.txt ) & SMI=$!
+  TAILN=5 run mem_4b 40 .device-bundle/bin/edgerun --backend cuda_orin -m $M4 -p "Hello" -n 64 -c 4096 --temp 0 --log-level info
+  kill $SMI; echo "nvidia-smi MiB before: $(cat $L/smi_before.txt), peak during: $(sort -n $L/smi_4b.txt | tail -1)"
+fi
+tar -czf $OUT/logsC.tgz -C $L .; echo "C done at $((SECONDS-t0)) s"
