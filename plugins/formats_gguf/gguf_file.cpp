@@ -2,8 +2,10 @@
 
 #include "gguf_format.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -50,10 +52,39 @@ Mapping::Mapping(const std::string& path) {
         addr_ = nullptr;
         throw io_error("cannot map " + std::to_string(size_) + " bytes", errno);
     }
+    fd_ = file.fd;
+    file.fd = -1;
 }
 
 Mapping::~Mapping() {
     if (addr_) ::munmap(addr_, static_cast<size_t>(size_));
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void Mapping::release(uint64_t offset, uint64_t length) const {
+    if (!addr_ || length == 0 || offset >= size_ || length > size_ - offset) return;
+    uint64_t begin = offset, end = offset + length;
+    {
+        // Merge with the released neighbours: [begin, end) becomes the whole released run.
+        const std::lock_guard<std::mutex> lock(released_mutex_);
+        auto next = released_.upper_bound(begin);
+        if (next != released_.begin() && std::prev(next)->second >= begin) --next;
+        while (next != released_.end() && next->first <= end) {
+            begin = std::min(begin, next->first);
+            end = std::max(end, next->second);
+            next = released_.erase(next);
+        }
+        released_[begin] = end;
+    }
+    const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t first = (begin + page - 1) / page * page;
+    const uint64_t last = end == size_ ? (end + page - 1) / page * page : end / page * page;
+    if (last <= first) return;
+    // Private read-only file pages: dropping them loses nothing, a later touch re-reads.
+    // Unmapping alone leaves them in the page cache; once no mapping holds them,
+    // POSIX_FADV_DONTNEED drops them there too (advice: a failure changes nothing).
+    ::madvise(static_cast<uint8_t*>(addr_) + first, static_cast<size_t>(last - first), MADV_DONTNEED);
+    ::posix_fadvise(fd_, static_cast<off_t>(first), static_cast<off_t>(last - first), POSIX_FADV_DONTNEED);
 }
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
@@ -131,11 +162,7 @@ void GgufFile::release_range(const void* data, uint64_t nbytes) const {
     const auto begin = reinterpret_cast<uintptr_t>(data);
     const auto map_begin = reinterpret_cast<uintptr_t>(data_);
     if (begin < map_begin || begin - map_begin > size_ || nbytes > size_ - (begin - map_begin)) return;
-    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const uintptr_t first = (begin + page - 1) & ~(page - 1);
-    const uintptr_t last = (begin + nbytes) & ~(page - 1);
-    // Private read-only file pages: dropping them loses nothing, a later touch re-reads.
-    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    mapping_->release(begin - map_begin, nbytes);
 }
 
 int32_t probe_score(const uint8_t* head, uint64_t size) {

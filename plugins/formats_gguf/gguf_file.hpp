@@ -7,12 +7,15 @@
 #include "tensor_table.hpp"
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace edgerun::gguf {
 
-// A read-only, private mapping of a whole file; unmapped on destruction.
+// A read-only, private mapping of a whole file, and the file kept open so that pages can
+// be dropped from the page cache too; unmapped and closed on destruction.
 class Mapping {
 public:
     explicit Mapping(const std::string& path);
@@ -22,10 +25,20 @@ public:
 
     const uint8_t* data() const { return static_cast<const uint8_t*>(addr_); }
     uint64_t size() const { return size_; }
+    // Drops [offset, offset + length) of the file, page-aligned inside, from this mapping
+    // and from the page cache: a backend that copied the bytes elsewhere (a GPU) leaves
+    // one resident copy, not two. The data still reads back (from the file). Thread-safe.
+    void release(uint64_t offset, uint64_t length) const;
 
 private:
+    int fd_ = -1;
     void* addr_ = nullptr;
     uint64_t size_ = 0;
+    // The ranges released so far, merged (begin -> end): the page cache keeps large folios
+    // (up to 2 MiB on ext4) that straddle two tensors, and drops them only when advised
+    // over a range covering them whole, i.e. once the tensors on both sides are released.
+    mutable std::mutex released_mutex_;
+    mutable std::map<uint64_t, uint64_t> released_;
 };
 
 class GgufFile {
