@@ -54,6 +54,10 @@ struct Backend {
     // faster; ~1e-3 relative error in a single dot product). Default: float activations,
     // exact to float rounding like the reference.
     bool q8_activations = false;
+    // Option gemm_rows=N: steps of at least N rows multiply through dequantized weight
+    // tiles and a GEMM (cuBLAS) instead of the multi-row GEMV; 0 turns that off. The
+    // default is a guess until measured on a GPU.
+    int32_t gemm_rows = 32;
 };
 
 // One weight as the device holds it, in the forms its uses need.

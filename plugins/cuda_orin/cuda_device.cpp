@@ -5,6 +5,7 @@
 // the sessions that wrote it had no GPU. The same backend code runs in CI on the host
 // implementation (tests/cuda/emu/emulated_device.cpp); nothing here has been observed on
 // a device.
+#include "cublas_gemm.hpp"
 #include "device.hpp"
 #include "device_selection.hpp"
 #include "kernels.hpp"
@@ -72,8 +73,10 @@ public:
         description_.sm_count = device_sm_count(index);
         description_.score = 100;  // a usable GPU: chosen over cpu_ref (score 1) when it runs the model
         check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+        cublas_ = CublasGemm::load(stream_, &description_.gemm_unavailable);
     }
     ~CudaDevice() override {
+        cublas_.reset();
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -128,6 +131,13 @@ public:
     void attention_rows(const AttentionRowsParams& p) override {
         check(launch_attention_rows(p, stream_), "launch of attention_rows");
     }
+    void dequantize_rows(const DequantizeRowsParams& p) override {
+        check(launch_dequantize_rows(p, stream_), "launch of dequantize_rows");
+    }
+    void gemm(const GemmParams& p) override {
+        if (!cublas_) throw Failure(ER_E_INTERNAL, "cuda_orin: gemm without cuBLAS: " + description_.gemm_unavailable);
+        cublas_->sgemm(p);
+    }
 
     // A fault in any kernel of the step surfaces here, at the end of the step that made it.
     void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (end of step)"); }
@@ -153,6 +163,7 @@ private:
     int32_t index_;
     DeviceDescription description_;
     cudaStream_t stream_ = nullptr;
+    std::unique_ptr<CublasGemm> cublas_;
 };
 
 }  // namespace

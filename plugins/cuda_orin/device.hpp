@@ -30,6 +30,19 @@ struct DeviceDescription {
     bool integrated = false;  // shares DRAM with the host (Jetson)
     int sm_count = 0;
     int score = 0;  // er_device_info's: the backend chosen by default is the highest-scoring
+    // Why Device::gemm cannot run here ("" when it can): steps then keep the multi-row GEMV.
+    std::string gemm_unavailable;
+};
+
+// C = A B^T in F32, row-major: A is m x k (row stride lda), B is n x k (ldb), C is m x n
+// (ldc). Plain F32 arithmetic (no TF32), so results match the reference's to float
+// rounding.
+struct GemmParams {
+    const float* a = nullptr;
+    const float* b = nullptr;
+    float* c = nullptr;
+    int32_t m = 0, n = 0, k = 0;
+    int64_t lda = 0, ldb = 0, ldc = 0;
 };
 
 // A step recorded by Device::begin_capture/end_capture; destroying it frees the recording.
@@ -62,6 +75,10 @@ public:
     virtual void elementwise(const ElementwiseParams& p) = 0;
     virtual void kv_append(const KvAppendParams& p) = 0;
     virtual void attention_rows(const AttentionRowsParams& p) = 0;
+    // The matrix-matrix path of long steps: weight rows dequantized to floats, then a GEMM
+    // (cuBLAS on the GPU, OpenBLAS on the emulation). Only when gemm_unavailable is "".
+    virtual void dequantize_rows(const DequantizeRowsParams& p) = 0;
+    virtual void gemm(const GemmParams& p) = 0;
 
     // Waits for every launch; throws with the first asynchronous fault.
     virtual void synchronize() = 0;

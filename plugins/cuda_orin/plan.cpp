@@ -42,6 +42,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     // Each weight must be held in the form its node reads.
     int32_t max_heads = 0;
     bool split_attention = false;
+    uint64_t max_matmul_floats = 0;  // the largest MATMUL weight, rows x cols
     for (size_t i = 0; i < nodes_.size(); ++i) {
         const er_node& node = nodes_[i];
         const std::string label = sdk::node_label(node, int32_t(i));
@@ -56,6 +57,9 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
                 for (int32_t k = 0; k < node.n_outputs; ++k) {
                     need(node.weights[k], weight(node.weights[k]).packed_bytes.data(), "GEMV weight");
                     if (node.biases[k] >= 0) need(node.biases[k], weight(node.biases[k]).floats.data(), "bias");
+                    if (node.op != ER_OP_LOGITS)
+                        max_matmul_floats = std::max(max_matmul_floats, uint64_t(weight(node.weights[k]).rows) *
+                                                                            uint64_t(weight(node.weights[k]).cols));
                 }
                 max_gemv_width_ = std::max(max_gemv_width_, values_[node.inputs[0]].width);
                 break;
@@ -87,7 +91,16 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     // GEMV input: prepared rows of x, as many as one GEMV launch multiplies.
     gemv_slots_ = std::min<int32_t>(kGemvMaxRows, max_tokens_);
     const uint64_t act_bytes = uint64_t(n_pad) * 9 * uint64_t(gemv_slots_);
-    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_);
+    // The matrix-matrix path (steps of at least gemm_rows rows): a tile of dequantized
+    // weight rows, at most kGemmTileFloats, at least one row of the widest matrix.
+    const Backend& backend = *ctx.model->backend;
+    const bool long_steps = backend.gemm_rows > 0 && max_tokens_ >= backend.gemm_rows && max_matmul_floats > 0;
+    if (long_steps && !device_.description().gemm_unavailable.empty())
+        sdk::logf(ER_LOG_INFO, "cuda_orin: steps of %d or more rows keep the multi-row GEMV: %s", backend.gemm_rows,
+                  device_.description().gemm_unavailable.c_str());
+    if (long_steps && device_.description().gemm_unavailable.empty())
+        gemm_tile_floats_ = std::max<uint64_t>(std::min<uint64_t>(max_matmul_floats, kGemmTileFloats), max_gemv_width_);
+    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_) + gemm_tile_floats_ * 4;
     assign_buffers(graph, checked.last_use, fixed);  // checks values + fixed before allocating
     uint64_t need = 0;
     for (const DeviceBuffer& b : buffers_) need += b.bytes();
@@ -98,6 +111,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     }
     if (split_bytes) split_workspace_ = DeviceBuffer(device_, split_bytes);
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
+    if (gemm_tile_floats_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_floats_ * 4);
     row_table_ = DeviceBuffer(device_, 3 * 4 * uint64_t(max_tokens_));
     device_rows_ = {row_table_.as<int32_t>(), row_table_.as<int32_t>() + max_tokens_,
                     row_table_.as<int32_t>() + 2 * max_tokens_};
@@ -436,7 +450,52 @@ void Plan::gemv_rows(const float* x, int64_t width, const std::vector<const Devi
     }
 }
 
+// Each weight's rows dequantized a tile at a time, then C = x W^T for the whole step by
+// the device's GEMM, then the bias added to every row.
+void Plan::matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, const float* bias, float* out,
+                          int32_t n) {
+    const int64_t rows_per_tile = std::max<int64_t>(1, int64_t(gemm_tile_floats_) / w.cols);
+    for (int64_t row0 = 0; row0 < w.rows; row0 += rows_per_tile) {
+        const int32_t tile_rows = int32_t(std::min<int64_t>(rows_per_tile, w.rows - row0));
+        DequantizeRowsParams d;
+        d.w = w.packed;
+        d.row0 = int32_t(row0);
+        d.n_rows = tile_rows;
+        d.out = gemm_tile_.as<float>();
+        device_.dequantize_rows(d);
+        GemmParams g;
+        g.a = x;
+        g.lda = width;
+        g.b = gemm_tile_.as<float>();
+        g.ldb = w.cols;
+        g.c = out + row0;
+        g.ldc = w.rows;
+        g.m = n;
+        g.n = tile_rows;
+        g.k = int32_t(w.cols);
+        device_.gemm(g);
+    }
+    if (bias) {
+        ElementwiseParams add;
+        add.op = kElementwiseAdd;
+        add.a = out;
+        add.b = bias;
+        add.out = out;
+        add.n = int64_t(n) * w.rows;
+        add.b_period = w.rows;
+        device_.elementwise(add);
+    }
+}
+
 void Plan::launch_matmul(const er_node& node, int32_t n) {
+    const Value& x = values_[node.inputs[0]];
+    if (gemm_tile_floats_ && n >= ctx_.model->backend->gemm_rows) {
+        for (int32_t k = 0; k < node.n_outputs; ++k)
+            matmul_by_gemm(x.f32, x.width, weight(node.weights[k]),
+                           node.biases[k] >= 0 ? weight(node.biases[k]).floats.as<float>() : nullptr,
+                           values_[node.outputs[k]].f32, n);
+        return;
+    }
     std::vector<const DeviceWeight*> weights;
     std::vector<const float*> biases;
     std::vector<float*> outs;
@@ -445,8 +504,7 @@ void Plan::launch_matmul(const er_node& node, int32_t n) {
         biases.push_back(node.biases[k] >= 0 ? weight(node.biases[k]).floats.as<float>() : nullptr);
         outs.push_back(values_[node.outputs[k]].f32);
     }
-    const Value& in = values_[node.inputs[0]];
-    gemv_rows(in.f32, in.width, weights, biases, outs, n, nullptr);
+    gemv_rows(x.f32, x.width, weights, biases, outs, n, nullptr);
 }
 
 void Plan::launch_logits(const er_node& node, int32_t) {

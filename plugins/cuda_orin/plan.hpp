@@ -41,6 +41,7 @@ private:
     void launch_all(int32_t n);
     void launch_node(const er_node& node, int32_t n);
     void launch_matmul(const er_node& node, int32_t n);
+    void matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, const float* bias, float* out, int32_t n);
     void launch_logits(const er_node& node, int32_t n);
     void launch_attention(const er_node& node, int32_t n);
     void gemv_rows(const float* x, int64_t width, const std::vector<const DeviceWeight*>& weights,
@@ -69,6 +70,10 @@ private:
     int64_t max_gemv_width_ = 0;
     // Attention scratch: the split kernel's partials, the row kernel's scores.
     DeviceBuffer split_workspace_, scores_;
+    // The matrix-matrix path's tile of dequantized weight rows (none: steps keep the GEMV).
+    static constexpr uint64_t kGemmTileFloats = uint64_t(16) << 20;  // 64 MiB
+    uint64_t gemm_tile_floats_ = 0;
+    DeviceBuffer gemm_tile_;
     int32_t n_splits_ = 1;
     uint64_t scratch_bytes_ = 0;
     // The captured decode step (one row of one sequence, its logits asked), and how the

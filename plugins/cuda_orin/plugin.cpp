@@ -9,6 +9,7 @@
 #include <edgerun/plugin_sdk.hpp>
 #include <edgerun/quant/blocks.hpp>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -85,6 +86,16 @@ er_status device_info(int32_t index, er_device_info* out, er_error* err) {
     });
 }
 
+// gemm_rows=N: a whole number from 0 (never) to 65536.
+int32_t parse_gemm_rows(std::string_view text) {
+    int32_t value = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > 65536)
+        throw Failure(ER_E_INVALID_ARGUMENT, "option gemm_rows: '" + std::string(text) +
+                                                 "' is not a number of rows from 0 (never) to 65536");
+    return value;
+}
+
 er_status create(const er_backend_params* params, er_backend** out, er_error* err) {
     return guard(err, [&] {
         if (!out) throw Failure(ER_E_INVALID_ARGUMENT, "create: no output pointer");
@@ -101,8 +112,9 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "graphs=1") backend->use_graphs = true;
             else if (item == "activations=q8") backend->q8_activations = true;
             else if (item == "activations=f32") backend->q8_activations = false;
+            else if (item.substr(0, 10) == "gemm_rows=") backend->gemm_rows = parse_gemm_rows(item.substr(10));
             else throw Failure(ER_E_INVALID_ARGUMENT, "unknown option '" + std::string(item) +
-                                                          "' (known: graphs=0|1, activations=f32|q8)");
+                                                          "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N)");
         }
         backend->device = open_device(params->device);
         backend->free_at_open = backend->device->memory().free;

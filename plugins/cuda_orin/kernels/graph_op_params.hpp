@@ -42,13 +42,24 @@ struct RopeRowsParams {
 
 enum ElementwiseOp : int32_t { kElementwiseAdd = 0, kElementwiseSwiGLU = 1 };
 
-// out = a + b, or silu(a) * b, over n values.
+// out = a + b, or silu(a) * b, over n values. With b_period > 0, b repeats every b_period
+// values (a bias added to every row of a matrix).
 struct ElementwiseParams {
     int32_t op = kElementwiseAdd;
     const float* a = nullptr;
     const float* b = nullptr;
     float* out = nullptr;
     int64_t n = 0;
+    int64_t b_period = 0;
+};
+
+// Rows [row0, row0 + n_rows) of a packed weight matrix as floats, row-major with n_cols
+// values a row: the B operand of the matrix-matrix path (Device::gemm).
+struct DequantizeRowsParams {
+    PackedMatrix w{};
+    int32_t row0 = 0;
+    int32_t n_rows = 0;
+    float* out = nullptr;
 };
 
 // The KV cache of one layer for every sequence: sequence s's cache is `layer` with its

@@ -11,6 +11,7 @@
 #endif
 #include "device_math.hpp"
 #include "planted_faults.hpp"
+#include "quant_tasks.hpp"
 #include "warp.cuh"
 
 namespace edgerun::cuda_orin {
@@ -68,7 +69,7 @@ __global__ void rope_rows_kernel(const RopeRowsParams p) {
 __global__ void elementwise_kernel(const ElementwiseParams p) {
     const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= p.n) return;
-    const float a = p.a[i], b = p.b[i];
+    const float a = p.a[i], b = p.b[p.b_period > 0 ? i % p.b_period : i];
     p.out[i] = p.op == kElementwiseAdd ? a + b : a / (1.0f + expf(-a)) * b;
 }
 
@@ -155,6 +156,50 @@ __global__ void attention_rows_kernel(const AttentionRowsParams p) {
     }
 }
 
+// Task `task` (32 weights) of a packed row as floats, into the row's place in `out`: the
+// same values the GEMV's products use (segment_weight, or the plain values).
+template <int32_t Type>
+__device__ void dequantize_task_into(const PackedMatrix& w, int row, int task, float* out) {
+    if constexpr (plain_value_bytes(Type) != 0) {
+        const PlainTask<Type> t = load_plain_task<Type>(w, row, task);
+        for (int i = 0; i < 32 && 32 * task + i < w.n_cols; ++i) {
+            const uint32_t word = t.v[i * plain_value_bytes(Type) / 16].w[(i * plain_value_bytes(Type) / 4) % 4];
+            if constexpr (Type == kF32)
+                out[32 * task + i] = quant::bits_to_float(word);
+            else
+                out[32 * task + i] = plain_16_to_float<Type>(i % 2 ? word >> 16 : word & 0xFFFFu);
+        }
+    } else {
+        const Task t = dequantize_task<Type>(w, row, task);
+        for (const Segment& s : t.seg)
+            for (int i = 0; i < 16; ++i) out[s.pos + i] = segment_weight(s, i);
+    }
+}
+
+// Block per row, threads over the row's tasks.
+__global__ void dequantize_rows_kernel(const DequantizeRowsParams p) {
+    const int r = blockIdx.x, row = p.row0 + r;
+    float* out = p.out + int64_t(r) * p.w.n_cols;
+    for (int task = threadIdx.x; task < tasks_per_row(p.w); task += blockDim.x) {
+        switch (p.w.type) {
+            case kQ4_0: dequantize_task_into<kQ4_0>(p.w, row, task, out); break;
+            case kQ4_1: dequantize_task_into<kQ4_1>(p.w, row, task, out); break;
+            case kQ5_0: dequantize_task_into<kQ5_0>(p.w, row, task, out); break;
+            case kQ5_1: dequantize_task_into<kQ5_1>(p.w, row, task, out); break;
+            case kQ8_0: dequantize_task_into<kQ8_0>(p.w, row, task, out); break;
+            case kQ2_K: dequantize_task_into<kQ2_K>(p.w, row, task, out); break;
+            case kQ3_K: dequantize_task_into<kQ3_K>(p.w, row, task, out); break;
+            case kQ4_K: dequantize_task_into<kQ4_K>(p.w, row, task, out); break;
+            case kQ5_K: dequantize_task_into<kQ5_K>(p.w, row, task, out); break;
+            case kQ6_K: dequantize_task_into<kQ6_K>(p.w, row, task, out); break;
+            case kF32: dequantize_task_into<kF32>(p.w, row, task, out); break;
+            case kF16: dequantize_task_into<kF16>(p.w, row, task, out); break;
+            case kBF16: dequantize_task_into<kBF16>(p.w, row, task, out); break;
+            default: break;  // valid() refuses other types
+        }
+    }
+}
+
 }  // namespace
 
 // Launch shapes, shared by the CUDA launchers and the emulated device.
@@ -178,6 +223,9 @@ inline GraphOpShape kv_append_shape(const KvAppendParams& p) {
 inline GraphOpShape attention_rows_shape(const AttentionRowsParams& p) {
     return {dim3(unsigned(p.n_head), unsigned(p.n_rows)), dim3(kRowThreads)};
 }
+inline GraphOpShape dequantize_rows_shape(const DequantizeRowsParams& p) {
+    return {dim3(unsigned(p.n_rows)), dim3(kRowThreads)};
+}
 
 // The parameter checks every implementation makes before a launch.
 inline bool valid(const RmsNormParams& p) {
@@ -188,7 +236,11 @@ inline bool valid(const RopeRowsParams& p) {
     return p.x && p.out && p.rows.pos && p.n_rows > 0 && r.head_dim > 0 && r.head_dim <= 2048 && r.head_dim % 2 == 0 &&
            p.width % r.head_dim == 0 && r.n_rot >= 2 && r.n_rot <= r.head_dim && r.n_rot % 2 == 0;
 }
-inline bool valid(const ElementwiseParams& p) { return p.a && p.b && p.out && p.n > 0; }
+inline bool valid(const ElementwiseParams& p) { return p.a && p.b && p.out && p.n > 0 && p.b_period >= 0; }
+inline bool valid(const DequantizeRowsParams& p) {
+    return p.out && p.w.plane[0] && is_gemv_weight_type(p.w.type) && p.n_rows > 0 && p.row0 >= 0 &&
+           int64_t{p.row0} + p.n_rows <= p.w.n_rows;
+}
 inline bool valid_cache(const KvLayerAllSeqs& c) {
     const KvCacheLayer& l = c.layer;
     return l.k && l.v && l.n_ctx > 0 && l.n_head_kv > 0 && l.head_dim > 0 && l.head_dim <= 1024 &&
@@ -227,6 +279,9 @@ cudaError_t launch_kv_append(const KvAppendParams& p, cudaStream_t stream) {
 }
 cudaError_t launch_attention_rows(const AttentionRowsParams& p, cudaStream_t stream) {
     return launch_checked(p, attention_rows_shape, attention_rows_kernel, stream);
+}
+cudaError_t launch_dequantize_rows(const DequantizeRowsParams& p, cudaStream_t stream) {
+    return launch_checked(p, dequantize_rows_shape, dequantize_rows_kernel, stream);
 }
 #endif
 

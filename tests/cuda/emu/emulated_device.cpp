@@ -25,6 +25,8 @@
 
 #include <edgerun/plugin_sdk.hpp>
 
+#include <cblas.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -62,17 +64,17 @@ PlantedFault planted_fault_from_environment() {
                   "EDGERUN_CUDA_ORIN_FAULT=" + s + ": one of gemv_row_tail, split_merge, kv_scale_stride");
 }
 
-// GEMV launches made in this process, by rows of x: with EDGERUN_EMU_GEMV_COUNTS set, one
-// line on stderr at exit, so a test can see that a run of multi-row steps took the
-// multi-row kernel.
+// GEMV launches made in this process, by rows of x, and GEMMs: with EDGERUN_EMU_GEMV_COUNTS
+// set, one line on stderr at exit, so a test can see which path a run's steps took.
 class GemvLaunchCounts {
 public:
     ~GemvLaunchCounts() {
         const char* report = std::getenv("EDGERUN_EMU_GEMV_COUNTS");
         if (!report || !*report) return;
-        std::fprintf(stderr, "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows)\n",
-                     one_row_, multi_row_, kGemvMaxRows, multi_rows_total_);
+        std::fprintf(stderr, "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld\n",
+                     one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_);
     }
+    void add_gemm() { ++gemms_; }
     void add(int rows) {
         if (rows > 1) {
             ++multi_row_;
@@ -83,7 +85,7 @@ public:
     }
 
 private:
-    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0;
+    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0;
 };
 
 GemvLaunchCounts& gemv_launch_counts() {
@@ -173,6 +175,19 @@ public:
     void kv_append(const KvAppendParams& p) override { run_op(p, kv_append_shape(p), kv_append_kernel, "kv_append"); }
     void attention_rows(const AttentionRowsParams& p) override {
         run_op(p, attention_rows_shape(p), attention_rows_kernel, "attention_rows");
+    }
+    void dequantize_rows(const DequantizeRowsParams& p) override {
+        run_op(p, dequantize_rows_shape(p), dequantize_rows_kernel, "dequantize_rows");
+    }
+    // OpenBLAS stands in for cuBLAS: the same operation, on the host's "device memory".
+    void gemm(const GemmParams& p) override {
+        require(p.a && p.b && p.c && p.m > 0 && p.n > 0 && p.k > 0 && p.lda >= p.k && p.ldb >= p.k && p.ldc >= p.n,
+                "gemm");
+        gemv_launch_counts().add_gemm();
+        run([p] {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p.m, p.n, p.k, 1.0f, p.a, int(p.lda), p.b,
+                        int(p.ldb), 0.0f, p.c, int(p.ldc));
+        });
     }
 
     void synchronize() override {}  // launches ran when made (or replayed)

@@ -1,0 +1,91 @@
+// STATUS: compiled, never run (no GPU in the session that wrote it); the same GEMM path
+// runs in CI with OpenBLAS behind the emulated device.
+#include "cublas_gemm.hpp"
+
+#include <edgerun/plugin_sdk.hpp>
+
+#include <cublas_v2.h>
+#include <dlfcn.h>
+
+namespace edgerun::cuda_orin {
+namespace {
+
+using sdk::Failure;
+
+// The cuBLAS major versions this build can use, newest first (JetPack 6 ships 12).
+constexpr const char* kLibraries[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+
+class LoadedCublas final : public CublasGemm {
+public:
+    ~LoadedCublas() override {
+        if (handle_) destroy_(handle_);
+        if (library_) dlclose(library_);
+    }
+
+    // Null with *why on any failure (the object then cleans up what it got).
+    static std::unique_ptr<LoadedCublas> open(cudaStream_t stream, std::string* why) {
+        auto self = std::unique_ptr<LoadedCublas>(new LoadedCublas());
+        std::string tried;
+        for (const char* name : kLibraries) {
+            self->library_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+            if (self->library_) break;
+            tried += std::string(tried.empty() ? "" : "; ") + dlerror();
+        }
+        if (!self->library_) {
+            *why = "no cuBLAS library (" + tried + ")";
+            return nullptr;
+        }
+        if (!self->bind(self->create_, "cublasCreate_v2", why) || !self->bind(self->destroy_, "cublasDestroy_v2", why) ||
+            !self->bind(self->set_stream_, "cublasSetStream_v2", why) ||
+            !self->bind(self->set_math_mode_, "cublasSetMathMode", why) ||
+            !self->bind(self->sgemm_, "cublasSgemm_v2", why))
+            return nullptr;
+        if (const cublasStatus_t s = self->create_(&self->handle_); s != CUBLAS_STATUS_SUCCESS) {
+            self->handle_ = nullptr;
+            *why = "cublasCreate failed (status " + std::to_string(int(s)) + ")";
+            return nullptr;
+        }
+        // FP32 math (the default mode: no TF32 tensor-core rounding unless asked), results
+        // within float rounding of the reference, as the suite's thresholds expect.
+        if (self->set_stream_(self->handle_, stream) != CUBLAS_STATUS_SUCCESS ||
+            self->set_math_mode_(self->handle_, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
+            *why = "cublasSetStream / cublasSetMathMode failed";
+            return nullptr;
+        }
+        return self;
+    }
+
+    // Row-major C = A B^T is column-major C^T = B A^T: B (n x k, ldb) transposed times A.
+    void sgemm(const GemmParams& p) override {
+        const float one = 1.0f, zero = 0.0f;
+        const cublasStatus_t s = sgemm_(handle_, CUBLAS_OP_T, CUBLAS_OP_N, p.n, p.m, p.k, &one, p.b, int(p.ldb), p.a,
+                                        int(p.lda), &zero, p.c, int(p.ldc));
+        if (s != CUBLAS_STATUS_SUCCESS)
+            throw Failure(ER_E_INTERNAL, "cuda_orin: cublasSgemm failed (status " + std::to_string(int(s)) + ")");
+    }
+
+private:
+    LoadedCublas() = default;
+    template <class Fn>
+    bool bind(Fn& fn, const char* symbol, std::string* why) {
+        fn = reinterpret_cast<Fn>(dlsym(library_, symbol));
+        if (!fn) *why = std::string("cuBLAS lacks ") + symbol;
+        return fn != nullptr;
+    }
+
+    void* library_ = nullptr;
+    cublasHandle_t handle_ = nullptr;
+    decltype(&cublasCreate_v2) create_ = nullptr;
+    decltype(&cublasDestroy_v2) destroy_ = nullptr;
+    decltype(&cublasSetStream_v2) set_stream_ = nullptr;
+    decltype(&cublasSetMathMode) set_math_mode_ = nullptr;
+    decltype(&cublasSgemm_v2) sgemm_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<CublasGemm> CublasGemm::load(cudaStream_t stream, std::string* why) {
+    return LoadedCublas::open(stream, why);
+}
+
+}  // namespace edgerun::cuda_orin
