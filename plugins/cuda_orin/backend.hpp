@@ -54,6 +54,9 @@ struct Backend {
     // faster; ~1e-3 relative error in a single dot product). Default: float activations,
     // exact to float rounding like the reference.
     bool q8_activations = false;
+    // Option profile=1: every launch timed on the device, a table per plan at its end
+    // (launch_profile.hpp); decode steps are then launched plainly, not replayed.
+    bool profile = false;
 };
 
 // One weight as the device holds it, in the forms its uses need.
