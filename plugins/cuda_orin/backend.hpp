@@ -58,6 +58,9 @@ struct Backend {
     // tiles and a GEMM (cuBLAS) instead of the multi-row GEMV; 0 turns that off. The
     // default is a guess until measured on a GPU.
     int32_t gemm_rows = 32;
+    // Option profile=1: every launch timed on the device, a table per plan at its end
+    // (launch_profile.hpp); decode steps are then launched plainly, not replayed.
+    bool profile = false;
 };
 
 // One weight as the device holds it, in the forms its uses need.

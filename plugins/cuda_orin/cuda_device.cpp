@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace edgerun::cuda_orin {
 namespace {
@@ -57,9 +58,44 @@ private:
     cudaStream_t stream_;
 };
 
+// LaunchTimer's clock on a GPU: events recorded on the stream, taken from a pool that grows
+// to the launches of the longest step and is reused by every step after it.
+class EventClock {
+public:
+    using Mark = cudaEvent_t;
+    explicit EventClock(const cudaStream_t* stream) : stream_(stream) {}
+    ~EventClock() {
+        for (cudaEvent_t e : pool_) cudaEventDestroy(e);
+    }
+    EventClock(const EventClock&) = delete;
+    EventClock& operator=(const EventClock&) = delete;
+
+    Mark mark() {
+        if (next_ == pool_.size()) {
+            cudaEvent_t e = nullptr;
+            check(cudaEventCreate(&e), "cudaEventCreate");
+            pool_.push_back(e);
+        }
+        const cudaEvent_t e = pool_[next_++];
+        check(cudaEventRecord(e, *stream_), "cudaEventRecord");
+        return e;
+    }
+    double elapsed_ms(Mark start, Mark end) {
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, start, end), "cudaEventElapsedTime");
+        return ms;
+    }
+    void reuse() { next_ = 0; }
+
+private:
+    const cudaStream_t* stream_;
+    std::vector<cudaEvent_t> pool_;
+    size_t next_ = 0;
+};
+
 class CudaDevice final : public Device {
 public:
-    explicit CudaDevice(int32_t index) : index_(index) {
+    explicit CudaDevice(int32_t index) : index_(index), timer_(&stream_) {
         check(cudaSetDevice(index), "cudaSetDevice");
         char name[256] = {};
         cudaDeviceProp prop{};
@@ -116,33 +152,56 @@ public:
         check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after a copy to the host)");
     }
 
-    void prepare(const PrepareParams& p) override { check(launch_prepare(p, stream_), "launch of prepare"); }
+    void prepare(const PrepareParams& p) override {
+        timer_.run(LaunchKind(Kernel::prepare), [&] { check(launch_prepare(p, stream_), "launch of prepare"); });
+    }
     void gemv(const GemvLaunch& launch) override {
-        check(launch_gemv(launch, description_.sm_count, stream_), "launch of gemv");
+        timer_.run(gemv_kind(launch), [&] { check(launch_gemv(launch, description_.sm_count, stream_), "launch of gemv"); });
     }
-    void attention(const AttentionParams& p) override { check(launch_attention(p, stream_), "launch of attention"); }
-    void embed(const EmbedParams& p) override { check(launch_embed(p, stream_), "launch of embed"); }
-    void rms_norm(const RmsNormParams& p) override { check(launch_rms_norm(p, stream_), "launch of rms_norm"); }
-    void rope_rows(const RopeRowsParams& p) override { check(launch_rope_rows(p, stream_), "launch of rope_rows"); }
+    void attention(const AttentionParams& p) override {
+        timer_.run(LaunchKind(Kernel::attention), [&] { check(launch_attention(p, stream_), "launch of attention"); });
+    }
+    void embed(const EmbedParams& p) override {
+        timer_.run(LaunchKind(Kernel::embed), [&] { check(launch_embed(p, stream_), "launch of embed"); });
+    }
+    void rms_norm(const RmsNormParams& p) override {
+        timer_.run(LaunchKind(Kernel::rms_norm), [&] { check(launch_rms_norm(p, stream_), "launch of rms_norm"); });
+    }
+    void rope_rows(const RopeRowsParams& p) override {
+        timer_.run(LaunchKind(Kernel::rope_rows), [&] { check(launch_rope_rows(p, stream_), "launch of rope_rows"); });
+    }
     void elementwise(const ElementwiseParams& p) override {
-        check(launch_elementwise(p, stream_), "launch of elementwise");
+        timer_.run(LaunchKind(Kernel::elementwise), [&] { check(launch_elementwise(p, stream_), "launch of elementwise"); });
     }
-    void kv_append(const KvAppendParams& p) override { check(launch_kv_append(p, stream_), "launch of kv_append"); }
+    void kv_append(const KvAppendParams& p) override {
+        timer_.run(LaunchKind(Kernel::kv_append), [&] { check(launch_kv_append(p, stream_), "launch of kv_append"); });
+    }
     void attention_rows(const AttentionRowsParams& p) override {
-        check(launch_attention_rows(p, stream_), "launch of attention_rows");
+        timer_.run(LaunchKind(Kernel::attention_rows),
+                   [&] { check(launch_attention_rows(p, stream_), "launch of attention_rows"); });
     }
     void dequantize_rows(const DequantizeRowsParams& p) override {
-        check(launch_dequantize_rows(p, stream_), "launch of dequantize_rows");
+        timer_.run(LaunchKind(Kernel::dequantize_rows),
+                   [&] { check(launch_dequantize_rows(p, stream_), "launch of dequantize_rows"); });
     }
     void gemm(const GemmParams& p) override {
         if (!cublas_) throw Failure(ER_E_INTERNAL, "cuda_orin: gemm without cuBLAS: " + description_.gemm_unavailable);
-        cublas_->sgemm(p);
+        timer_.run(LaunchKind(Kernel::gemm), [&] { cublas_->sgemm(p); });
     }
 
     // A fault in any kernel of the step surfaces here, at the end of the step that made it.
-    void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (end of step)"); }
+    // The step's timing events are read here, once it has finished, never per launch.
+    void synchronize() override {
+        check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (end of step)");
+        timer_.read_marks();
+    }
+
+    int64_t kernels_launched() const override { return timer_.kernels_launched(); }
+    void set_launch_timing(bool on) override { timer_.set_timing(on); }
+    std::vector<TimedLaunch> take_launch_times() override { return timer_.take_times(); }
 
     void begin_capture() override {
+        if (timer_.timing()) throw Failure(ER_E_INTERNAL, "cuda_orin: a capture while launches are timed");
         check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     }
     std::unique_ptr<CapturedStep> end_capture(std::string* why) override {
@@ -164,6 +223,7 @@ private:
     DeviceDescription description_;
     cudaStream_t stream_ = nullptr;
     std::unique_ptr<CublasGemm> cublas_;
+    LaunchTimer<EventClock> timer_;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "graph_op_params.hpp"
 #include "kernel_params.hpp"
+#include "launch_profile.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -82,6 +83,15 @@ public:
 
     // Waits for every launch; throws with the first asynchronous fault.
     virtual void synchronize() = 0;
+
+    // Launch accounting (launch_profile.hpp). Kernels launched since the device was opened,
+    // a capture's included (a replay launches none one by one).
+    virtual int64_t kernels_launched() const = 0;
+    // Option profile=1: each launch is timed on the device; synchronize() reads the times
+    // and take_launch_times() hands them over. Nothing is captured while on (the timing
+    // marks would become part of the recording): begin_capture refuses.
+    virtual void set_launch_timing(bool on) = 0;
+    virtual std::vector<TimedLaunch> take_launch_times() = 0;
 
     // Capture of a step's launches for replay (CUDA Graphs). Between begin_capture and
     // end_capture launches are recorded, not run; replaying the returned step runs the

@@ -4,6 +4,7 @@
 #include <edgerun/plugin_sdk.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -123,10 +124,13 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
 }
 
 Plan::~Plan() {
-    if (replayed_steps_ > 0 || capture_ == Capture::Failed)
-        sdk::logf(ER_LOG_INFO, "cuda_orin: %lld steps replayed from a CUDA Graph, %lld launched plainly",
-                  static_cast<long long>(replayed_steps_), static_cast<long long>(launched_steps_));
-    if (stepped_) report_memory();
+    if (stepped_) {
+        sdk::logf(ER_LOG_INFO, "cuda_orin: %lld steps replayed from a CUDA Graph, %lld launched plainly; %s",
+                  static_cast<long long>(replayed_steps_), static_cast<long long>(launched_steps_),
+                  launches_.launches_per_step().c_str());
+        launches_.log_tables();
+        report_memory();
+    }
     ctx_.scratch_bytes -= scratch_bytes_;
 }
 
@@ -303,13 +307,17 @@ void Plan::execute(const er_step& step) {
     }
     device_.copy_to_device(row_table_.data(), table.data(), table.size() * 4);
 
-    // One row of one sequence with its logits: the decode step, captured once and replayed.
-    const bool decode = n == 1 && ctx_.n_seqs == 1 && n_logit_rows_ == 1 && ctx_.model->backend->use_graphs;
+    // One row of one sequence with its logits: the decode step, captured once and replayed
+    // (not while profiling: the timing marks around each launch would be captured too).
+    const Backend& backend = *ctx_.model->backend;
+    const bool decode = n == 1 && ctx_.n_seqs == 1 && n_logit_rows_ == 1 && backend.use_graphs && !backend.profile;
     if (decode && capture_ == Capture::None) {
+        const int64_t before = device_.kernels_launched();
         device_.begin_capture();
         launch_all(n);
         std::string why;
         captured_ = device_.end_capture(&why);
+        captured_kernels_ = device_.kernels_launched() - before;
         if (captured_) {
             capture_ = Capture::Ready;
         } else {
@@ -317,14 +325,21 @@ void Plan::execute(const er_step& step) {
             sdk::logf(ER_LOG_WARN, "decode step capture failed, launching plainly: %s", why.c_str());
         }
     }
+    const auto start = std::chrono::steady_clock::now();
+    int64_t kernels = captured_kernels_;
     if (decode && capture_ == Capture::Ready) {
         captured_->replay();
         ++replayed_steps_;
     } else {
+        const int64_t before = device_.kernels_launched();
         launch_all(n);
+        kernels = device_.kernels_launched() - before;
         ++launched_steps_;
     }
     device_.synchronize();
+    const std::chrono::duration<double, std::milli> wall = std::chrono::steady_clock::now() - start;
+    launches_.add_step(n, kernels, backend.profile ? device_.take_launch_times() : std::vector<TimedLaunch>{},
+                       wall.count());
 
     for (Value& v : values_)
         if (!(v.flags & ER_VALUE_INPUT)) v.rows = n;

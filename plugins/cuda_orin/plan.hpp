@@ -80,7 +80,11 @@ private:
     // plan's steps ran, reported when it ends (a silent fallback would look the same).
     enum class Capture { None, Ready, Failed } capture_ = Capture::None;
     std::unique_ptr<CapturedStep> captured_;
+    int64_t captured_kernels_ = 0;  // what a replay of captured_ launches
     int64_t replayed_steps_ = 0, launched_steps_ = 0;
+    // Kernels launched per step, and per launch kind with option profile=1 (whose steps
+    // are launched plainly: per-launch timing inside a captured step would change it).
+    LaunchProfile launches_;
 };
 
 }  // namespace edgerun::cuda_orin

@@ -27,6 +27,7 @@
 
 #include <cblas.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -93,6 +94,14 @@ GemvLaunchCounts& gemv_launch_counts() {
     return counts;
 }
 
+// LaunchTimer's clock here: a launch runs when it is made, so the host's clock times it.
+struct HostClock {
+    using Mark = std::chrono::steady_clock::time_point;
+    Mark mark() { return std::chrono::steady_clock::now(); }
+    double elapsed_ms(Mark start, Mark end) { return std::chrono::duration<double, std::milli>(end - start).count(); }
+    void reuse() {}
+};
+
 // A recorded step: the launches with their parameters as they were made.
 class RecordedStep final : public CapturedStep {
 public:
@@ -149,50 +158,61 @@ public:
 
     void prepare(const PrepareParams& p) override {
         require(p.x && p.n > 0 && p.out_f && p.out_q && p.out_d, "prepare");
-        run([p] { emulated::prepare(p); });
+        run(LaunchKind(Kernel::prepare), [p] { emulated::prepare(p); });
     }
     void gemv(const GemvLaunch& launch) override {
         GemvLaunch l = launch;
         const int blocks = plan_gemv(l, kEmulatedSms);
         require(blocks > 0, "gemv");
         gemv_launch_counts().add(l.n_x_rows);
-        run([l, blocks] { emulated::gemv(l, blocks); });
+        run(gemv_kind(l), [l, blocks] { emulated::gemv(l, blocks); });
     }
     void attention(const AttentionParams& p) override {
         const AttentionGrid g = plan_attention(p);
         require(g.splits > 0, "attention");
-        run([p, g] { emulated::attention(p, g); });
+        run(LaunchKind(Kernel::attention), [p, g] { emulated::attention(p, g); });
     }
     void embed(const EmbedParams& p) override {
         require(p.table && p.token && p.out && p.n_cols > 0, "embed");
-        run([p] { emulated::embed(p); });
+        run(LaunchKind(Kernel::embed), [p] { emulated::embed(p); });
     }
-    void rms_norm(const RmsNormParams& p) override { run_op(p, rms_norm_shape(p), rms_norm_kernel, "rms_norm"); }
-    void rope_rows(const RopeRowsParams& p) override { run_op(p, rope_rows_shape(p), rope_rows_kernel, "rope_rows"); }
+    void rms_norm(const RmsNormParams& p) override {
+        run_op(Kernel::rms_norm, p, rms_norm_shape(p), rms_norm_kernel, "rms_norm");
+    }
+    void rope_rows(const RopeRowsParams& p) override {
+        run_op(Kernel::rope_rows, p, rope_rows_shape(p), rope_rows_kernel, "rope_rows");
+    }
     void elementwise(const ElementwiseParams& p) override {
-        run_op(p, elementwise_shape(p), elementwise_kernel, "elementwise");
+        run_op(Kernel::elementwise, p, elementwise_shape(p), elementwise_kernel, "elementwise");
     }
-    void kv_append(const KvAppendParams& p) override { run_op(p, kv_append_shape(p), kv_append_kernel, "kv_append"); }
+    void kv_append(const KvAppendParams& p) override {
+        run_op(Kernel::kv_append, p, kv_append_shape(p), kv_append_kernel, "kv_append");
+    }
     void attention_rows(const AttentionRowsParams& p) override {
-        run_op(p, attention_rows_shape(p), attention_rows_kernel, "attention_rows");
+        run_op(Kernel::attention_rows, p, attention_rows_shape(p), attention_rows_kernel, "attention_rows");
     }
     void dequantize_rows(const DequantizeRowsParams& p) override {
-        run_op(p, dequantize_rows_shape(p), dequantize_rows_kernel, "dequantize_rows");
+        run_op(Kernel::dequantize_rows, p, dequantize_rows_shape(p), dequantize_rows_kernel, "dequantize_rows");
     }
     // OpenBLAS stands in for cuBLAS: the same operation, on the host's "device memory".
     void gemm(const GemmParams& p) override {
         require(p.a && p.b && p.c && p.m > 0 && p.n > 0 && p.k > 0 && p.lda >= p.k && p.ldb >= p.k && p.ldc >= p.n,
                 "gemm");
         gemv_launch_counts().add_gemm();
-        run([p] {
+        run(LaunchKind(Kernel::gemm), [p] {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p.m, p.n, p.k, 1.0f, p.a, int(p.lda), p.b,
                         int(p.ldb), 0.0f, p.c, int(p.ldc));
         });
     }
 
-    void synchronize() override {}  // launches ran when made (or replayed)
+    void synchronize() override { timer_.read_marks(); }  // launches ran when made (or replayed)
+
+    int64_t kernels_launched() const override { return timer_.kernels_launched(); }
+    void set_launch_timing(bool on) override { timer_.set_timing(on); }
+    std::vector<TimedLaunch> take_launch_times() override { return timer_.take_times(); }
 
     void begin_capture() override {
+        if (timer_.timing()) throw Failure(ER_E_INTERNAL, "emulated capture while launches are timed");
         recording_.clear();
         capturing_ = true;
     }
@@ -212,16 +232,18 @@ private:
     void check_not_capturing(const char* what) const {
         if (capturing_) throw Failure(ER_E_INTERNAL, std::string("emulated ") + what + " during a capture");
     }
-    template <class Params, class Kernel>
-    void run_op(const Params& p, GraphOpShape shape, Kernel kernel, const char* name) {
+    template <class Params, class KernelFunction>
+    void run_op(Kernel entry, const Params& p, GraphOpShape shape, KernelFunction kernel, const char* name) {
         require(valid(p), name);
-        run([p, shape, kernel] { emu::launch(shape.grid, shape.block, [&] { kernel(p); }); });
+        run(LaunchKind(entry), [p, shape, kernel] { emu::launch(shape.grid, shape.block, [&] { kernel(p); }); });
     }
-    void run(std::function<void()> launch) {
-        if (capturing_)
-            recording_.push_back(std::move(launch));
-        else
-            launch();
+    void run(const LaunchKind& kind, std::function<void()> launch) {
+        timer_.run(kind, [&] {
+            if (capturing_)
+                recording_.push_back(std::move(launch));
+            else
+                launch();
+        });
     }
 
     DeviceDescription description_;
@@ -229,6 +251,7 @@ private:
     uint64_t used_ = 0;
     bool capturing_ = false;
     std::vector<std::function<void()>> recording_;
+    LaunchTimer<HostClock> timer_;
 };
 
 }  // namespace

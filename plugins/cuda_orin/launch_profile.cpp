@@ -1,0 +1,105 @@
+#include "launch_profile.hpp"
+
+#include <edgerun/plugin_sdk.hpp>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace edgerun::cuda_orin {
+namespace {
+
+const char* entry_name(Kernel k) {
+    switch (k) {
+        case Kernel::prepare: return "prepare";
+        case Kernel::gemv: return "gemv";
+        case Kernel::attention: return "attention (split + merge)";
+        case Kernel::embed: return "embed";
+        case Kernel::rms_norm: return "rms_norm";
+        case Kernel::rope_rows: return "rope_rows";
+        case Kernel::elementwise: return "elementwise";
+        case Kernel::kv_append: return "kv_append";
+        case Kernel::attention_rows: return "attention_rows";
+        case Kernel::dequantize_rows: return "dequantize_rows";
+        case Kernel::gemm: return "gemm";
+    }
+    return "?";
+}
+
+// A per-step average: whole numbers as such, others with one decimal.
+std::string per_step(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, value == double(int64_t(value)) ? "%.0f" : "%.1f", value);
+    return text;
+}
+
+}  // namespace
+
+std::string LaunchKind::label() const {
+    if (kernel != Kernel::gemv) return entry_name(kernel);
+    char text[96];
+    std::snprintf(text, sizeof text, "gemv %d->%lld, %d output%s, %d row%s", width, static_cast<long long>(out_rows),
+                  outputs, outputs == 1 ? "" : "s", x_rows, x_rows == 1 ? "" : "s");
+    return text;
+}
+
+LaunchKind gemv_kind(const GemvLaunch& launch) {
+    LaunchKind kind(Kernel::gemv);
+    kind.x_rows = launch.n_x_rows;
+    kind.outputs = launch.n_outputs;
+    kind.width = launch.x.n;
+    for (int32_t j = 0; j < launch.n_outputs && j < kMaxGemvOutputs; ++j) kind.out_rows += launch.out[j].w.n_rows;
+    return kind;
+}
+
+void LaunchProfile::add_step(int32_t rows, int64_t kernels, const std::vector<TimedLaunch>& times, double wall_ms) {
+    Steps& s = rows == 1 ? decode_ : other_;
+    ++s.steps;
+    s.kernels += kernels;
+    if (times.empty()) return;
+    ++s.timed;
+    s.wall_ms += wall_ms;
+    for (const TimedLaunch& t : times) {
+        Totals& totals = s.by_kind[t.kind];
+        totals.kernels += t.kind.kernels();
+        totals.ms += t.ms;
+        s.kernel_ms += t.ms;
+    }
+}
+
+std::string LaunchProfile::launches_per_step() const {
+    auto average = [](const Steps& s) { return per_step(double(s.kernels) / double(s.steps)); };
+    if (decode_.steps && other_.steps)
+        return average(decode_) + " launches per decode step, " + average(other_) + " per prefill step";
+    if (decode_.steps) return average(decode_) + " launches per step";
+    if (other_.steps) return average(other_) + " launches per step";
+    return "";
+}
+
+// Launch kinds by total time, largest first; "launches" are kernel launches (a split
+// attention launch is two kernels). Shares are of the summed kernel time, which leaves out
+// the gaps between launches: the wall time per step says how large they are.
+void LaunchProfile::log_tables() const {
+    for (const Steps* s : {&decode_, &other_}) {
+        if (s->timed == 0) continue;
+        const double n = double(s->timed);
+        sdk::logf(ER_LOG_INFO,
+                  "cuda_orin: launch profile of %lld %s steps (%s): %.3f ms of kernel time per step, %.3f ms wall "
+                  "per step (launch to synchronized)",
+                  static_cast<long long>(s->timed), s == &decode_ ? "decode" : "prefill",
+                  s == &decode_ ? "one row" : "several rows", s->kernel_ms / n, s->wall_ms / n);
+        sdk::logf(ER_LOG_INFO, "cuda_orin:   %-44s %13s %11s %11s %7s", "launch", "launches/step", "total ms",
+                  "ms/step", "share");
+        std::vector<std::pair<LaunchKind, Totals>> rows(s->by_kind.begin(), s->by_kind.end());
+        std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+        int64_t timed_kernels = 0;
+        for (const auto& [kind, totals] : rows) {
+            sdk::logf(ER_LOG_INFO, "cuda_orin:   %-44s %13s %11.3f %11.4f %6.1f%%", kind.label().c_str(),
+                      per_step(double(totals.kernels) / n).c_str(), totals.ms, totals.ms / n,
+                      s->kernel_ms > 0 ? 100.0 * totals.ms / s->kernel_ms : 0.0);
+            timed_kernels += totals.kernels;
+        }
+        sdk::logf(ER_LOG_INFO, "cuda_orin: launches per step: %s", per_step(double(timed_kernels) / n).c_str());
+    }
+}
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,123 @@
+// Kernel launches counted, and timed on option profile=1: one home for both Device
+// implementations (cuda_device.cpp, tests/cuda/emu/emulated_device.cpp) and the plan's
+// report at its end. No CUDA header: the emulated build compiles it.
+//   - LaunchTimer<Clock>: a device runs each launch through it. Every launch's kernels are
+//     counted; while timing is on, the launch is bracketed by two marks of the device's
+//     clock (CUDA events from a pool reused every step; std::chrono on the emulation), and
+//     the marks are read once the step has finished (synchronize()), never per launch.
+//   - LaunchProfile: one plan's steps, by kind of step (one row: decode; several: prefill
+//     and batched steps) and, when timed, by kind of launch; logged when the plan ends.
+#pragma once
+
+#include "kernel_params.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace edgerun::cuda_orin {
+
+// The Device interface's launch entries.
+// gemm counts as one kernel (cuBLAS may launch more than one for it).
+enum class Kernel : uint8_t {
+    prepare, gemv, attention, embed, rms_norm, rope_rows, elementwise, kv_append, attention_rows, dequantize_rows, gemm
+};
+
+// What a launch was: its entry and, for a GEMV, its shape (so the table tells the logits
+// GEMV from the layers' projections). A key of the profile's table.
+struct LaunchKind {
+    Kernel kernel = Kernel::prepare;
+    int32_t x_rows = 0, outputs = 0, width = 0;  // GEMV only: rows of x, outputs, row length
+    int64_t out_rows = 0;                        // GEMV only: rows of all outputs together
+
+    explicit LaunchKind(Kernel k = Kernel::prepare) : kernel(k) {}
+    // Kernels one launch makes: the split flash-decode kernel is followed by its merge.
+    int32_t kernels() const { return kernel == Kernel::attention ? 2 : 1; }
+    std::string label() const;
+    bool operator<(const LaunchKind& o) const {
+        return std::tie(kernel, x_rows, outputs, width, out_rows) <
+               std::tie(o.kernel, o.x_rows, o.outputs, o.width, o.out_rows);
+    }
+};
+
+LaunchKind gemv_kind(const GemvLaunch& launch);
+
+struct TimedLaunch {
+    LaunchKind kind;
+    double ms = 0;
+};
+
+// Clock: `using Mark = ...; Mark mark();` (a point on the device's timeline, after the
+// launches made so far), `double elapsed_ms(Mark, Mark)` (once both have passed) and
+// `void reuse()` (the marks handed out so far are read and may be handed out again).
+template <class Clock>
+class LaunchTimer {
+public:
+    template <class... ClockArgs>
+    explicit LaunchTimer(ClockArgs&&... args) : clock_(std::forward<ClockArgs>(args)...) {}
+
+    void set_timing(bool on) { timing_ = on; }
+    bool timing() const { return timing_; }
+    int64_t kernels_launched() const { return kernels_; }
+
+    template <class Launch>
+    void run(const LaunchKind& kind, Launch&& launch) {
+        if (!timing_) {
+            launch();
+        } else {
+            const typename Clock::Mark start = clock_.mark();
+            launch();
+            pending_.push_back({kind, start, clock_.mark()});
+        }
+        kernels_ += kind.kernels();
+    }
+
+    // Once the launches have finished (the end of synchronize()): their times, kept until taken.
+    void read_marks() {
+        const std::vector<Pending> pending = std::exchange(pending_, {});
+        clock_.reuse();
+        for (const Pending& p : pending) times_.push_back({p.kind, clock_.elapsed_ms(p.start, p.end)});
+    }
+    std::vector<TimedLaunch> take_times() { return std::exchange(times_, {}); }
+
+private:
+    struct Pending {
+        LaunchKind kind;
+        typename Clock::Mark start, end;
+    };
+    Clock clock_;
+    bool timing_ = false;
+    int64_t kernels_ = 0;
+    std::vector<Pending> pending_;
+    std::vector<TimedLaunch> times_;
+};
+
+// One plan's steps: kernels launched per step always; per launch kind times when the steps
+// were timed. Steps of one row (decode) and of several rows are kept apart.
+class LaunchProfile {
+public:
+    // A step of `rows` rows that launched `kernels` kernels (a replayed step: as many as its
+    // capture), with its launches' times and its wall time (launch to synchronized) when timed.
+    void add_step(int32_t rows, int64_t kernels, const std::vector<TimedLaunch>& times, double wall_ms);
+    // "46 launches per step", or per kind of step when the plan ran both; "" before any step.
+    std::string launches_per_step() const;
+    // The per-launch-kind table of each kind of step that was timed, at ER_LOG_INFO.
+    void log_tables() const;
+
+private:
+    struct Totals {
+        int64_t kernels = 0;
+        double ms = 0;
+    };
+    struct Steps {
+        int64_t steps = 0, kernels = 0, timed = 0;
+        double kernel_ms = 0, wall_ms = 0;
+        std::map<LaunchKind, Totals> by_kind;
+    };
+    Steps decode_, other_;  // one row; several rows
+};
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""cuda_orin's launch count and option profile=1, on the emulated device.
+
+Runs `edgerun` on a model of --layers layers twice: with profile=1 (a few tokens) and
+without (one token), and checks what the plan logs when it ends:
+  - the profile's tables: every launch kind's total time > 0, its time per step and share
+    consistent with the total, the launches per kind adding up to the "launches per step"
+    line, and the counts the graph implies (per layer one kv_append and one split
+    attention launch of two kernels; one prepare per one-row GEMV; one embed);
+  - the replay line: with profile=1 every step launched plainly and none replayed; without
+    it the decode steps replayed, at the same launches per step as the profiled ones.
+"""
+import argparse
+import re
+import subprocess
+import sys
+
+TABLE = re.compile(r"cuda_orin: launch profile of (\d+) (decode|prefill) steps")
+ROW = re.compile(r"cuda_orin:   (.+?)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%$")
+TOTAL = re.compile(r"cuda_orin: launches per step: ([0-9.]+)$")
+REPLAY = re.compile(r"cuda_orin: (\d+) steps replayed from a CUDA Graph, (\d+) launched plainly; (.*)$")
+GENERATED = re.compile(r"^generate: (\d+) tokens", re.M)
+PROMPT = re.compile(r"^prompt: (\d+) tokens", re.M)
+
+
+def fail(message, output=""):
+    print(output)
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def run(args, options, n_tokens):
+    cmd = [args.edgerun, "--plugin-dir", args.plugin_dir, "--backend", "cuda_orin_emu", "--log-level", "info",
+           "-m", args.model, "-p", "hi", "-n", str(n_tokens), "-c", "64", "--temp", "0"]
+    if options:
+        cmd[5:5] = ["--backend-options", options]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    output = done.stdout + done.stderr
+    if done.returncode != 0:
+        fail(f"exit {done.returncode}: {' '.join(cmd)}", output)
+    return output
+
+
+def parse_tables(output):
+    """The profile's tables: [(kind, steps, {label: (launches, total_ms, ms_per_step, share)}, total)]."""
+    tables = []
+    for line in output.splitlines():
+        if m := TABLE.search(line):
+            tables.append([m.group(2), int(m.group(1)), {}, None])
+        elif tables and (m := TOTAL.search(line)):
+            tables[-1][3] = float(m.group(1))
+        elif tables and tables[-1][3] is None and (m := ROW.search(line)) and m.group(1).strip() != "launch":
+            tables[-1][2][m.group(1).strip()] = tuple(float(m.group(k)) for k in range(2, 6))
+    return tables
+
+
+def check_table(kind, steps, rows, total, layers, output):
+    where = f"{kind} table"
+    if total is None or not rows:
+        fail(f"{where}: no rows or no 'launches per step' line", output)
+    if abs(sum(r[0] for r in rows.values()) - total) > 0.05 * len(rows):
+        fail(f"{where}: launches per kind add up to {sum(r[0] for r in rows.values())}, not {total}", output)
+    for label, (launches, total_ms, per_step, share) in rows.items():
+        if launches <= 0 or total_ms <= 0 or per_step <= 0:
+            fail(f"{where}: '{label}' has no launches or no time", output)
+        if abs(per_step * steps - total_ms) > 0.01 * total_ms + 0.002 * steps:
+            fail(f"{where}: '{label}': {per_step} ms per step over {steps} steps is not {total_ms} ms", output)
+    if abs(sum(r[3] for r in rows.values()) - 100) > 0.1 * len(rows) + 0.1:
+        fail(f"{where}: shares add up to {sum(r[3] for r in rows.values())}%", output)
+    times = [r[1] for r in rows.values()]
+    if times != sorted(times, reverse=True):
+        fail(f"{where}: not sorted by time", output)
+
+    gemv = {label: r[0] for label, r in rows.items() if label.startswith("gemv ")}
+    count = lambda label: rows.get(label, (0,))[0]
+    if not gemv:
+        fail(f"{where}: no gemv launches", output)
+    if count("kv_append") != layers:
+        fail(f"{where}: {count('kv_append')} kv_append launches per step, the graph has {layers} layers", output)
+    attention = count("attention (split + merge)") if kind == "decode" else count("attention_rows")
+    if attention != (2 * layers if kind == "decode" else layers):
+        fail(f"{where}: {attention} attention kernels per step for {layers} layers", output)
+    if kind == "decode":
+        if count("embed") != 1:
+            fail(f"{where}: {count('embed')} embed launches per step, not 1", output)
+        if count("prepare") != sum(gemv.values()):
+            fail(f"{where}: {count('prepare')} prepare launches per step for {sum(gemv.values())} GEMVs", output)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("edgerun")
+    ap.add_argument("plugin_dir")
+    ap.add_argument("model")
+    ap.add_argument("--layers", type=int, required=True)
+    ap.add_argument("--tokens", type=int, default=2)
+    args = ap.parse_args()
+
+    output = run(args, "profile=1", args.tokens)
+    tables = parse_tables(output)
+    decode = [t for t in tables if t[0] == "decode"]
+    if not decode:
+        fail("no decode table in the profiled run's output", output)
+    for table in tables:
+        check_table(*table, args.layers, output)
+    # The decode steps: the prompt's when it is one token, then one per generated token after the first.
+    prompt = int(PROMPT.search(output).group(1))
+    generated = int(GENERATED.search(output).group(1))
+    expected_steps = (prompt == 1) + generated - 1
+    if sum(t[1] for t in decode) != expected_steps:
+        fail(f"{sum(t[1] for t in decode)} decode steps profiled, the run made {expected_steps}", output)
+    decode_launches = {t[3] for t in decode}
+    replays = [REPLAY.search(line) for line in output.splitlines() if REPLAY.search(line)]
+    if not replays or any(int(m.group(1)) != 0 for m in replays):
+        fail("a profiled run replayed captured steps (or logged no replay line)", output)
+    if sum(int(m.group(2)) for m in replays) != sum(t[1] for t in tables):
+        fail("the replay lines' plain steps are not the tables' steps", output)
+
+    plain = run(args, "", 1)
+    if TABLE.search(plain):
+        fail("a launch profile without profile=1", plain)
+    replays = [REPLAY.search(line) for line in plain.splitlines() if REPLAY.search(line)]
+    if not replays or sum(int(m.group(1)) for m in replays) < 1:
+        fail("no decode step replayed without profile=1", plain)
+    for m in replays:
+        n = re.fullmatch(r"([0-9.]+) launches per step", m.group(3))
+        if not n or float(n.group(1)) not in decode_launches:
+            fail(f"without profile=1: '{m.group(3)}', profiled decode steps: {sorted(decode_launches)}", plain)
+    print(f"ok: {sorted(decode_launches)} launches per decode step with and without profile=1; "
+          f"{sum(t[1] for t in decode)} decode steps profiled")
+    for kind, steps, rows, total in tables:
+        top = sorted(rows.items(), key=lambda r: -r[1][1])[:3]
+        print(f"{kind}: " + ", ".join(f"{label} {r[3]:.1f}%" for label, r in top))
+
+
+if __name__ == "__main__":
+    main()
