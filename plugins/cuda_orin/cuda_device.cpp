@@ -1,10 +1,9 @@
 // The CUDA implementation of cuda_orin's Device interface: the CUDA runtime (memory,
 // one stream, stream capture into a CUDA Graph) and the kernel library's launchers.
 //
-// STATUS: compiled (nvcc's host compiler against the CUDA runtime headers), never run:
-// the sessions that wrote it had no GPU. The same backend code runs in CI on the host
-// implementation (tests/cuda/emu/emulated_device.cpp); nothing here has been observed on
-// a device.
+// STATUS: run on an H200 (2026-11-24, bench/results/h200-2026-11-24-cuda-orin-acceptance);
+// the launch timing (profile=1) and the GEMM entry have run only on the emulated device
+// (tests/cuda/emu/emulated_device.cpp), which CI runs the same backend code on.
 #include "cublas_gemm.hpp"
 #include "device.hpp"
 #include "device_selection.hpp"
@@ -229,7 +228,7 @@ private:
 }  // namespace
 
 const char* const kPluginName = "cuda_orin";
-const char* const kPluginDescription = "CUDA backend for Jetson Orin (sm_87) and sm_90; not yet run on a GPU";
+const char* const kPluginDescription = "CUDA backend for Jetson Orin (sm_87) and sm_90";
 
 // Every CUDA device counts, usable or not: one this build carries no code for is then
 // refused by open_device (so device_info and create) with the reason, which the host

@@ -11,7 +11,7 @@
 // Warps are merged in shared memory, splits by a second kernel; splits past the current
 // KV length (read from device memory) return at once and are skipped by the merge.
 //
-// STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+// STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"

@@ -8,7 +8,7 @@
 // with q8 activations through dp4a (F16 rows: float activations). Lane sums are reduced
 // with shuffles, slices of a row through shared memory.
 //
-// STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+// STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"

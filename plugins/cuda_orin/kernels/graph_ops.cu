@@ -4,7 +4,7 @@
 // runs through these (or the GEMV, embedding and flash-decode kernels) for any step.
 // Correct and plain first; the fused and faster paths are the backend's choice.
 //
-// STATUS: compiled, run only on the CPU emulation (tests/cuda/emu); never on a GPU.
+// STATUS: see kernels.hpp (dequantize_rows has run only on the CPU emulation).
 #include "graph_op_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"

@@ -1,10 +1,11 @@
 // cuda_orin kernel library: the decode hot path of a Llama/Qwen layer on one CUDA stream.
 //
-// STATUS: compiled for sm_87/sm_90 and for compute_87 PTX, never run on a GPU yet (the
-// sessions that wrote it had none). The math the kernels are made of is tested on the
-// CPU (tests/cuda/test_kernel_math.cpp); the kernels themselves run on the CPU emulation
-// (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
-// as cuda_orin_emu); tests/cuda/gpu/ has not run yet.
+// STATUS: compiled for sm_87/sm_90 and for compute_87 PTX; run on an H200 (2026-11-24:
+// tests/cuda/gpu/ and the backend's conformance pass with both builds), not yet tuned.
+// dequantize_rows (the GEMM path's) has run only on the emulation. The math the kernels
+// are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp); the kernels
+// themselves also run on the CPU emulation in CI (tests/cuda/test_kernels_emulated.cpp,
+// and the whole backend under edgerun-conformance as cuda_orin_emu).
 //
 // Rules every launch here follows, so a whole decode step can be captured in a CUDA
 // graph once and replayed: values that change per step (position, KV length, token id)

@@ -5,7 +5,7 @@
 // sums h^2; pass 2 has each warp take groups of 32 values, scale them by the norm, write
 // the float copy and quantize the group (max via shuffles, then the q8 rule).
 //
-// STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+// STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"

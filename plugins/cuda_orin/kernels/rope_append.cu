@@ -3,7 +3,7 @@
 // thread per dimension. Optional per-head RMSNorm first (Qwen3's q_norm/k_norm).
 // The position is read from device memory, so the launch is graph-safe.
 //
-// STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+// STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "kernels.hpp"

@@ -1,7 +1,7 @@
 // Token embedding lookup (token id read from device memory) and the step counters of a
 // captured decode step.
 //
-// STATUS: compiled, not yet run on a GPU (see kernels.hpp).
+// STATUS: see kernels.hpp.
 #include "device_math.hpp"
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
