@@ -15,6 +15,7 @@
 #endif
 #include "quant_tasks.hpp"
 #include "warp.cuh"
+#include "weight_type_switch.cuh"
 
 namespace edgerun::cuda_orin {
 namespace {
@@ -35,24 +36,10 @@ __device__ float row_slice_dot(const PackedMatrix& w, int row, const Activation&
     return acc;
 }
 
-// The switch is uniform across a block (one matrix per block), so it costs no divergence.
 __device__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, int first_task, int stride) {
-    switch (w.type) {
-        case kQ4_0: return row_slice_dot<kQ4_0>(w, row, x, first_task, stride);
-        case kQ4_1: return row_slice_dot<kQ4_1>(w, row, x, first_task, stride);
-        case kQ5_0: return row_slice_dot<kQ5_0>(w, row, x, first_task, stride);
-        case kQ5_1: return row_slice_dot<kQ5_1>(w, row, x, first_task, stride);
-        case kQ8_0: return row_slice_dot<kQ8_0>(w, row, x, first_task, stride);
-        case kQ2_K: return row_slice_dot<kQ2_K>(w, row, x, first_task, stride);
-        case kQ3_K: return row_slice_dot<kQ3_K>(w, row, x, first_task, stride);
-        case kQ4_K: return row_slice_dot<kQ4_K>(w, row, x, first_task, stride);
-        case kQ5_K: return row_slice_dot<kQ5_K>(w, row, x, first_task, stride);
-        case kQ6_K: return row_slice_dot<kQ6_K>(w, row, x, first_task, stride);
-        case kF32: return row_slice_dot<kF32>(w, row, x, first_task, stride);
-        case kF16: return row_slice_dot<kF16>(w, row, x, first_task, stride);
-        case kBF16: return row_slice_dot<kBF16>(w, row, x, first_task, stride);
-        default: return 0.0f;  // launch_gemv refuses other types
-    }
+    return visit_weight_type(w.type, 0.0f, [&](auto type) {
+        return row_slice_dot<decltype(type)::value>(w, row, x, first_task, stride);
+    });
 }
 
 __device__ void store_output(const GemvOutput& o, int64_t row, float v) {
@@ -147,22 +134,10 @@ __device__ void row_slice_dot_rows(const PackedMatrix& w, int row, const Activat
 
 __device__ void row_slice_dot_rows_any(const PackedMatrix& w, int row, const Activation& x, int n_x, int first_task,
                                        int stride, float (&acc)[kGemvMaxRows]) {
-    switch (w.type) {
-        case kQ4_0: return row_slice_dot_rows<kQ4_0>(w, row, x, n_x, first_task, stride, acc);
-        case kQ4_1: return row_slice_dot_rows<kQ4_1>(w, row, x, n_x, first_task, stride, acc);
-        case kQ5_0: return row_slice_dot_rows<kQ5_0>(w, row, x, n_x, first_task, stride, acc);
-        case kQ5_1: return row_slice_dot_rows<kQ5_1>(w, row, x, n_x, first_task, stride, acc);
-        case kQ8_0: return row_slice_dot_rows<kQ8_0>(w, row, x, n_x, first_task, stride, acc);
-        case kQ2_K: return row_slice_dot_rows<kQ2_K>(w, row, x, n_x, first_task, stride, acc);
-        case kQ3_K: return row_slice_dot_rows<kQ3_K>(w, row, x, n_x, first_task, stride, acc);
-        case kQ4_K: return row_slice_dot_rows<kQ4_K>(w, row, x, n_x, first_task, stride, acc);
-        case kQ5_K: return row_slice_dot_rows<kQ5_K>(w, row, x, n_x, first_task, stride, acc);
-        case kQ6_K: return row_slice_dot_rows<kQ6_K>(w, row, x, n_x, first_task, stride, acc);
-        case kF32: return row_slice_dot_rows<kF32>(w, row, x, n_x, first_task, stride, acc);
-        case kF16: return row_slice_dot_rows<kF16>(w, row, x, n_x, first_task, stride, acc);
-        case kBF16: return row_slice_dot_rows<kBF16>(w, row, x, n_x, first_task, stride, acc);
-        default: return;  // launch_gemv refuses other types
-    }
+    visit_weight_type(w.type, false, [&](auto type) {
+        row_slice_dot_rows<decltype(type)::value>(w, row, x, n_x, first_task, stride, acc);
+        return true;
+    });
 }
 
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const GemvLaunch p) {

@@ -13,6 +13,7 @@
 #include "planted_faults.hpp"
 #include "quant_tasks.hpp"
 #include "warp.cuh"
+#include "weight_type_switch.cuh"
 
 namespace edgerun::cuda_orin {
 namespace {
@@ -181,22 +182,10 @@ __global__ void dequantize_rows_kernel(const DequantizeRowsParams p) {
     const int r = blockIdx.x, row = p.row0 + r;
     float* out = p.out + int64_t(r) * p.w.n_cols;
     for (int task = threadIdx.x; task < tasks_per_row(p.w); task += blockDim.x) {
-        switch (p.w.type) {
-            case kQ4_0: dequantize_task_into<kQ4_0>(p.w, row, task, out); break;
-            case kQ4_1: dequantize_task_into<kQ4_1>(p.w, row, task, out); break;
-            case kQ5_0: dequantize_task_into<kQ5_0>(p.w, row, task, out); break;
-            case kQ5_1: dequantize_task_into<kQ5_1>(p.w, row, task, out); break;
-            case kQ8_0: dequantize_task_into<kQ8_0>(p.w, row, task, out); break;
-            case kQ2_K: dequantize_task_into<kQ2_K>(p.w, row, task, out); break;
-            case kQ3_K: dequantize_task_into<kQ3_K>(p.w, row, task, out); break;
-            case kQ4_K: dequantize_task_into<kQ4_K>(p.w, row, task, out); break;
-            case kQ5_K: dequantize_task_into<kQ5_K>(p.w, row, task, out); break;
-            case kQ6_K: dequantize_task_into<kQ6_K>(p.w, row, task, out); break;
-            case kF32: dequantize_task_into<kF32>(p.w, row, task, out); break;
-            case kF16: dequantize_task_into<kF16>(p.w, row, task, out); break;
-            case kBF16: dequantize_task_into<kBF16>(p.w, row, task, out); break;
-            default: break;  // valid() refuses other types
-        }
+        visit_weight_type(p.w.type, false, [&](auto type) {
+            dequantize_task_into<decltype(type)::value>(p.w, row, task, out);
+            return true;
+        });
     }
 }
 

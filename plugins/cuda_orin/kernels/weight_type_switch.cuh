@@ -1,0 +1,38 @@
+// The one switch from a matrix's run-time weight type to the kernels' compile-time one
+// (device code only): visit_weight_type(type, fallback, f) returns f(TypeTag<T>{}) for
+// the GEMV's weight types, fallback for any other (the launchers refuse those first).
+// The type is uniform across a block (one matrix per block), so it costs no divergence.
+#pragma once
+
+#include "weight_layout.hpp"
+
+namespace edgerun::cuda_orin {
+
+// A weight type as a compile-time value (decltype(tag)::value); no <type_traits>, which
+// NVRTC (scripts/cuda12-check.sh) does not have.
+template <int32_t Type>
+struct TypeTag {
+    static constexpr int32_t value = Type;
+};
+
+template <class Result, class Visitor>
+__device__ __forceinline__ Result visit_weight_type(int32_t type, Result fallback, Visitor&& f) {
+    switch (type) {
+        case kQ4_0: return f(TypeTag<kQ4_0>{});
+        case kQ4_1: return f(TypeTag<kQ4_1>{});
+        case kQ5_0: return f(TypeTag<kQ5_0>{});
+        case kQ5_1: return f(TypeTag<kQ5_1>{});
+        case kQ8_0: return f(TypeTag<kQ8_0>{});
+        case kQ2_K: return f(TypeTag<kQ2_K>{});
+        case kQ3_K: return f(TypeTag<kQ3_K>{});
+        case kQ4_K: return f(TypeTag<kQ4_K>{});
+        case kQ5_K: return f(TypeTag<kQ5_K>{});
+        case kQ6_K: return f(TypeTag<kQ6_K>{});
+        case kF32: return f(TypeTag<kF32>{});
+        case kF16: return f(TypeTag<kF16>{});
+        case kBF16: return f(TypeTag<kBF16>{});
+        default: return fallback;
+    }
+}
+
+}  // namespace edgerun::cuda_orin
