@@ -153,18 +153,12 @@ inline void check_gemv(DeviceApi& api, const Report& report, int32_t type, int n
     if (bias_and_residual)
         for (int r = 0; r < n_rows; ++r) ref[r] += double(bias[r]) + residual[r];
     const std::vector<float> y = read_output(api, launch.out[0].y, n_rows, y_f16);
-    // NMSE, but against the products' energy where the sums cancel (a single short row
-    // can sum to almost nothing, and then the NMSE measures the cancellation).
-    double err = 0, energy = 0;
-    for (int r = 0; r < n_rows; ++r) {
-        err += (double(y[r]) - ref[r]) * (double(y[r]) - ref[r]);
-        energy += ref[r] * ref[r];
-    }
-    energy = std::max(energy, gemv_term_energy(m.values, n_rows, n_cols, xd));
     char name[160];
     std::snprintf(name, sizeof name, "gemv %s %dx%d x:%s y:%s%s", weight_type_name(type), n_rows, n_cols,
                   x_f16 ? "f16" : "f32", y_f16 ? "f16" : "f32", bias_and_residual ? " +bias+residual" : "");
-    report({name, energy > 0 ? err / energy : err, gemv_bound(type)});
+    // Against the products' energy where the sums cancel (a single short row can sum to
+    // almost nothing, and then the plain NMSE measures the cancellation).
+    report({name, nmse(y, ref, gemv_term_energy(m.values, n_rows, n_cols, xd)), gemv_bound(type)});
     api.reset();
 }
 

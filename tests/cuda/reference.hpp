@@ -7,6 +7,7 @@
 
 #include <edgerun/quant/blocks.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -119,7 +120,7 @@ inline std::vector<double> ref_gemv(const std::vector<float>& w, int n_rows, int
 // The energy of the products a GEMV sums: sum over rows and columns of (w x)^2. For many
 // rows of random weights it equals the energy of the result (E[y_r^2] = sum_c (w_rc x_c)^2);
 // for a handful of rows, whose sums can cancel to near zero, it is the scale the kernel's
-// rounding and quantization noise actually has.
+// rounding and quantization noise actually has (nmse's min_energy).
 inline double gemv_term_energy(const std::vector<float>& w, int n_rows, int n_cols, const std::vector<double>& x) {
     double energy = 0;
     for (int r = 0; r < n_rows; ++r)
@@ -172,15 +173,18 @@ inline std::vector<double> ref_attention_head(const float* q, const std::vector<
     return out;
 }
 
-// Normalised mean squared error of a result against a reference over a whole vector.
+// Normalised mean squared error of a result against a reference over a whole vector. The
+// energy it normalises by is at least min_energy (gemv_term_energy: a GEMV's rounding
+// noise scales with its products, not with a sum that happens to cancel).
 template <class A, class B>
-double nmse(const A& got, const B& ref) {
+double nmse(const A& got, const B& ref, double min_energy = 0) {
     double err = 0, energy = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
         const double e = double(got[i]) - double(ref[i]);
         err += e * e;
         energy += double(ref[i]) * double(ref[i]);
     }
+    energy = std::max(energy, min_energy);
     return energy > 0 ? err / energy : err;
 }
 
