@@ -7,24 +7,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
 
-EDGERUN, MODEL, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
-os.makedirs(WORK, exist_ok=True)
-failures = []
-
-
-def run(*args, input=None, timeout=600):
-    return subprocess.run([EDGERUN, *args], input=input, capture_output=True, text=True, timeout=timeout)
-
-
-def check(name, condition, detail=""):
-    print(f"{'ok  ' if condition else 'FAIL'} {name}" + (f": {detail}" if detail and not condition else ""))
-    if not condition:
-        failures.append(name)
+from cli_harness import EDGERUN, MODEL, WORK, check, run, run_tests
 
 
 def generation_to_stdout_only():
@@ -163,8 +150,5 @@ def bench_sequences():
     check("bench refuses a bad --sequences", r.returncode == 2 and "--sequences: 'zero'" in r.stderr, r.stderr)
 
 
-for test in (generation_to_stdout_only, errors_before_work, common_options_before_the_command, ctrl_c_stops_cleanly, chat_reuses_cache, eval_writes_npy,
-             bench_json, bench_sequences):
-    test()
-print(f"{len(failures)} failed" if failures else "all passed")
-sys.exit(1 if failures else 0)
+run_tests(generation_to_stdout_only, errors_before_work, common_options_before_the_command, ctrl_c_stops_cleanly,
+          chat_reuses_cache, eval_writes_npy, bench_json, bench_sequences)

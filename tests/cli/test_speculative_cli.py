@@ -7,23 +7,10 @@ reproducing its tokens; bench's speculative figures.
 """
 import json
 import os
-import subprocess
-import sys
 
-EDGERUN, MODEL, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
-os.makedirs(WORK, exist_ok=True)
-failures = []
+from cli_harness import MODEL, WORK, check, run, run_tests
+
 PROMPT = "List the days of the week: Monday, Tuesday, Wednesday, Thursday, Friday. Again: Monday, Tuesday,"
-
-
-def run(*args, input=None, timeout=600):
-    return subprocess.run([EDGERUN, *args], input=input, capture_output=True, text=True, timeout=timeout)
-
-
-def check(name, condition, detail=""):
-    print(f"{'ok  ' if condition else 'FAIL'} {name}" + (f": {detail}" if detail and not condition else ""))
-    if not condition:
-        failures.append(name)
 
 
 def generated(*extra, n=24, temp="0", seed="0"):
@@ -112,7 +99,4 @@ def bench_figures():
     check("bench with a drafter needs a real prompt", r.returncode != 0 and "--text" in r.stderr, r.stderr)
 
 
-for test in (greedy_equals_plain, penalties_see_the_kept_tokens, seed_reproduces, refusals, chat_equals_plain, bench_figures):
-    test()
-print(f"{len(failures)} failed" if failures else "all passed")
-sys.exit(1 if failures else 0)
+run_tests(greedy_equals_plain, penalties_see_the_kept_tokens, seed_reproduces, refusals, chat_equals_plain, bench_figures)
