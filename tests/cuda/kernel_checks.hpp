@@ -241,32 +241,23 @@ inline void check_gemv_rows(DeviceApi& api, const Report& report, const std::vec
         y_rows[i] = static_cast<float*>(api.alloc(size_t(rows[i]) * n_x * 4));
         y_one[i] = static_cast<float*>(api.alloc(size_t(rows[i]) * n_x * 4));
     }
-    for (int first = 0; first < n_x; first += kGemvMaxRows) {
+    // Rows [first, first + count) of x in one launch, into y at those rows.
+    auto launch_rows = [&](int first, int count, const std::vector<float*>& y) {
         GemvLaunch launch;
         launch.x = rows_from(first);
-        launch.n_x_rows = std::min(kGemvMaxRows, n_x - first);
+        launch.n_x_rows = count;
         launch.n_outputs = int(n_out);
         for (size_t i = 0; i < n_out; ++i) {
             launch.out[i].w = ms[i].view;
             launch.out[i].bias = d_bias[i];
             launch.out[i].residual = d_residual[i] ? d_residual[i] + size_t(first) * rows[i] : nullptr;
-            launch.out[i].y = y_rows[i] + size_t(first) * rows[i];
+            launch.out[i].y = y[i] + size_t(first) * rows[i];
             launch.out[i].y_row_stride = rows[i];
         }
         api.gemv(launch);
-    }
-    for (int r = 0; r < n_x; ++r) {
-        GemvLaunch launch;
-        launch.x = rows_from(r);
-        launch.n_outputs = int(n_out);
-        for (size_t i = 0; i < n_out; ++i) {
-            launch.out[i].w = ms[i].view;
-            launch.out[i].bias = d_bias[i];
-            launch.out[i].residual = d_residual[i] ? d_residual[i] + size_t(r) * rows[i] : nullptr;
-            launch.out[i].y = y_one[i] + size_t(r) * rows[i];
-        }
-        api.gemv(launch);
-    }
+    };
+    for (int first = 0; first < n_x; first += kGemvMaxRows) launch_rows(first, std::min(kGemvMaxRows, n_x - first), y_rows);
+    for (int r = 0; r < n_x; ++r) launch_rows(r, 1, y_one);
     for (size_t i = 0; i < n_out; ++i) {
         const std::vector<float> got = read_output(api, y_rows[i], rows[i] * n_x, false);
         const std::vector<float> one = read_output(api, y_one[i], rows[i] * n_x, false);
