@@ -284,6 +284,59 @@ inline void check_gemv_rows(DeviceApi& api, const Report& report, const std::vec
     api.reset();
 }
 
+// Float activations (the backend's default path) for n_x rows of x in one launch, with x
+// staged in each block's shared memory and read in place: both against the reference
+// (float rounding only), and equal to each other bit for bit, since only where x is read
+// from differs. `expect_staged`: whether the planner should stage this launch (it
+// stages what fits kGemvMaxStageBytes).
+inline void check_gemv_float_x(DeviceApi& api, const Report& report, int32_t type, int n_rows, int n_cols, int n_x,
+                               bool expect_staged, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int n_pad = padded_length(n_cols);
+    const TestMatrix m = make_device_matrix(api, type, n_rows, n_cols, rng);
+    std::vector<float> x_host(size_t(n_x) * n_pad, 0.0f);
+    std::vector<double> ref, energy_x;
+    double energy = 0;
+    for (int r = 0; r < n_x; ++r) {
+        const std::vector<float> x = random_vector(n_cols, rng);
+        std::copy(x.begin(), x.end(), x_host.begin() + size_t(r) * n_pad);
+        const std::vector<double> xd(x.begin(), x.end());
+        const std::vector<double> ref_r = ref_gemv(m.values, n_rows, n_cols, xd);
+        ref.insert(ref.end(), ref_r.begin(), ref_r.end());
+        energy += gemv_term_energy(m.values, n_rows, n_cols, xd);
+    }
+    GemvLaunch launch;
+    launch.x.q8 = {nullptr, nullptr};
+    launch.x.f = api.upload_vector(x_host);
+    launch.x.n = n_cols;
+    launch.x.n_pad = n_pad;
+    launch.n_x_rows = n_x;
+    launch.n_outputs = 1;
+    launch.out[0].w = m.view;
+    launch.out[0].y_row_stride = n_rows;
+    std::vector<std::vector<float>> y;
+    for (int stage : {1, 0}) {
+        launch.stage_x = stage;
+        launch.out[0].y = api.alloc(size_t(n_rows) * n_x * 4);
+        api.gemv(launch);
+        y.push_back(read_output(api, launch.out[0].y, n_rows * n_x, false));
+    }
+    GemvLaunch planned = launch;
+    planned.stage_x = 1;
+    plan_gemv(planned, 132);
+    double worst_difference = 0.0;
+    for (size_t i = 0; i < y[0].size(); ++i)
+        if (std::memcmp(&y[0][i], &y[1][i], 4) != 0)
+            worst_difference = std::max(worst_difference, std::isnan(y[0][i]) ? 1e30 : std::fabs(double(y[0][i]) - y[1][i]) + 1e-300);
+    char name[200];
+    std::snprintf(name, sizeof name, "gemv, float x, %d rows of x, %s %dx%d", n_x, weight_type_name(type), n_rows, n_cols);
+    report({std::string(name) + (expect_staged ? ", x staged" : ", x too wide to stage"), nmse(y[0], ref, energy),
+            kBoundF16Gemv});
+    report({std::string(name) + ": staged as expected (0: yes)", (planned.x_stage_bytes != 0) == expect_staged ? 0.0 : 1.0, 0.0});
+    report({std::string(name) + ": largest difference, staged against in place", worst_difference, 0.0});
+    api.reset();
+}
+
 // y = silu(W_gate x) * (W_up x) in one launch.
 inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type, int32_t up_type, int n_ff,
                          int n_embd, uint32_t seed) {

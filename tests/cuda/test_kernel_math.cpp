@@ -97,9 +97,9 @@ float dot_any(const PackedMatrix& w, int row, int task, const Activation& x) {
         case kQ4_K: return task_dot<kQ4_K>(w, row, task, x.q8);
         case kQ5_K: return task_dot<kQ5_K>(w, row, task, x.q8);
         case kQ6_K: return task_dot<kQ6_K>(w, row, task, x.q8);
-        case kF32: return task_dot_plain<kF32>(w, row, task, x.f);
-        case kF16: return task_dot_plain<kF16>(w, row, task, x.f);
-        case kBF16: return task_dot_plain<kBF16>(w, row, task, x.f);
+        case kF32: return task_dot_plain<kF32>(w, row, task, GlobalFloatX{x.f});
+        case kF16: return task_dot_plain<kF16>(w, row, task, GlobalFloatX{x.f});
+        case kBF16: return task_dot_plain<kBF16>(w, row, task, GlobalFloatX{x.f});
     }
     FAIL("no dot for type " << w.type);
     return 0;
@@ -224,6 +224,63 @@ TEST_CASE("task dot products equal the double dot of gguf's weights and the q8 a
         const double nmse = err2 / ref2;
         MESSAGE(name << ": nmse against unquantized x " << nmse);
         CHECK(nmse < (plain_value_bytes(v.type) ? 1e-10 : 1e-3));
+    }
+}
+
+// The 16-byte units of x a task reads, in the order its thread loads them: for the
+// shared-memory bank check of the staged activations.
+std::vector<int> x_units_of_task(const PackedMatrix& w, int task) {
+    std::vector<int> units;
+    if (plain_value_bytes(w.type)) {
+        for (int part = 0; part < 8; ++part) units.push_back(8 * task + part);
+        return units;
+    }
+    const Task t = dequantize_any(w, 0, task);
+    for (const Segment& s : t.seg)
+        for (int part = 0; part < 4; ++part) units.push_back(s.pos / 4 + part);
+    return units;
+}
+
+TEST_CASE("staged activations: the eight lanes of a quarter-warp load from eight different bank groups") {
+    // staged_unit permutes the units inside each 128-byte row and nothing else.
+    for (int row = 0; row < 64; ++row) {
+        std::vector<int> seen(8, 0);
+        for (int u = 8 * row; u < 8 * row + 8; ++u) {
+            REQUIRE(staged_unit(u) / 8 == row);
+            ++seen[size_t(staged_unit(u) % 8)];
+        }
+        for (int n : seen) REQUIRE(n == 1);
+    }
+    // A 16-byte shared load is served eight lanes at a time; lanes 8q..8q+7 of a warp hold
+    // tasks t0..t0+7 with t0 a multiple of 8 (gemv.cu: task = slice * 32 + lane + k * 32 *
+    // warps_per_row). Each load of the task order of every type must spread them over the
+    // eight groups of four banks (unit % 8); in place, without the permutation, most
+    // types put all eight on one or two groups.
+    for (const std::string name : kTypes) {
+        CAPTURE(name);
+        const Packed packed = pack(load_weights(name));
+        // Plain rows: task t reads units 8t..8t+7 whatever the row's length (the test
+        // vectors' plain rows are short), so a row of 64 tasks is checked.
+        const int n_tasks = plain_value_bytes(packed.view.type) ? 64 : tasks_per_row(packed.view);
+        REQUIRE(n_tasks >= 8);
+        int worst_staged = 0, worst_in_place = 0;
+        for (int t0 = 0; t0 < n_tasks; t0 += 8) {
+            std::vector<std::vector<int>> lane_units;  // the lanes past the row's end load nothing
+            for (int lane = 0; lane < 8 && t0 + lane < n_tasks; ++lane)
+                lane_units.push_back(x_units_of_task(packed.view, t0 + lane));
+            for (size_t load = 0; load < lane_units[0].size(); ++load) {
+                std::vector<int> staged(8, 0), in_place(8, 0);
+                for (const std::vector<int>& units : lane_units) {
+                    ++staged[size_t(staged_unit(units[load]) % 8)];
+                    ++in_place[size_t(units[load] % 8)];
+                }
+                worst_staged = std::max(worst_staged, *std::max_element(staged.begin(), staged.end()));
+                worst_in_place = std::max(worst_in_place, *std::max_element(in_place.begin(), in_place.end()));
+            }
+        }
+        MESSAGE(name << ": lanes per bank group at worst, staged " << worst_staged << ", unpermuted " << worst_in_place);
+        CHECK(worst_staged == 1);
+        CHECK(worst_in_place >= 2);
     }
 }
 

@@ -141,6 +141,22 @@ TEST_CASE("emulated: GEMV of 2-16 rows of x, mixed-type outputs, in launches of 
     CHECK(dev.last_warps_per_row == 4);
 }
 
+TEST_CASE("emulated: GEMV of float activations, staged in shared memory and in place, every weight type") {
+    EmulatedDevice dev;
+    uint32_t seed = 200;
+    for (int32_t type : kAllTypes) {
+        const int n_cols = plane_geometry(type).block_elems == 256 ? 512 : 96;
+        check_gemv_float_x(dev, doctest_report(), type, 19, n_cols, 1, true, seed++);
+        check_gemv_float_x(dev, doctest_report(), type, 9, n_cols, 3, true, seed++);
+    }
+    // Split across warps, and rows too wide to stage (one row of 12544 values: 50176 bytes;
+    // eight rows of 2048: 64 KiB).
+    check_gemv_float_x(dev, doctest_report(), kQ4_K, 12, 4096, 1, true, seed++);
+    check_gemv_float_x(dev, doctest_report(), kQ6_K, 3, 12544, 1, false, seed++);
+    check_gemv_float_x(dev, doctest_report(), kQ4_K, 5, 2048, 8, false, seed++);
+    check_gemv_float_x(dev, doctest_report(), kF16, 5, 100, 2, true, seed++);  // padded rows
+}
+
 TEST_CASE("emulated: activation prepare (residual, RMSNorm, q8)") {
     EmulatedDevice dev;
     check_prepare(dev, doctest_report(), 100, false, 60);

@@ -31,6 +31,19 @@ struct Activation {
     int32_t n_pad;   // rounded up to 32
 };
 
+// Where the GEMV puts 16-byte unit u (four floats) of a row of x it stages in shared
+// memory. Rows of eight units (128 bytes, 32 floats) stay in place; inside one, the units
+// are permuted by an XOR with a function of the row. A 16-byte shared load is served a
+// quarter-warp at a time, and the eight lanes of a quarter read eight different tasks: at
+// one 128-byte row per task, unpermuted, they would all hit the same four banks. The
+// function makes the eight lanes hit eight different groups of four banks for the task
+// order of every weight type (quant_tasks.hpp; test_kernel_math.cpp checks each).
+ER_HD int staged_unit(int u) {
+    const int r = (u >> 3) & 7;
+    const int swizzle = ((r >> 2) & 1) | ((((r >> 1) ^ r) & 1) << 1) | ((r & 1) << 2);
+    return u ^ swizzle;
+}
+
 ER_HD float q8_scale(float amax) { return amax / 127.0f; }
 ER_HD float q8_inverse(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
 ER_HD int8_t q8_round(float x, float inverse_d) { return int8_t(roundf(x * inverse_d)); }

@@ -36,6 +36,12 @@ inline void require_aligned(const void* p, uintptr_t bytes) {
 #define ER_SHARED_ARRAY(name) static_assert(true)
 #endif
 
+// A kernel's dynamic shared memory (the launch's third <<<>>> argument) as `type name[]`,
+// 16-byte aligned; the CPU emulation defines its own, filled with NaN at each block's start.
+#if !defined(ER_DYNAMIC_SHARED)
+#define ER_DYNAMIC_SHARED(type, name) extern __shared__ __align__(16) type name[]
+#endif
+
 // Four 32-bit words read in one 16-byte load; a plain struct so host code can hold it.
 struct Words4 {
     uint32_t w[4];
@@ -65,6 +71,15 @@ ER_HD Words4 load_shared_16B(const void* p) {
     Words4 v;
     memcpy(&v, p, sizeof v);
     return v;
+#endif
+}
+
+ER_HD void store_shared_16B(void* p, const Words4& v) {
+#if defined(__CUDA_ARCH__)
+    *static_cast<uint4*>(p) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+#else
+    require_aligned(p, 16);
+    memcpy(p, &v, sizeof v);
 #endif
 }
 

@@ -5,8 +5,15 @@
 // Shape: 256-thread blocks of 8 warps. A row is handled by `warps_per_row` warps (1 when
 // there are plenty of rows); each lane walks the row's tasks (32 weights = one 16-byte
 // load of the quant plane, quant_tasks.hpp) with stride 32 * warps_per_row, dotting them
-// with q8 activations through dp4a (F16 rows: float activations). Lane sums are reduced
-// with shuffles, slices of a row through shared memory.
+// with q8 activations through dp4a, or with float activations (plain types always;
+// quantized ones by default). Lane sums are reduced with shuffles, slices of a row
+// through shared memory.
+//
+// Float activations are first copied into the block's shared memory (stage_x), when they
+// fit. Read in place they made L1, not DRAM, the limit: a lane's task covers 32
+// consecutive values (128 bytes), so each 16-byte load of a warp touched 32 different
+// lines. Staged, a warp's load is four conflict-free shared-memory wavefronts
+// (staged_unit). The products and their order are the same either way.
 //
 // STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
@@ -20,25 +27,44 @@
 namespace edgerun::cuda_orin {
 namespace {
 
-template <int32_t Type>
-__device__ float row_slice_dot(const PackedMatrix& w, int row, const Activation& x, int first_task, int stride) {
+// Copies n_x rows of float activations into `stage`, each row's 16-byte units at their
+// staged_unit places, and waits for the whole block's copy.
+__device__ void stage_x(const Activation& x, int n_x, Words4* stage) {
+    const int units_per_row = x.n_pad / 4;
+    for (int i = threadIdx.x; i < n_x * units_per_row; i += blockDim.x) {
+        const int r = i / units_per_row, u = i % units_per_row;
+        store_shared_16B(stage + r * units_per_row + staged_unit(u), load_16B(x.f + int64_t(r) * x.n_pad + 4 * u));
+    }
+    __syncthreads();
+}
+
+// xf: where this thread reads the float activations (GlobalFloatX or StagedFloatX).
+template <int32_t Type, class X>
+__device__ float row_slice_dot(const PackedMatrix& w, int row, const Activation& x, const X& xf, int first_task,
+                               int stride) {
     const int n_tasks = tasks_per_row(w);
     float acc = 0.0f;
 #pragma unroll 2
     for (int t = first_task; t < n_tasks; t += stride) {
         if constexpr (plain_value_bytes(Type) != 0)
-            acc += task_dot_plain<Type>(w, row, t, x.f);
+            acc += task_dot_plain<Type>(w, row, t, xf);
         else if (x.q8.q)
             acc += task_dot<Type>(w, row, t, x.q8);
         else  // float activations (Activation's q8 left null)
-            acc += task_dot_float<Type>(w, row, t, x.f);
+            acc += task_dot_float<Type>(w, row, t, xf);
     }
     return acc;
 }
 
-__device__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, int first_task, int stride) {
+// stage: the block's shared copy of x, read when `staged`. Inlined by force: as a call,
+// its arguments went through a stack frame in local memory.
+__device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, bool staged,
+                                   const Words4* stage, int first_task, int stride) {
     return visit_weight_type(w.type, 0.0f, [&](auto type) {
-        return row_slice_dot<decltype(type)::value>(w, row, x, first_task, stride);
+        constexpr int32_t kType = decltype(type)::value;
+        if (staged)
+            return row_slice_dot<kType>(w, row, x, StagedFloatX{reinterpret_cast<const float*>(stage)}, first_task, stride);
+        return row_slice_dot<kType>(w, row, x, GlobalFloatX{x.f}, first_task, stride);
     });
 }
 
@@ -51,7 +77,11 @@ __device__ void store_output(const GemvOutput& o, int64_t row, float v) {
 
 __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
 
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvLaunch p) {
+// The launch struct is __grid_constant__ because it is indexed by a run-time output
+// number: a plain by-value parameter indexed so is first copied, every thread its own
+// ~500 bytes, into local memory (ptxas: "488 bytes stack frame"), about 125 KB of local
+// stores per block before any weight is read.
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const __grid_constant__ GemvLaunch p) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rows_per_block = kGemvWarps / p.warps_per_row;
 
@@ -64,10 +94,14 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvLaunch 
     const int slice = warp % p.warps_per_row;
     const int first_task = slice * 32 + lane, stride = 32 * p.warps_per_row;
 
+    ER_DYNAMIC_SHARED(Words4, x_stage);
+    const bool staged = p.x_stage_bytes != 0;
+    if (staged) stage_x(p.x, 1, x_stage);
+
     float acc = 0.0f, acc_up = 0.0f;
     if (row < out.w.n_rows) {
-        acc = row_slice_dot_any(out.w, row, p.x, first_task, stride);
-        if (swiglu) acc_up = row_slice_dot_any(p.out[1].w, row, p.x, first_task, stride);
+        acc = row_slice_dot_any(out.w, row, p.x, staged, x_stage, first_task, stride);
+        if (swiglu) acc_up = row_slice_dot_any(p.out[1].w, row, p.x, staged, x_stage, first_task, stride);
     }
     acc = warp_sum(acc);
     if (swiglu) acc_up = warp_sum(acc_up);
@@ -104,16 +138,18 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const GemvLaunch 
 // gemv_kernel's, so it is that kernel's result bit for bit (unless the compiler contracts
 // the two kernels' multiply-adds differently).
 
-template <int32_t Type>
-__device__ void row_slice_dot_rows(const PackedMatrix& w, int row, const Activation& x, int n_x, int first_task,
-                                   int stride, float (&acc)[kGemvMaxRows]) {
+// xf: row 0 of the float activations as this thread reads them; row r is r * x.n_pad
+// values further, staged or not.
+template <int32_t Type, class X>
+__device__ void row_slice_dot_rows(const PackedMatrix& w, int row, const Activation& x, const X& xf, int n_x,
+                                   int first_task, int stride, float (&acc)[kGemvMaxRows]) {
     const int n_tasks = tasks_per_row(w);
     for (int t = first_task; t < n_tasks; t += stride) {
         if constexpr (plain_value_bytes(Type) != 0) {
             const PlainTask<Type> task = load_plain_task<Type>(w, row, t);
 #pragma unroll
             for (int r = 0; r < kGemvMaxRows; ++r)
-                if (r < n_x) acc[r] += plain_task_dot<Type>(task, x.f + int64_t(r) * x.n_pad + 32 * t);
+                if (r < n_x) acc[r] += plain_task_dot<Type>(task, X{xf.row + int64_t(r) * x.n_pad}, 32 * t);
         } else {
             const Task task = dequantize_task<Type>(w, row, t);
             if (x.q8.q) {
@@ -126,21 +162,28 @@ __device__ void row_slice_dot_rows(const PackedMatrix& w, int row, const Activat
             } else {
 #pragma unroll
                 for (int r = 0; r < kGemvMaxRows; ++r)
-                    if (r < n_x) acc[r] += dequantized_task_dot_float(task, x.f + int64_t(r) * x.n_pad);
+                    if (r < n_x) acc[r] += dequantized_task_dot_float(task, X{xf.row + int64_t(r) * x.n_pad});
             }
         }
     }
 }
 
-__device__ void row_slice_dot_rows_any(const PackedMatrix& w, int row, const Activation& x, int n_x, int first_task,
-                                       int stride, float (&acc)[kGemvMaxRows]) {
+// As row_slice_dot_any, for several rows of x.
+__device__ __forceinline__ void row_slice_dot_rows_any(const PackedMatrix& w, int row, const Activation& x, bool staged,
+                                       const Words4* stage, int n_x, int first_task, int stride,
+                                       float (&acc)[kGemvMaxRows]) {
     visit_weight_type(w.type, false, [&](auto type) {
-        row_slice_dot_rows<decltype(type)::value>(w, row, x, n_x, first_task, stride, acc);
+        constexpr int32_t kType = decltype(type)::value;
+        if (staged)
+            row_slice_dot_rows<kType>(w, row, x, StagedFloatX{reinterpret_cast<const float*>(stage)}, n_x, first_task,
+                                      stride, acc);
+        else
+            row_slice_dot_rows<kType>(w, row, x, GlobalFloatX{x.f}, n_x, first_task, stride, acc);
         return true;
     });
 }
 
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const GemvLaunch p) {
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const __grid_constant__ GemvLaunch p) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rows_per_block = kGemvWarps / p.warps_per_row;
     const int n_x = p.n_x_rows;
@@ -152,10 +195,14 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const GemvLa
     const int slice = warp % p.warps_per_row;
     const int first_task = slice * 32 + lane, stride = 32 * p.warps_per_row;
 
+    ER_DYNAMIC_SHARED(Words4, x_stage);
+    const bool staged = p.x_stage_bytes != 0;
+    if (staged) stage_x(p.x, n_x, x_stage);
+
     float acc[kGemvMaxRows];
 #pragma unroll
     for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
-    if (row < out.w.n_rows) row_slice_dot_rows_any(out.w, row, p.x, n_x, first_task, stride, acc);
+    if (row < out.w.n_rows) row_slice_dot_rows_any(out.w, row, p.x, staged, x_stage, n_x, first_task, stride, acc);
 #pragma unroll
     for (int r = 0; r < kGemvMaxRows; ++r)
         if (r < n_x) acc[r] = warp_sum(acc[r]);
@@ -191,9 +238,9 @@ cudaError_t launch_gemv(GemvLaunch launch, int n_sms, cudaStream_t stream) {
     const int n_blocks = plan_gemv(launch, n_sms);
     if (n_blocks == 0) return cudaErrorInvalidValue;
     if (launch.n_x_rows > 1)
-        gemv_rows_kernel<<<n_blocks, kGemvWarps * 32, 0, stream>>>(launch);
+        gemv_rows_kernel<<<n_blocks, kGemvWarps * 32, launch.x_stage_bytes, stream>>>(launch);
     else
-        gemv_kernel<<<n_blocks, kGemvWarps * 32, 0, stream>>>(launch);
+        gemv_kernel<<<n_blocks, kGemvWarps * 32, launch.x_stage_bytes, stream>>>(launch);
     return cudaGetLastError();
 }
 #endif

@@ -68,6 +68,11 @@ struct GemvOutput {
 // more rows take further launches.
 inline constexpr int kGemvMaxRows = 8;
 
+// The most shared memory a GEMV block takes for its copy of the float activations: the
+// dynamic shared memory a launch gets without opting in to more, on sm_87 as on sm_90
+// (one row of up to 12288 values). Wider rows of x are read in place.
+inline constexpr int kGemvMaxStageBytes = 48 * 1024;
+
 // Several outputs sharing one input in one launch; their weight types may differ
 // (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
 struct GemvLaunch {
@@ -80,9 +85,15 @@ struct GemvLaunch {
     GemvOutput out[kMaxGemvOutputs];
     int32_t n_outputs = 0;
     int32_t epilogue = kEpilogueStore;
-    // Filled by launch_gemv: split-K width and the first block of each output.
+    // 1: float activations are copied into each block's shared memory first, when they fit
+    // (kGemvMaxStageBytes); 0: always read in place (the backend's option stage_x=0, to
+    // compare the two). The results are the same.
+    int32_t stage_x = 1;
+    // Filled by launch_gemv: split-K width, the first block of each output, and the
+    // shared memory the staged rows of x take (0: read in place).
     int32_t warps_per_row = 1;
     int32_t block_begin[kMaxGemvOutputs + 1] = {0, 0, 0, 0, 0};
+    int32_t x_stage_bytes = 0;
 };
 
 
@@ -96,9 +107,11 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         return 0;
     int64_t total_rows = 0;
     int min_tasks = 1 << 30;
+    bool reads_float_x = launch.x.q8.q == nullptr;  // plain types read float x in any case
     for (int i = 0; i < launch.n_outputs; ++i) {
         const PackedMatrix& w = launch.out[i].w;
         const PlaneGeometry g = plane_geometry(w.type);
+        reads_float_x = reads_float_x || plain_value_bytes(w.type) != 0;
         if (g.n_planes == 0 || w.n_cols != launch.x.n || w.n_rows <= 0 || !launch.out[i].y || !w.plane[0])
             return 0;
         if (swiglu && w.n_rows != launch.out[0].w.n_rows) return 0;
@@ -119,6 +132,9 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         if (i < n_ranges && planted(PlantedFault::GemvRowTail)) blocks = std::max(1, rows / rows_per_block);
         launch.block_begin[i + 1] = launch.block_begin[i] + blocks;
     }
+    const int64_t stage_bytes = int64_t(launch.n_x_rows) * launch.x.n_pad * 4;
+    const bool stage = launch.stage_x && reads_float_x && launch.x.n_pad % 32 == 0 && stage_bytes <= kGemvMaxStageBytes;
+    launch.x_stage_bytes = stage ? int32_t(stage_bytes) : 0;
     return launch.block_begin[n_ranges];
 }
 

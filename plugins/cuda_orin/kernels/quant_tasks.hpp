@@ -291,7 +291,7 @@ ER_HD Task dequantize_task<kQ6_K>(const PackedMatrix& w, int row, int task) {
 
 // weight_i of a segment as a float: the value every dot product of the kernels implies.
 ER_HD float segment_weight(const Segment& s, int i) {
-    return s.d * float(int8_t(s.q[i / 4] >> (8 * (i % 4)))) - s.m;
+    return s.d * signed_byte_to_float(s.q[i / 4], i % 4) - s.m;
 }
 
 // Segment · x, with x quantized per 32 values (d_x * qx): d_x * (d * Σ q qx - m * Σ qx).
@@ -309,6 +309,21 @@ ER_HD float segment_dot(const Segment& s, const ActivationQ8& x) {
     return xd * r;
 }
 
+// Where a thread reads float activations: four values at `pos` (a multiple of 4) of one
+// row of x, in one 16-byte load. GlobalFloatX reads the row in global memory;
+// StagedFloatX reads the block's copy in shared memory, whose 16-byte units were placed
+// by staged_unit (gemv.cu stages it). Two types, not a flag, so that the compiler sees
+// which memory each load reads.
+struct GlobalFloatX {
+    const float* row;
+    ER_HD Words4 load4(int pos) const { return load_16B(row + pos); }
+};
+
+struct StagedFloatX {
+    const float* row;
+    ER_HD Words4 load4(int pos) const { return load_shared_16B(row + 4 * staged_unit(pos / 4)); }
+};
+
 // A dequantized task dotted with one row of activations. The multi-row GEMV dequantizes a
 // task once and calls these for every row, so each row's sum is the one-row kernel's.
 template <int32_t Type>
@@ -320,11 +335,12 @@ ER_HD float dequantized_task_dot(const Task& t, const ActivationQ8& x) {
 // reading 4 bytes of x per weight instead of 1: four 16-byte loads per segment (a segment
 // starts at a multiple of 16 values of a 16-byte aligned row), the products summed in
 // index order as before.
-ER_HD float dequantized_task_dot_float(const Task& t, const float* x) {
+template <class X>
+ER_HD float dequantized_task_dot_float(const Task& t, const X& x) {
     float acc = 0.0f;
     for (const Segment& s : t.seg)
         for (int part = 0; part < 4; ++part) {
-            const Words4 xv = load_16B(x + s.pos + 4 * part);
+            const Words4 xv = x.load4(s.pos + 4 * part);
             for (int i = 0; i < 4; ++i) acc += segment_weight(s, 4 * part + i) * quant::bits_to_float(xv.w[i]);
         }
     return acc;
@@ -335,8 +351,8 @@ ER_HD float task_dot(const PackedMatrix& w, int row, int task, const ActivationQ
     return dequantized_task_dot<Type>(dequantize_task<Type>(w, row, task), x);
 }
 
-template <int32_t Type>
-ER_HD float task_dot_float(const PackedMatrix& w, int row, int task, const float* x) {
+template <int32_t Type, class X>
+ER_HD float task_dot_float(const PackedMatrix& w, int row, int task, const X& x) {
     return dequantized_task_dot_float(dequantize_task<Type>(w, row, task), x);
 }
 
@@ -365,19 +381,19 @@ ER_HD PlainTask<Type> load_plain_task(const PackedMatrix& w, int row, int task) 
     return t;
 }
 
-// xs: the task's 32 activations.
-template <int32_t Type>
-ER_HD float plain_task_dot(const PlainTask<Type>& t, const float* xs) {
+// The task's 32 activations start at `first` (32 * task) of x's row.
+template <int32_t Type, class X>
+ER_HD float plain_task_dot(const PlainTask<Type>& t, const X& x, int first) {
     float acc = 0.0f;
     if constexpr (Type == kF32) {
         for (int part = 0; part < 8; ++part) {
-            const Words4 xv = load_16B(xs + 4 * part);
+            const Words4 xv = x.load4(first + 4 * part);
             for (int i = 0; i < 4; ++i) acc += quant::bits_to_float(t.v[part].w[i]) * quant::bits_to_float(xv.w[i]);
         }
     } else {
         for (int part = 0; part < 4; ++part) {
             const Words4& v = t.v[part];
-            const Words4 xa = load_16B(xs + 8 * part), xb = load_16B(xs + 8 * part + 4);
+            const Words4 xa = x.load4(first + 8 * part), xb = x.load4(first + 8 * part + 4);
             const uint32_t xw[8] = {xa.w[0], xa.w[1], xa.w[2], xa.w[3], xb.w[0], xb.w[1], xb.w[2], xb.w[3]};
             for (int i = 0; i < 4; ++i) {
                 acc += plain_16_to_float<Type>(v.w[i] & 0xFFFFu) * quant::bits_to_float(xw[2 * i]);
@@ -388,13 +404,9 @@ ER_HD float plain_task_dot(const PlainTask<Type>& t, const float* xs) {
     return acc;
 }
 
-template <int32_t Type>
-ER_HD float task_dot_plain(const PackedMatrix& w, int row, int task, const float* x) {
-    return plain_task_dot<Type>(load_plain_task<Type>(w, row, task), x + 32 * task);
-}
-
-ER_HD float task_dot_f16(const PackedMatrix& w, int row, int task, const float* x) {
-    return task_dot_plain<kF16>(w, row, task, x);
+template <int32_t Type, class X>
+ER_HD float task_dot_plain(const PackedMatrix& w, int row, int task, const X& x) {
+    return plain_task_dot<Type>(load_plain_task<Type>(w, row, task), x, 32 * task);
 }
 
 // Tasks per row: one task is 32 weights for every type.

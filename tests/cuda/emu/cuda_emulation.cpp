@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -39,6 +40,8 @@ struct Block {
     dim3 index, dim, grid;
     const std::function<void()>* body = nullptr;
     std::vector<uint64_t> exchange;  // one slot per thread
+    void* dynamic_shared = nullptr;  // dynamic_bytes, 16-byte aligned
+    size_t dynamic_bytes = 0;
 };
 
 Block* g_block = nullptr;
@@ -191,11 +194,27 @@ bool register_shared(void* array, size_t bytes) {
     return true;
 }
 
-void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
+void* dynamic_shared() {
+    if (!g_block) {
+        std::fprintf(stderr, "cuda emulation: dynamic shared memory asked for outside a launch\n");
+        std::abort();
+    }
+    return g_block->dynamic_shared;
+}
+
+void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dynamic_shared_bytes) {
     Block b;
     b.dim = block;
     b.grid = grid;
     b.body = &body;
+    // Exactly the bytes asked for (AddressSanitizer builds see a read past them).
+    struct AlignedFree {
+        void operator()(void* p) const { ::operator delete[](p, std::align_val_t(16)); }
+    };
+    std::unique_ptr<void, AlignedFree> dynamic(
+        dynamic_shared_bytes ? ::operator new[](dynamic_shared_bytes, std::align_val_t(16)) : nullptr);
+    b.dynamic_shared = dynamic.get();
+    b.dynamic_bytes = dynamic_shared_bytes;
     const int n = int(block.x * block.y * block.z);
     b.fibers.resize(n);
     b.exchange.assign(n, 0);
@@ -209,6 +228,7 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
                 b.index = dim3(bx, by, bz);
                 for (int i = 0; i < n; ++i) init_fiber(b.fibers[i], i, block);
                 poison_shared_memory();
+                if (b.dynamic_shared) std::memset(b.dynamic_shared, 0xFF, b.dynamic_bytes);
                 std::shuffle(order.begin(), order.end(), schedule_rng());
                 for (;;) {
                     bool ran = false;

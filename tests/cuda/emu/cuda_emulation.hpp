@@ -11,7 +11,8 @@
 // with a message: those are bugs on a GPU too.
 //
 // To catch more than a friendly schedule would: shared memory is NaN at each block's
-// start (each kernel registers its __shared__ arrays with ER_SHARED_ARRAY, see below);
+// start (each kernel registers its __shared__ arrays with ER_SHARED_ARRAY, see below; the
+// dynamic shared memory of ER_DYNAMIC_SHARED is filled too);
 // the threads of a block run in an order shuffled per block by a seeded generator
 // (EDGERUN_EMU_SEED, default fixed, so a failure reproduces), so code that lacks a
 // barrier sees another thread's write early or late; and the vector loads of
@@ -39,8 +40,12 @@ void syncthreads();
 void syncwarp();
 // Every lane of the warp deposits `value`; each gets the value lane `src_lane` deposited.
 uint64_t warp_exchange(uint64_t value, int src_lane);
-// Runs body once per thread of every block of the grid.
-void launch(dim3 grid, dim3 block, const std::function<void()>& body);
+// Runs body once per thread of every block of the grid, with `dynamic_shared_bytes` of
+// dynamic shared memory per block (the third <<<>>> argument).
+void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dynamic_shared_bytes = 0);
+// The running block's dynamic shared memory: 16-byte aligned, NaN bytes at the block's
+// start like the static arrays; null when the launch asked for none.
+void* dynamic_shared();
 // Adds a __shared__ array to the ones filled with NaN bytes (0xFF: NaN as float or half,
 // -1 as an integer) at each block's start, and fills it now (its first use is in the
 // block running). Returns true, to initialise the static that registers it once.
@@ -53,6 +58,7 @@ bool register_shared(void* array, size_t bytes);
 // attributes on the statics of templates, so the arrays are listed as they are first met.
 #define ER_SHARED_ARRAY(name) \
     [[maybe_unused]] static const bool name##_emu_registered = ::emu::register_shared(&(name), sizeof(name))
+#define ER_DYNAMIC_SHARED(type, name) type* const name = static_cast<type*>(::emu::dynamic_shared())
 
 namespace emu {
 
@@ -68,6 +74,7 @@ namespace emu {
 #define __forceinline__ inline
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __grid_constant__
 #define __syncthreads() ::emu::syncthreads()
 #define __syncwarp(...) ::emu::syncwarp()
 

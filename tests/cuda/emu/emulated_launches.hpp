@@ -12,7 +12,8 @@ inline void prepare(const PrepareParams& p) {
 
 // `l` as plan_gemv filled it in; `blocks` what it returned.
 inline void gemv(const GemvLaunch& l, int blocks) {
-    emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { l.n_x_rows > 1 ? gemv_rows_kernel(l) : gemv_kernel(l); });
+    emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { l.n_x_rows > 1 ? gemv_rows_kernel(l) : gemv_kernel(l); },
+                size_t(l.x_stage_bytes));
 }
 
 // The split flash-decode kernel, then the merge of its splits; `g` from plan_attention.

@@ -99,6 +99,17 @@ int main(int argc, char** argv) {
             check_gemv_rows(dev, report, qkv, {s.n_q, s.n_kv, s.n_kv}, s.n_embd, n_x, false, false, seed++);
     }
 
+    // --- float activations staged in shared memory against read in place ----------------
+    for (int32_t type : kTypes) {
+        for (const Shape& s : kModels) {
+            if (quick && s.n_embd > 600) continue;
+            if (k_quant(type) && (s.n_embd % 256 || s.n_ff % 256)) continue;
+            check_gemv_float_x(dev, report, type, s.n_q, s.n_embd, 1, true, seed++);
+            check_gemv_float_x(dev, report, type, s.n_embd, s.n_ff, 1, int64_t(s.n_ff) * 4 <= kGemvMaxStageBytes, seed++);
+        }
+        check_gemv_float_x(dev, report, type, 37, k_quant(type) ? 512 : 96, 5, true, seed++);
+    }
+
     // --- fused multi-output, SwiGLU, prepare ----------------------------------------
     for (const Shape& s : kModels) {
         if (quick && s.n_embd > 600) continue;
