@@ -54,6 +54,9 @@ struct Backend {
     // faster; ~1e-3 relative error in a single dot product). Default: float activations,
     // exact to float rounding like the reference.
     bool q8_activations = false;
+    // Option stage_x=0: GEMVs read float activations in place instead of from a copy in
+    // each block's shared memory (kernels/gemv.cu), to measure the difference.
+    bool stage_x = true;
     // Option gemm_rows=N: steps of at least N rows multiply through dequantized weight
     // tiles and a GEMM (cuBLAS) instead of the multi-row GEMV; 0 turns that off. The
     // default is a guess until measured on a GPU.

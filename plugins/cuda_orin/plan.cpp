@@ -102,7 +102,12 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     if (long_steps && device_.description().gemm_unavailable.empty())
         gemm_tile_floats_ = std::max<uint64_t>(std::min<uint64_t>(max_matmul_floats, kGemmTileFloats), max_gemv_width_);
     const uint64_t fixed = act_bytes + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_) + gemm_tile_floats_ * 4;
-    assign_buffers(graph, checked.last_use, fixed);  // checks values + fixed before allocating
+    fusions_ = find_gemv_fusions(graph);
+    absorbed_by_.assign(nodes_.size(), -1);
+    for (size_t i = 0; i < fusions_.size(); ++i)
+        if (fusions_[i].kind != GemvFusion::kNone) absorbed_by_[size_t(fusions_[i].consumer)] = int32_t(i);
+    // Checks values + fixed before allocating.
+    assign_buffers(graph, extend_fused_lifetimes(graph, fusions_, checked.last_use), fixed);
     uint64_t need = 0;
     for (const DeviceBuffer& b : buffers_) need += b.bytes();
     if (n_pad > 0) {
@@ -165,6 +170,9 @@ void Plan::assign_buffers(const er_graph& graph, const std::vector<int32_t>& las
     };
     std::vector<Slot> slots;
     std::vector<int32_t> slot_of(size_t(n_values), -1);
+    std::vector<std::vector<int32_t>> dying(size_t(graph.n_nodes));  // values whose last reader is node i
+    for (int32_t v = 0; v < n_values; ++v)
+        if (last_use[v] >= 0 && !pinned(v)) dying[size_t(last_use[v])].push_back(v);
     auto take = [&](int32_t v) {
         const uint64_t need = bytes_of(v);
         int32_t best = -1;
@@ -189,10 +197,8 @@ void Plan::assign_buffers(const er_graph& graph, const std::vector<int32_t>& las
     for (int32_t i = 0; i < graph.n_nodes; ++i) {
         const er_node& node = graph.nodes[i];
         for (int32_t k = 0; k < node.n_outputs; ++k) take(node.outputs[k]);
-        for (int32_t k = 0; k < node.n_inputs; ++k) {
-            const int32_t v = node.inputs[k];
-            if (last_use[v] == i && !pinned(v)) slots[slot_of[v]].busy = false;
-        }
+        for (int32_t v : dying[size_t(i)])
+            if (slot_of[v] >= 0) slots[slot_of[v]].busy = false;
         for (int32_t k = 0; k < node.n_outputs; ++k) {
             const int32_t v = node.outputs[k];
             if (last_use[v] < 0 && !pinned(v)) slots[slot_of[v]].busy = false;
@@ -362,11 +368,25 @@ void Plan::get_output(int32_t value, float* dst, int64_t n_rows) {
     device_.copy_to_host(dst, v.f32, uint64_t(n_rows * v.width) * 4);
 }
 
-void Plan::launch_all(int32_t n) {
-    for (const er_node& node : nodes_) launch_node(node, n);
+bool Plan::takes_gemm(int32_t n) const {
+    return gemm_tile_floats_ && n >= ctx_.model->backend->gemm_rows;
 }
 
-void Plan::launch_node(const er_node& node, int32_t n) {
+bool Plan::runs_fused(size_t index, int32_t n) const {
+    const GemvFusion::Kind kind = fusions_[index].kind;
+    return kind != GemvFusion::kNone && !takes_gemm(n) && (kind != GemvFusion::kSwiGLU || n == 1);
+}
+
+void Plan::launch_all(int32_t n) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+        const int32_t producer = absorbed_by_[i];
+        if (producer >= 0 && runs_fused(size_t(producer), n)) continue;  // done by the producer's GEMV
+        launch_node(i, n);
+    }
+}
+
+void Plan::launch_node(size_t index, int32_t n) {
+    const er_node& node = nodes_[index];
     const Value& out = values_[node.outputs[0]];
     const Value& in = values_[node.inputs[0]];
     switch (node.op) {
@@ -385,7 +405,7 @@ void Plan::launch_node(const er_node& node, int32_t n) {
             }
             break;
         }
-        case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: launch_matmul(node, n); break;
+        case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: launch_matmul(index, n); break;
         case ER_OP_LOGITS: launch_logits(node, n); break;
         case ER_OP_RMS_NORM: {
             RmsNormParams p;
@@ -429,15 +449,21 @@ void Plan::launch_node(const er_node& node, int32_t n) {
 
 // Rows in groups of up to kGemvMaxRows: prepare writes each row's float and q8 forms into
 // its slot, then one GEMV launch computes every output of the node for the whole group,
-// reading each weight once (one row: the one-row kernel). A GEMM above a crossover is
-// still to come.
+// reading each weight once (one row: the one-row kernel). Float activations whose rows
+// need no padding and lie one after another are read where they are, without a prepare
+// launch (a decode step's every GEMV, for widths that are multiples of 32).
 void Plan::gemv_rows(const float* x, int64_t width, const std::vector<const DeviceWeight*>& weights,
                      const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
-                     const int32_t* row_index) {
+                     const int32_t* row_index, const float* residual, int32_t epilogue) {
     const int32_t n_pad = padded_length(int32_t(width));
+    const bool q8 = ctx_.model->backend->q8_activations;
     for (int32_t first = 0; first < n_rows; first += gemv_slots_) {
         const int32_t group = std::min(gemv_slots_, n_rows - first);
-        for (int32_t j = 0; j < group; ++j) {
+        const int64_t first_row = row_index ? row_index[first] : first;
+        bool consecutive = true;
+        for (int32_t j = 1; j < group && row_index; ++j) consecutive = consecutive && row_index[first + j] == first_row + j;
+        const bool in_place = !q8 && n_pad == width && consecutive;
+        for (int32_t j = 0; j < group && !in_place; ++j) {
             const int64_t r = row_index ? row_index[first + j] : first + j;
             PrepareParams prep;
             prep.x = x + r * width;
@@ -448,12 +474,14 @@ void Plan::gemv_rows(const float* x, int64_t width, const std::vector<const Devi
             device_.prepare(prep);
         }
         GemvLaunch g;
-        if (ctx_.model->backend->q8_activations) g.x.q8 = {act_q_.as<uint8_t>(), act_d_.as<float>()};
+        if (q8) g.x.q8 = {act_q_.as<uint8_t>(), act_d_.as<float>()};
         else g.x.q8 = {nullptr, nullptr};
-        g.x.f = act_f_.as<float>();
+        g.x.f = in_place ? x + first_row * width : act_f_.as<float>();
         g.x.n = int32_t(width);
         g.x.n_pad = n_pad;
         g.n_x_rows = group;
+        g.stage_x = ctx_.model->backend->stage_x;
+        g.epilogue = epilogue;
         g.n_outputs = int32_t(weights.size());
         for (size_t j = 0; j < weights.size(); ++j) {
             g.out[j].w = weights[j]->packed;
@@ -461,6 +489,7 @@ void Plan::gemv_rows(const float* x, int64_t width, const std::vector<const Devi
             g.out[j].y = outs[j] + int64_t(first) * weights[j]->rows;
             g.out[j].y_row_stride = weights[j]->rows;
         }
+        if (residual) g.out[0].residual = residual + int64_t(first) * weights[0]->rows;
         device_.gemv(g);
     }
 }
@@ -502,9 +531,10 @@ void Plan::matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, 
     }
 }
 
-void Plan::launch_matmul(const er_node& node, int32_t n) {
+void Plan::launch_matmul(size_t index, int32_t n) {
+    const er_node& node = nodes_[index];
     const Value& x = values_[node.inputs[0]];
-    if (gemm_tile_floats_ && n >= ctx_.model->backend->gemm_rows) {
+    if (takes_gemm(n)) {
         for (int32_t k = 0; k < node.n_outputs; ++k)
             matmul_by_gemm(x.f32, x.width, weight(node.weights[k]),
                            node.biases[k] >= 0 ? weight(node.biases[k]).floats.as<float>() : nullptr,
@@ -519,7 +549,18 @@ void Plan::launch_matmul(const er_node& node, int32_t n) {
         biases.push_back(node.biases[k] >= 0 ? weight(node.biases[k]).floats.as<float>() : nullptr);
         outs.push_back(values_[node.outputs[k]].f32);
     }
-    gemv_rows(x.f32, x.width, weights, biases, outs, n, nullptr);
+    if (!runs_fused(index, n)) {
+        gemv_rows(x.f32, x.width, weights, biases, outs, n, nullptr);
+        return;
+    }
+    // The consumer's output instead of the products: with its residual added, or gate and
+    // up through SwiGLU (the kernel writes output 0 only).
+    const GemvFusion& fusion = fusions_[index];
+    float* fused_out = values_[nodes_[size_t(fusion.consumer)].outputs[0]].f32;
+    if (fusion.kind == GemvFusion::kResidual)
+        gemv_rows(x.f32, x.width, weights, biases, {fused_out}, n, nullptr, values_[fusion.residual].f32);
+    else
+        gemv_rows(x.f32, x.width, weights, biases, {fused_out, fused_out}, n, nullptr, nullptr, kEpilogueSwiGLU);
 }
 
 void Plan::launch_logits(const er_node& node, int32_t) {

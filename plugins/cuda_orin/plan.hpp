@@ -6,6 +6,7 @@
 #pragma once
 
 #include "backend.hpp"
+#include "gemv_fusion.hpp"
 
 #include <functional>
 
@@ -39,14 +40,17 @@ private:
     void read_rows(const er_step& step);
     void report_memory() const;
     void launch_all(int32_t n);
-    void launch_node(const er_node& node, int32_t n);
-    void launch_matmul(const er_node& node, int32_t n);
+    void launch_node(size_t index, int32_t n);
+    void launch_matmul(size_t index, int32_t n);
+    bool takes_gemm(int32_t n) const;  // a step of n rows multiplies through the GEMM path
+    bool runs_fused(size_t index, int32_t n) const;  // node `index` runs with its consumer
     void matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, const float* bias, float* out, int32_t n);
     void launch_logits(const er_node& node, int32_t n);
     void launch_attention(const er_node& node, int32_t n);
+    // residual: added to output 0 (rows of its width); epilogue: GemvLaunch's.
     void gemv_rows(const float* x, int64_t width, const std::vector<const DeviceWeight*>& weights,
                    const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
-                   const int32_t* row_index);
+                   const int32_t* row_index, const float* residual = nullptr, int32_t epilogue = kEpilogueStore);
     const DeviceWeight& weight(int32_t index) const { return ctx_.model->weights[size_t(index)]; }
 
     Context& ctx_;
@@ -55,6 +59,8 @@ private:
     bool has_attention_ = false;
     bool stepped_ = false;
     std::vector<er_node> nodes_;
+    std::vector<GemvFusion> fusions_;  // per node (gemv_fusion.hpp)
+    std::vector<int32_t> absorbed_by_;  // per node: the MATMUL whose GEMV may do its work, or -1
     std::vector<Value> values_;
     std::vector<std::vector<int32_t>> host_ids_;  // token ids as set, for the range check
     std::vector<DeviceBuffer> buffers_;

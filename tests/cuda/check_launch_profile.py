@@ -6,7 +6,9 @@ without (one token), and checks what the plan logs when it ends:
   - the profile's tables: every launch kind's total time > 0, its time per step and share
     consistent with the total, the launches per kind adding up to the "launches per step"
     line, and the counts the graph implies (per layer one kv_append and one split
-    attention launch of two kernels; one prepare per one-row GEMV; one embed);
+    attention launch of two kernels; one embed; no prepare, since the float activations
+    of these widths (multiples of 32) are read in place, and with activations=q8 one
+    prepare per one-row GEMV);
   - the replay line: with profile=1 every step launched plainly and none replayed; without
     it the decode steps replayed, at the same launches per step as the profiled ones.
 """
@@ -54,7 +56,7 @@ def parse_tables(output):
     return tables
 
 
-def check_table(kind, steps, rows, total, layers, output):
+def check_table(kind, steps, rows, total, layers, q8, output):
     where = f"{kind} table"
     if total is None or not rows:
         fail(f"{where}: no rows or no 'launches per step' line", output)
@@ -83,8 +85,10 @@ def check_table(kind, steps, rows, total, layers, output):
     if kind == "decode":
         if count("embed") != 1:
             fail(f"{where}: {count('embed')} embed launches per step, not 1", output)
-        if count("prepare") != sum(gemv.values()):
-            fail(f"{where}: {count('prepare')} prepare launches per step for {sum(gemv.values())} GEMVs", output)
+        expected = sum(gemv.values()) if q8 else 0
+        if count("prepare") != expected:
+            fail(f"{where}: {count('prepare')} prepare launches per step for {sum(gemv.values())} GEMVs "
+                 f"with {'q8' if q8 else 'float'} activations; expected {expected}", output)
 
 
 def main():
@@ -96,13 +100,19 @@ def main():
     ap.add_argument("--tokens", type=int, default=2)
     args = ap.parse_args()
 
+    q8_output = run(args, "profile=1,activations=q8", args.tokens)
+    if not any(t[0] == "decode" for t in parse_tables(q8_output)):
+        fail("no decode table in the profiled run's output with activations=q8", q8_output)
+    for table in parse_tables(q8_output):
+        check_table(*table, args.layers, True, q8_output)
+
     output = run(args, "profile=1", args.tokens)
     tables = parse_tables(output)
     decode = [t for t in tables if t[0] == "decode"]
     if not decode:
         fail("no decode table in the profiled run's output", output)
     for table in tables:
-        check_table(*table, args.layers, output)
+        check_table(*table, args.layers, False, output)
     # The decode steps: the prompt's when it is one token, then one per generated token after the first.
     prompt = int(PROMPT.search(output).group(1))
     generated = int(GENERATED.search(output).group(1))
