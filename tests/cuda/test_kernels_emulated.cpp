@@ -208,6 +208,8 @@ TEST_CASE("emulated: an embedding launch the kernels cannot run is refused") {
     p.type = kQ4_K;
     p.n_tokens = 0;
     CHECK_FALSE(valid(p));
+    p.n_tokens = 65536;  // past the grid's y limit
+    CHECK_FALSE(valid(p));
 }
 
 TEST_CASE("emulated: the step counters advance on the device") {

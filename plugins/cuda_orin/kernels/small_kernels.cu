@@ -90,13 +90,13 @@ __global__ void advance_step_kernel(StepCounters* c) {
 }  // namespace
 
 // The embedding's launch shape and parameter checks, shared by the CUDA launcher and the
-// emulated device: kEmbedThreads threads a block over the row's units (packed: tasks), a block row
-// per token.
+// emulated device: blocks of kEmbedThreads threads over the row's units (packed: tasks),
+// a row of blocks per token (at most 65535, the grid's y limit).
 inline constexpr int kEmbedThreads = 128;
 inline bool embeds_packed(const EmbedParams& p) { return p.packed.plane[0] != nullptr; }
 
 inline bool valid(const EmbedParams& p) {
-    if (!p.token || !p.out || p.n_tokens <= 0 || p.n_cols <= 0 || p.n_rows <= 0) return false;
+    if (!p.token || !p.out || p.n_tokens <= 0 || p.n_tokens > 65535 || p.n_cols <= 0 || p.n_rows <= 0) return false;
     if (embeds_packed(p)) {
         const PackedMatrix& w = p.packed;
         return is_gemv_weight_type(w.type) && w.type == p.type && w.n_rows == p.n_rows && w.n_cols == p.n_cols &&
