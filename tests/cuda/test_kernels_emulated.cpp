@@ -63,6 +63,7 @@ public:
         emulated::attention(p, g);
     }
     void embed(const EmbedParams& p) override {
+        REQUIRE(valid(p));  // launch_embed's check
         emulated::embed(p);
     }
     void advance(StepCounters* c) override {
@@ -182,6 +183,9 @@ TEST_CASE("emulated: embedding rows of every weight type from the packed layout,
 
 TEST_CASE("emulated: embedding rows from the GGUF table (types the GEMV layout cannot hold)") {
     EmulatedDevice dev;
+    check_embed(dev, doctest_report(), EmbedForm::table, kQ8_1, 5, 96, {4, 0, 5, -2}, 104);
+    check_embed(dev, doctest_report(), EmbedForm::table, kQ8_K, 3, 512, {2, 1, 3}, 105);
+    // The kernel reads any type blocks.hpp dequantizes, the GEMV types too.
     check_embed(dev, doctest_report(), EmbedForm::table, kQ6_K, 5, 512, {3, 0}, 100);
     check_embed(dev, doctest_report(), EmbedForm::table, kQ4_0, 4, 96, {0}, 101);
     check_embed(dev, doctest_report(), EmbedForm::table, kF16, 3, 40, {2, -1, 1}, 102);

@@ -16,7 +16,8 @@ namespace edgerun::cuda_orin {
 namespace {
 
 // Elements and bytes of one dequantization unit of a row: a block for quantized types, 32
-// values for plain ones.
+// values for plain ones. Every type blocks.hpp dequantizes: the plugin embeds from this
+// table form only the ones the GEMV layout cannot hold (Q8_1, Q8_K).
 struct RowUnit {
     int elems;
     int bytes;
@@ -32,11 +33,13 @@ __host__ __device__ RowUnit row_unit(int32_t type) {
         case 6: return {32, 22};
         case 7: return {32, 24};
         case 8: return {32, 34};
+        case 9: return {32, int(sizeof(quant::BlockQ8_1))};
         case 10: return {256, 84};
         case 11: return {256, 110};
         case 12: return {256, 144};
         case 13: return {256, 176};
         case 14: return {256, 210};
+        case 15: return {256, int(sizeof(quant::BlockQ8_K))};
         default: return {0, 0};
     }
 }

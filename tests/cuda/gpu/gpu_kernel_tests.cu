@@ -148,6 +148,8 @@ int main(int argc, char** argv) {
         const int n_cols = plane_geometry(type).block_elems == 256 ? 2048 : plain_value_bytes(type) ? 2050 : 576;
         check_embed(dev, report, EmbedForm::packed, type, 100, n_cols, {42, 0, 99, -1, 100, 42}, seed++);
     }
+    check_embed(dev, report, EmbedForm::table, kQ8_1, 100, 576, {42, -1, 7}, seed++);
+    check_embed(dev, report, EmbedForm::table, kQ8_K, 100, 2048, {42, 100, 0}, seed++);
     check_embed(dev, report, EmbedForm::table, kQ6_K, 100, 2560, {42}, seed++);
     check_embed(dev, report, EmbedForm::table, kQ8_0, 50, 576, {49, 3}, seed++);
     check_embed(dev, report, EmbedForm::table, kF16, 10, 100, {3}, seed++);
