@@ -72,8 +72,8 @@ struct DeviceWeight {
     int32_t dtype = -1;
     int64_t rows = 0, cols = 0;
     uint64_t row_bytes = 0;     // GGUF layout
-    DeviceBuffer table;         // EMBED: the GGUF bytes as they are
-    DeviceBuffer packed_bytes;  // MATMUL: the GEMV layout (weight_layout.hpp)
+    DeviceBuffer packed_bytes;  // MATMUL and EMBED: the GEMV layout (weight_layout.hpp)
+    DeviceBuffer table;         // EMBED of a type that layout cannot hold: the GGUF bytes
     PackedMatrix packed{};
     DeviceBuffer floats;        // norms, biases, rope factors: F32
 };

@@ -53,7 +53,11 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
                                                     "' (" + form + ")");
         };
         switch (node.op) {
-            case ER_OP_EMBED: need(node.weights[0], weight(node.weights[0]).table.data(), "embedding table"); break;
+            case ER_OP_EMBED: {
+                const DeviceWeight& w = weight(node.weights[0]);
+                need(node.weights[0], w.packed_bytes.data() || w.table.data(), "embedding rows");
+                break;
+            }
             case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: case ER_OP_LOGITS:
                 for (int32_t k = 0; k < node.n_outputs; ++k) {
                     need(node.weights[k], weight(node.weights[k]).packed_bytes.data(), "GEMV weight");
@@ -390,19 +394,22 @@ void Plan::launch_node(size_t index, int32_t n) {
     const Value& out = values_[node.outputs[0]];
     const Value& in = values_[node.inputs[0]];
     switch (node.op) {
-        case ER_OP_EMBED: {
+        case ER_OP_EMBED: {  // every row in one launch, from the GEMV's copy when there is one
             const DeviceWeight& w = weight(node.weights[0]);
-            for (int32_t r = 0; r < n; ++r) {
-                EmbedParams p;
-                p.type = w.dtype;
+            EmbedParams p;
+            p.type = w.dtype;
+            p.n_rows = int32_t(w.rows);
+            p.n_cols = int32_t(w.cols);
+            if (w.packed_bytes.data()) {
+                p.packed = w.packed;
+            } else {
                 p.table = w.table.data();
                 p.row_bytes = int64_t(w.row_bytes);
-                p.n_rows = int32_t(w.rows);
-                p.n_cols = int32_t(w.cols);
-                p.token = in.i32 + r;
-                p.out = out.f32 + int64_t(r) * w.cols;
-                device_.embed(p);
             }
+            p.token = in.i32;
+            p.n_tokens = n;
+            p.out = out.f32;
+            device_.embed(p);
             break;
         }
         case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: launch_matmul(index, n); break;

@@ -128,14 +128,21 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
     });
 }
 
-// The forms a weight is held in, from what the graphs use it for (ER_USE_*).
+// What the graphs use a weight for (ER_USE_*); no usage given: every use its type allows.
+struct Uses {
+    bool embed = false, matmul = false, vector = false;
+};
+Uses uses_of(uint32_t usage, int64_t rows) {
+    if (usage == 0xFFFFFFFFu) return {true, true, rows == 1};
+    return {(usage & ER_USE_EMBED) != 0, (usage & ER_USE_MATMUL) != 0, (usage & ER_USE_VECTOR) != 0};
+}
+
+// The forms a weight is held in. The GEMV layout serves EMBED as well as the GEMVs, so a
+// weight used for both (tied embeddings) is held once; the GGUF table only for an embedding
+// of a type that layout cannot hold.
 struct Forms {
     bool table = false, packed = false, floats = false;
 };
-Forms forms_for(uint32_t usage, int64_t rows) {
-    if (usage == 0xFFFFFFFFu) return {true, true, rows == 1};  // no usage given: every form its type allows
-    return {(usage & ER_USE_EMBED) != 0, (usage & ER_USE_MATMUL) != 0, (usage & ER_USE_VECTOR) != 0};
-}
 
 er_status model_load(er_backend* handle, const er_model_params* params, er_model** out, er_error* err) {
     return guard(err, [&] {
@@ -168,18 +175,20 @@ er_status model_load(er_backend* handle, const er_model_params* params, er_model
             w.row_bytes = *row;
             if (t.nbytes < w.row_bytes * uint64_t(w.rows) || !t.data)
                 throw Failure(ER_E_FORMAT, label + ": fewer bytes than its shape needs");
-            Forms& f = forms[size_t(i)];
-            f = forms_for(params->usage ? params->usage[i] : 0xFFFFFFFFu, w.rows);
-            if (f.packed && !is_gemv_weight_type(t.dtype)) {
-                if (params->usage) throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin cannot multiply " + type_name(t.dtype) + " weights");
-                f.packed = false;
-            }
-            if ((f.table || f.floats) && !decodable(t.dtype)) {
-                if (params->usage) throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin cannot decode " + type_name(t.dtype) + " weights");
-                f.table = f.floats = false;
-            }
-            if (f.packed && packed_layout(t.dtype, w.rows, w.cols).total_bytes == 0)
+            const Uses use = uses_of(params->usage ? params->usage[i] : 0xFFFFFFFFu, w.rows);
+            const bool packable = is_gemv_weight_type(t.dtype) && packed_layout(t.dtype, w.rows, w.cols).total_bytes != 0;
+            if (use.matmul && !packable && params->usage) {
+                if (!is_gemv_weight_type(t.dtype))
+                    throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin cannot multiply " + type_name(t.dtype) + " weights");
                 throw Failure(ER_E_UNSUPPORTED, label + ": its shape does not fit the GEMV layout");
+            }
+            const bool needs_table = use.embed && !packable;
+            if ((needs_table || use.vector) && !decodable(t.dtype) && params->usage)
+                throw Failure(ER_E_UNSUPPORTED, label + ": cuda_orin cannot decode " + type_name(t.dtype) + " weights");
+            Forms& f = forms[size_t(i)];
+            f.packed = (use.matmul || use.embed) && packable;
+            f.table = needs_table && decodable(t.dtype);
+            f.floats = use.vector && decodable(t.dtype);
             if (f.table) need += w.row_bytes * uint64_t(w.rows);
             if (f.packed) need += packed_layout(t.dtype, w.rows, w.cols).total_bytes;
             if (f.floats) need += uint64_t(w.rows) * uint64_t(w.cols) * 4;
@@ -217,6 +226,8 @@ er_status model_load(er_backend* handle, const er_model_params* params, er_model
             if ((f.table || f.packed || f.floats) && params->release)
                 params->release(params->release_user_data, t.data, file_bytes);
         }
+        sdk::logf(ER_LOG_INFO, "cuda_orin: weights on the device: %llu bytes (%.1f MiB)",
+                  static_cast<unsigned long long>(model->bytes), double(model->bytes) / 1048576.0);
         *out = reinterpret_cast<er_model*>(model.release());
     });
 }

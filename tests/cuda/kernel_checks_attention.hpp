@@ -258,32 +258,93 @@ inline void check_rope_append(DeviceApi& api, const Report& report, const RopeCa
     api.reset();
 }
 
-// Row *token of a GGUF table, dequantized on the device, equals blocks.hpp's dequantization.
-inline void check_embed(DeviceApi& api, const Report& report, int32_t type, int n_rows, int n_cols, int token,
-                        uint32_t seed) {
+// How the embedding reads its weight: the GEMV's packed layout, or the GGUF bytes.
+enum class EmbedForm { packed, table };
+
+// The GGUF types blocks.hpp dequantizes that the GEMV layout cannot hold: embedded from
+// the table form only.
+inline constexpr int32_t kQ8_1 = 9, kQ8_K = 15;
+
+inline uint64_t table_row_bytes(int32_t type, int n_cols) {
+    if (type == kQ8_1) return uint64_t(n_cols / 32) * sizeof(quant::BlockQ8_1);
+    if (type == kQ8_K) return uint64_t(n_cols / 256) * sizeof(quant::BlockQ8_K);
+    return gguf_matrix_bytes(type, 1, n_cols);
+}
+
+// Random GGUF rows of any type check_embed takes: make_weights for the GEMV types; for
+// Q8_1 and Q8_K random quants with finite scales.
+inline std::vector<uint8_t> make_table_weights(int32_t type, int n_rows, int n_cols, std::mt19937& rng) {
+    if (type != kQ8_1 && type != kQ8_K) return make_weights(type, n_rows, n_cols, rng);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::normal_distribution<float> normal(0.0f, 0.01f);
+    std::vector<uint8_t> out(size_t(n_rows) * table_row_bytes(type, n_cols));
+    for (uint8_t& b : out) b = uint8_t(byte(rng));
+    const size_t block_bytes = type == kQ8_1 ? sizeof(quant::BlockQ8_1) : sizeof(quant::BlockQ8_K);
+    for (size_t at = 0; at < out.size(); at += block_bytes) {
+        if (type == kQ8_1) {
+            const uint16_t d = quant::fp32_to_fp16(normal(rng)), sum = quant::fp32_to_fp16(normal(rng));
+            std::memcpy(&out[at], &d, 2);
+            std::memcpy(&out[at + 2], &sum, 2);
+        } else {
+            const float d = normal(rng);
+            std::memcpy(&out[at], &d, 4);
+        }
+    }
+    return out;
+}
+
+// Rows tokens[r] of a weight, dequantized on the device in one launch, equal bit for bit
+// to blocks.hpp's dequantization of the GGUF bytes; a token outside [0, n_rows) gives a
+// row of zeros. The output starts as a NaN pattern, with one row more than the launch
+// writes, so an unwritten value or a write past the rows shows.
+inline void check_embed(DeviceApi& api, const Report& report, EmbedForm form, int32_t type, int n_rows, int n_cols,
+                        const std::vector<int32_t>& tokens, uint32_t seed) {
     std::mt19937 rng(seed);
-    const std::vector<uint8_t> table = make_weights(type, n_rows, n_cols, rng);
+    const std::vector<uint8_t> gguf = make_table_weights(type, n_rows, n_cols, rng);
+    const int n_tokens = int(tokens.size());
     EmbedParams p;
     p.type = type;
-    p.table = api.upload_vector(table);
-    p.row_bytes = int64_t(gguf_matrix_bytes(type, 1, n_cols));
     p.n_rows = n_rows;
     p.n_cols = n_cols;
-    p.token = api.upload_vector(std::vector<int32_t>{token});
-    p.out = static_cast<float*>(api.alloc(size_t(n_cols) * 4));
-    api.embed(p);
-    const std::vector<float> got = api.download_vector(p.out, n_cols);
-    std::vector<float> expect(n_cols, 0.0f);
-    if (token >= 0 && token < n_rows) {
-        const std::vector<float> all = dequantize_weights(type, table, n_rows, n_cols);
-        std::copy(all.begin() + size_t(token) * n_cols, all.begin() + size_t(token + 1) * n_cols, expect.begin());
+    if (form == EmbedForm::packed) {
+        const PackedLayout layout = packed_layout(type, n_rows, n_cols);
+        std::vector<uint8_t> packed(layout.total_bytes);
+        repack_matrix(type, gguf.data(), n_rows, n_cols, packed.data());
+        p.packed = packed_view(layout, type, n_rows, n_cols, api.upload_vector(packed));
+    } else {
+        p.table = api.upload_vector(gguf);
+        p.row_bytes = int64_t(table_row_bytes(type, n_cols));
     }
-    double max_diff = 0;
-    for (int i = 0; i < n_cols; ++i) max_diff = std::max(max_diff, double(std::fabs(got[i] - expect[i])));
-    char name[160];
-    std::snprintf(name, sizeof name, "embed %s %dx%d token %d (max abs difference)", weight_type_name(type), n_rows,
-                  n_cols, token);
-    report({name, max_diff, 0.0});
+    p.token = api.upload_vector(tokens);
+    p.n_tokens = n_tokens;
+    const float sentinel = quant::bits_to_float(0x7FC0ABCDu);
+    p.out = api.upload_vector(std::vector<float>(size_t(n_tokens + 1) * n_cols, sentinel));
+    api.embed(p);
+    const std::vector<float> got = api.download_vector(p.out, size_t(n_tokens + 1) * n_cols);
+    std::vector<float> all(size_t(n_rows) * n_cols);
+    for (int r = 0; r < n_rows; ++r)
+        quant::dequantize_row(type, gguf.data() + size_t(r) * table_row_bytes(type, n_cols), all.data() + size_t(r) * n_cols,
+                              n_cols);
+    int differing = 0, past_the_rows = 0;
+    for (int r = 0; r < n_tokens; ++r)
+        for (int c = 0; c < n_cols; ++c) {
+            const int token = tokens[size_t(r)];
+            const float expect = token >= 0 && token < n_rows ? all[size_t(token) * n_cols + c] : 0.0f;
+            differing += quant::float_to_bits(got[size_t(r) * n_cols + c]) != quant::float_to_bits(expect);
+        }
+    for (int c = 0; c < n_cols; ++c)
+        past_the_rows += quant::float_to_bits(got[size_t(n_tokens) * n_cols + c]) != quant::float_to_bits(sentinel);
+    std::string ids;
+    for (int32_t t : tokens) {
+        if (!ids.empty()) ids += ',';
+        ids += std::to_string(t);
+    }
+    char name[200];
+    const char* type_name = type == kQ8_1 ? "Q8_1" : type == kQ8_K ? "Q8_K" : weight_type_name(type);
+    std::snprintf(name, sizeof name, "embed (%s) %s %dx%d tokens %s", form == EmbedForm::packed ? "packed" : "table",
+                  type_name, n_rows, n_cols, ids.c_str());
+    report({std::string(name) + ": values differing in bits from blocks.hpp", double(differing), 0.0});
+    report({std::string(name) + ": values written past the rows", double(past_the_rows), 0.0});
     api.reset();
 }
 

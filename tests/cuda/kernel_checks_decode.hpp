@@ -1,6 +1,6 @@
-// A whole decode step composed of the kernels (one Llama-style layer), run for several
-// steps with the position and KV length advanced on the device, against a double-
-// precision CPU decode of the same weights. This checks that the kernels compose: the
+// A whole decode step composed of the kernels (one Llama-style layer, tied embeddings),
+// run for several steps with the position and KV length advanced on the device, against a
+// double-precision CPU decode of the same weights. This checks that the kernels compose: the
 // buffers one writes are what the next reads, the residual updates in place, the cache
 // grows by one token per step (see kernel_checks.hpp for the device interface).
 #pragma once
@@ -20,7 +20,6 @@ inline void check_decode_chain(DeviceApi& api, const Report& report, const Decod
     // Weights: Q4_K_M-like mix where the width allows K-quants.
     const bool k = s.n_embd % 256 == 0 && s.n_ff % 256 == 0 && nq % 256 == 0;
     const int32_t t4 = k ? kQ4_K : kQ5_0, t6 = k ? kQ6_K : kQ8_0;
-    const std::vector<uint8_t> embd = make_weights(kQ8_0, s.n_vocab, s.n_embd, rng);
     const TestMatrix wq = make_device_matrix(api, t4, nq, s.n_embd, rng), wk = make_device_matrix(api, t4, nkv, s.n_embd, rng);
     const TestMatrix wv = make_device_matrix(api, t6, nkv, s.n_embd, rng), wo = make_device_matrix(api, t4, s.n_embd, nq, rng);
     const TestMatrix wg = make_device_matrix(api, t4, s.n_ff, s.n_embd, rng), wu = make_device_matrix(api, t4, s.n_ff, s.n_embd, rng);
@@ -48,7 +47,6 @@ inline void check_decode_chain(DeviceApi& api, const Report& report, const Decod
     const KvCacheLayer cache = alloc_cache(api, kv_type, s.n_head_kv, n_ctx, s.head_dim);
     const float *d_attn_norm = api.upload_vector(attn_norm), *d_ffn_norm = api.upload_vector(ffn_norm);
     const float* d_out_norm = api.upload_vector(out_norm);
-    const void* d_embd = api.upload_vector(embd);
 
     auto prepare = [&](const float* x, int n, const float* norm) {
         PrepareParams p;
@@ -77,7 +75,6 @@ inline void check_decode_chain(DeviceApi& api, const Report& report, const Decod
     };
 
     // CPU reference state: exact K/V history.
-    const std::vector<float> embd_f = dequantize_weights(kQ8_0, embd, s.n_vocab, s.n_embd);
     std::vector<float> k_hist(size_t(s.n_head_kv) * n_ctx * s.head_dim), v_hist(k_hist.size());
     double worst = 0;
     for (int step = 0; step < s.steps; ++step) {
@@ -89,10 +86,9 @@ inline void check_decode_chain(DeviceApi& api, const Report& report, const Decod
             api.upload(&counters->token, &token, 4);  // the sampler's write between steps
         }
         // --- device step ---
-        EmbedParams e;
-        e.type = kQ8_0;
-        e.table = d_embd;
-        e.row_bytes = int64_t(gguf_matrix_bytes(kQ8_0, 1, s.n_embd));
+        EmbedParams e;  // tied embeddings, as the backend holds them: the output matrix's rows
+        e.type = wout.view.type;
+        e.packed = wout.view;
         e.n_rows = s.n_vocab;
         e.n_cols = s.n_embd;
         e.token = &counters->token;
@@ -126,7 +122,8 @@ inline void check_decode_chain(DeviceApi& api, const Report& report, const Decod
         const std::vector<float> got = api.download_vector(logits, s.n_vocab);
 
         // --- reference step, in double ---
-        std::vector<double> hd(embd_f.begin() + size_t(token) * s.n_embd, embd_f.begin() + size_t(token + 1) * s.n_embd);
+        std::vector<double> hd(wout.values.begin() + size_t(token) * s.n_embd,
+                               wout.values.begin() + size_t(token + 1) * s.n_embd);
         const std::vector<double> xn = ref_rms_norm(hd, attn_norm, 1e-5);
         std::vector<double> qd = ref_gemv(wq.values, nq, s.n_embd, xn), kd = ref_gemv(wk.values, nkv, s.n_embd, xn);
         const std::vector<double> vd = ref_gemv(wv.values, nkv, s.n_embd, xn);

@@ -5,6 +5,7 @@
 
 #include "activation.hpp"
 #include "device_selection.hpp"
+#include "embed_rows.hpp"
 #include "kernel_params.hpp"
 #include "launch_math.hpp"
 #include "quant_tasks.hpp"
@@ -186,6 +187,49 @@ TEST_CASE("the kernels' per-task decode gives gguf's values bit for bit") {
             for (int col = 0; col < v.n_cols; ++col) REQUIRE(seen[col] == 1);
         }
         CHECK(mismatches == 0);
+    }
+}
+
+void dequantize_exact_any(const PackedMatrix& w, int row, int task, float* out_row) {
+    switch (w.type) {
+        case kQ4_0: return dequantize_task_exact<kQ4_0>(w, row, task, out_row);
+        case kQ4_1: return dequantize_task_exact<kQ4_1>(w, row, task, out_row);
+        case kQ5_0: return dequantize_task_exact<kQ5_0>(w, row, task, out_row);
+        case kQ5_1: return dequantize_task_exact<kQ5_1>(w, row, task, out_row);
+        case kQ8_0: return dequantize_task_exact<kQ8_0>(w, row, task, out_row);
+        case kQ2_K: return dequantize_task_exact<kQ2_K>(w, row, task, out_row);
+        case kQ3_K: return dequantize_task_exact<kQ3_K>(w, row, task, out_row);
+        case kQ4_K: return dequantize_task_exact<kQ4_K>(w, row, task, out_row);
+        case kQ5_K: return dequantize_task_exact<kQ5_K>(w, row, task, out_row);
+        case kQ6_K: return dequantize_task_exact<kQ6_K>(w, row, task, out_row);
+        case kF32: return dequantize_task_exact<kF32>(w, row, task, out_row);
+        case kF16: return dequantize_task_exact<kF16>(w, row, task, out_row);
+        case kBF16: return dequantize_task_exact<kBF16>(w, row, task, out_row);
+    }
+    FAIL("no exact dequantizer for type " << w.type);
+}
+
+TEST_CASE("the embedding's rows from the packed layout are gguf's values bit for bit, every type") {
+    for (const std::string name : kTypes) {
+        CAPTURE(name);
+        const WeightVectors v = load_weights(name);
+        const Packed packed = pack(v);
+        const float sentinel = edgerun::quant::bits_to_float(0x7FC0ABCDu);  // shows a value no task wrote
+        std::vector<float> row_values(size_t(v.n_cols) + 32);
+        int differing = 0;
+        for (int row = 0; row < v.n_rows; ++row) {
+            std::fill(row_values.begin(), row_values.end(), sentinel);
+            for (int t = 0; t < tasks_per_row(packed.view); ++t) dequantize_exact_any(packed.view, row, t, row_values.data());
+            for (int col = 0; col < v.n_cols; ++col) {
+                const float expect = v.values[size_t(row) * v.n_cols + col], got = row_values[size_t(col)];
+                if (edgerun::quant::float_to_bits(got) != edgerun::quant::float_to_bits(expect) && differing++ < 5)
+                    FAIL_CHECK("row " << row << " col " << col << ": " << got << " != gguf " << expect);
+            }
+            // A padded plain row's tail is not written (it is not part of the row).
+            for (size_t col = size_t(v.n_cols); col < row_values.size(); ++col)
+                CHECK(edgerun::quant::float_to_bits(row_values[col]) == edgerun::quant::float_to_bits(sentinel));
+        }
+        CHECK(differing == 0);
     }
 }
 

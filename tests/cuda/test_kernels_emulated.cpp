@@ -63,6 +63,7 @@ public:
         emulated::attention(p, g);
     }
     void embed(const EmbedParams& p) override {
+        REQUIRE(valid(p));  // launch_embed's check
         emulated::embed(p);
     }
     void advance(StepCounters* c) override {
@@ -185,12 +186,50 @@ TEST_CASE("emulated: split flash-decode attention against a double softmax") {
     check_attention_q8_vs_f16(dev, doctest_report(), 4, 2, 64, 150, 2, seed++);
 }
 
-TEST_CASE("emulated: embedding row read from a token id in device memory") {
+TEST_CASE("emulated: embedding rows of every weight type from the packed layout, bit for bit") {
     EmulatedDevice dev;
-    check_embed(dev, doctest_report(), kQ6_K, 5, 512, 3, 90);
-    check_embed(dev, doctest_report(), kQ4_0, 4, 96, 0, 91);
-    check_embed(dev, doctest_report(), kF16, 3, 40, 2, 92);
-    check_embed(dev, doctest_report(), kQ8_0, 3, 64, 7, 93);  // out of range: zeros
+    uint32_t seed = 90;
+    for (int32_t type : kAllTypes) {
+        CAPTURE(weight_type_name(type));
+        const int n_cols = plane_geometry(type).block_elems == 256 ? 512 : plain_value_bytes(type) ? 100 : 96;
+        // Token ids in device memory, repeated and out of range on both sides (zeros).
+        check_embed(dev, doctest_report(), EmbedForm::packed, type, 6, n_cols, {5, 0, -1, 3, 6, 3, 1 << 30}, seed++);
+    }
+}
+
+TEST_CASE("emulated: embedding rows from the GGUF table (types the GEMV layout cannot hold)") {
+    EmulatedDevice dev;
+    check_embed(dev, doctest_report(), EmbedForm::table, kQ8_1, 5, 96, {4, 0, 5, -2}, 104);
+    check_embed(dev, doctest_report(), EmbedForm::table, kQ8_K, 3, 512, {2, 1, 3}, 105);
+    // The kernel reads any type blocks.hpp dequantizes, the GEMV types too.
+    check_embed(dev, doctest_report(), EmbedForm::table, kQ6_K, 5, 512, {3, 0}, 100);
+    check_embed(dev, doctest_report(), EmbedForm::table, kQ4_0, 4, 96, {0}, 101);
+    check_embed(dev, doctest_report(), EmbedForm::table, kF16, 3, 40, {2, -1, 1}, 102);
+    check_embed(dev, doctest_report(), EmbedForm::table, kQ8_0, 3, 64, {7}, 103);  // out of range: zeros
+}
+
+TEST_CASE("emulated: an embedding launch the kernels cannot run is refused") {
+    EmbedParams p;
+    p.type = kQ4_K;
+    p.n_rows = 4;
+    p.n_cols = 256;
+    const int32_t token = 0;
+    float out[256];
+    p.token = &token;
+    p.out = out;
+    CHECK_FALSE(valid(p));  // neither form
+    alignas(256) static uint8_t planes[4096];
+    const PackedLayout layout = packed_layout(kQ4_K, 4, 256);
+    REQUIRE(layout.total_bytes <= sizeof planes);
+    p.packed = packed_view(layout, kQ4_K, 4, 256, planes);
+    CHECK(valid(p));
+    p.type = kQ6_K;  // the view's type is another
+    CHECK_FALSE(valid(p));
+    p.type = kQ4_K;
+    p.n_tokens = 0;
+    CHECK_FALSE(valid(p));
+    p.n_tokens = 65536;  // past the grid's y limit
+    CHECK_FALSE(valid(p));
 }
 
 TEST_CASE("emulated: the step counters advance on the device") {

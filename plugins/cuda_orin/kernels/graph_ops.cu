@@ -10,8 +10,8 @@
 #include "kernels.hpp"
 #endif
 #include "device_math.hpp"
+#include "embed_rows.hpp"
 #include "planted_faults.hpp"
-#include "quant_tasks.hpp"
 #include "warp.cuh"
 #include "weight_type_switch.cuh"
 
@@ -157,33 +157,14 @@ __global__ void attention_rows_kernel(const AttentionRowsParams p) {
     }
 }
 
-// Task `task` (32 weights) of a packed row as floats, into the row's place in `out`: the
-// same values the GEMV's products use (segment_weight, or the plain values).
-template <int32_t Type>
-__device__ void dequantize_task_into(const PackedMatrix& w, int row, int task, float* out) {
-    if constexpr (plain_value_bytes(Type) != 0) {
-        const PlainTask<Type> t = load_plain_task<Type>(w, row, task);
-        for (int i = 0; i < 32 && 32 * task + i < w.n_cols; ++i) {
-            const uint32_t word = t.v[i * plain_value_bytes(Type) / 16].w[(i * plain_value_bytes(Type) / 4) % 4];
-            if constexpr (Type == kF32)
-                out[32 * task + i] = quant::bits_to_float(word);
-            else
-                out[32 * task + i] = plain_16_to_float<Type>(i % 2 ? word >> 16 : word & 0xFFFFu);
-        }
-    } else {
-        const Task t = dequantize_task<Type>(w, row, task);
-        for (const Segment& s : t.seg)
-            for (int i = 0; i < 16; ++i) out[s.pos + i] = segment_weight(s, i);
-    }
-}
-
-// Block per row, threads over the row's tasks.
+// Block per row, threads over the row's tasks: the weights exactly as cpu_ref dequantizes
+// them (embed_rows.hpp, shared with the embedding lookup).
 __global__ void dequantize_rows_kernel(const DequantizeRowsParams p) {
     const int r = blockIdx.x, row = p.row0 + r;
     float* out = p.out + int64_t(r) * p.w.n_cols;
     for (int task = threadIdx.x; task < tasks_per_row(p.w); task += blockDim.x) {
         visit_weight_type(p.w.type, false, [&](auto type) {
-            dequantize_task_into<decltype(type)::value>(p.w, row, task, out);
+            dequantize_task_exact<decltype(type)::value>(p.w, row, task, out);
             return true;
         });
     }

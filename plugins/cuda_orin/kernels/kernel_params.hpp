@@ -217,15 +217,19 @@ inline AttentionGrid plan_attention(const AttentionParams& p) {
 
 // ----------------------------------------------------------- small kernels --
 
-// out = row *token of a GGUF-layout table (any type blocks.hpp dequantizes), as floats.
-// A token outside [0, n_rows) gives zeros.
+// Row r of out (n_cols floats, r < n_tokens) = row token[r] of a weight, dequantized
+// exactly as blocks.hpp does; a token outside [0, n_rows) gives zeros. The weight is read
+// from `packed` (the GEMV layout, any GEMV type: a weight that is also a matrix is held
+// once) when it is set, else from `table`, its GGUF bytes (any type blocks.hpp decodes).
 struct EmbedParams {
     int32_t type = 0;
-    const void* table = nullptr;
-    int64_t row_bytes = 0;
     int32_t n_rows = 0;
     int32_t n_cols = 0;
+    PackedMatrix packed{};
+    const void* table = nullptr;
+    int64_t row_bytes = 0;  // of the table
     const int32_t* token = nullptr;
+    int32_t n_tokens = 1;
     float* out = nullptr;
 };
 

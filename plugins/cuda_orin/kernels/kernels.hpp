@@ -2,8 +2,9 @@
 //
 // STATUS: compiled for sm_87/sm_90 and for compute_87 PTX; run on an H200 (2026-11-24:
 // tests/cuda/gpu/ and the backend's conformance pass with both builds), not yet tuned.
-// Since that run (commit a42a643), dequantize_rows (the GEMM path's) and the float-
-// activation GEMV's 16-byte loads of x have run only on the emulation. The math the kernels
+// Since that run (commit a42a643), dequantize_rows (the GEMM path's), the embedding from
+// the packed layout (embed_packed_kernel, any number of rows) and the float-activation
+// GEMV's 16-byte loads of x have run only on the emulation. The math the kernels
 // are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp); the kernels
 // themselves also run on the CPU emulation in CI (tests/cuda/test_kernels_emulated.cpp,
 // and the whole backend under edgerun-conformance as cuda_orin_emu).

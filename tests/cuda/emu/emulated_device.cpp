@@ -173,7 +173,7 @@ public:
         run(LaunchKind(Kernel::attention), [p, g] { emulated::attention(p, g); });
     }
     void embed(const EmbedParams& p) override {
-        require(p.table && p.token && p.out && p.n_cols > 0, "embed");
+        require(valid(p), "embed");
         run(LaunchKind(Kernel::embed), [p] { emulated::embed(p); });
     }
     void rms_norm(const RmsNormParams& p) override {

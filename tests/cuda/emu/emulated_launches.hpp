@@ -27,9 +27,12 @@ inline void attention(const AttentionParams& p, const AttentionGrid& g) {
     emu::launch(dim3(p.n_head), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); });
 }
 
+// The packed or the table form, as launch_embed chooses; `p` must be valid(p).
 inline void embed(const EmbedParams& p) {
-    const int units = (p.n_cols + 31) / 32;  // at least as many threads as units
-    emu::launch(dim3((units + 127) / 128), dim3(128), [&] { embed_kernel(p); });
+    if (embeds_packed(p))
+        emu::launch(embed_grid(p), dim3(kEmbedThreads), [&] { embed_packed_kernel(p); });
+    else
+        emu::launch(embed_grid(p), dim3(kEmbedThreads), [&] { embed_kernel(p); });
 }
 
 }  // namespace edgerun::cuda_orin::emulated

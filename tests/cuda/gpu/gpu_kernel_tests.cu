@@ -155,10 +155,16 @@ int main(int argc, char** argv) {
     check_attention_q8_vs_f16(dev, report, 9, 3, 64, 2000, 4, seed++);
 
     // --- embedding ------------------------------------------------------------------
-    check_embed(dev, report, kQ6_K, 100, 2560, 42, seed++);
-    check_embed(dev, report, kQ8_0, 50, 576, 49, seed++);
-    check_embed(dev, report, kF16, 10, 100, 3, seed++);
-    check_embed(dev, report, kQ4_K, 10, 256, -1, seed++);
+    for (int32_t type : {kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kF32, kF16, kBF16}) {
+        const int n_cols = plane_geometry(type).block_elems == 256 ? 2048 : plain_value_bytes(type) ? 2050 : 576;
+        check_embed(dev, report, EmbedForm::packed, type, 100, n_cols, {42, 0, 99, -1, 100, 42}, seed++);
+    }
+    check_embed(dev, report, EmbedForm::table, kQ8_1, 100, 576, {42, -1, 7}, seed++);
+    check_embed(dev, report, EmbedForm::table, kQ8_K, 100, 2048, {42, 100, 0}, seed++);
+    check_embed(dev, report, EmbedForm::table, kQ6_K, 100, 2560, {42}, seed++);
+    check_embed(dev, report, EmbedForm::table, kQ8_0, 50, 576, {49, 3}, seed++);
+    check_embed(dev, report, EmbedForm::table, kF16, 10, 100, {3}, seed++);
+    check_embed(dev, report, EmbedForm::table, kQ4_K, 10, 256, {-1}, seed++);
 
     // --- the kernels composed into decode steps -------------------------------------
     for (int32_t kv : {kKvF16, kKvQ8}) {

@@ -1,0 +1,47 @@
+// One task (32 weights) of a packed row (weight_layout.hpp) as floats equal bit for bit
+// to blocks.hpp's dequantization of the same GGUF bytes: the embedding lookup reads the
+// GEMV's copy of a weight (tied embeddings are then held once), and a lookup is exact.
+// Compiled for the device by small_kernels.cu and for the host by the CPU tests, which
+// compare it with gguf's dequantizers (test_kernel_math.cpp) and the kernel built on it
+// with blocks.hpp's dequantize_row (test_kernels_emulated.cpp).
+#pragma once
+
+#include "quant_tasks.hpp"
+
+namespace edgerun::cuda_orin {
+
+// Weight i of a segment, d * q - m with the product and the difference each rounded, as
+// blocks.hpp computes it. Written out on the device because nvcc contracts d * q - m into
+// one fma (one rounding), which the GEMV's segment_weight may do but a lookup may not.
+// (m is the negated minimum for Q4_1/Q5_1, whose files say d * q + min: the same value.)
+ER_HD float exact_segment_weight(const Segment& s, int i) {
+    const float q = float(int8_t(s.q[i / 4] >> (8 * (i % 4))));
+#if defined(__CUDA_ARCH__)
+    return __fsub_rn(__fmul_rn(s.d, q), s.m);
+#else
+    return s.d * q - s.m;
+#endif
+}
+
+// Task `task` of packed row `row` into its place in `out_row` (n_cols floats): the plain
+// types' values as they are (a padded row's tail is not written), the quantized types'
+// through dequantize_task.
+template <int32_t Type>
+ER_HD void dequantize_task_exact(const PackedMatrix& w, int row, int task, float* out_row) {
+    if constexpr (plain_value_bytes(Type) != 0) {
+        const PlainTask<Type> t = load_plain_task<Type>(w, row, task);
+        for (int i = 0; i < 32 && 32 * task + i < w.n_cols; ++i) {
+            const uint32_t word = t.v[i * plain_value_bytes(Type) / 16].w[(i * plain_value_bytes(Type) / 4) % 4];
+            if constexpr (Type == kF32)
+                out_row[32 * task + i] = quant::bits_to_float(word);
+            else
+                out_row[32 * task + i] = plain_16_to_float<Type>(i % 2 ? word >> 16 : word & 0xFFFFu);
+        }
+    } else {
+        const Task t = dequantize_task<Type>(w, row, task);
+        for (const Segment& s : t.seg)
+            for (int i = 0; i < 16; ++i) out_row[s.pos + i] = exact_segment_weight(s, i);
+    }
+}
+
+}  // namespace edgerun::cuda_orin
