@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Registers, stack frames and spills of every cuda_orin kernel, from ptxas.
+
+Compiles each kernel source of plugins/cuda_orin/kernels for each architecture given
+(sm_87: Orin, sm_90: the H200) with `-Xptxas -v`, prints one table row per kernel, and
+fails when a kernel keeps a stack frame in local memory or spills, beyond the allowances
+below (ALLOWED). Such a frame is per-thread memory traffic no test of results can see: the GEMV
+kernels once copied their ~500-byte launch struct into one per thread (fixed with
+__grid_constant__), a copy that cost more than the weights it multiplied.
+"""
+import argparse
+import concurrent.futures
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# Kernels allowed local memory, and why: (bytes of stack frame, bytes of spills).
+ALLOWED = {
+    # sincosf's slow path for large angles (the Payne-Hanek reduction) keeps a few words in
+    # local memory; it runs once per rotated pair, for angles past about 1e5 radians.
+    "rope_append_kernel": (32, 0),
+    "rope_rows_kernel": (32, 0),
+    # The table form of EMBED, left only for Q8_1 and Q8_K embeddings (types the packed
+    # layout cannot hold): blocks.hpp's dequantizer of every type, one launch per step.
+    "embed_kernel": (2048, 512),
+}
+
+ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\d+)'")
+FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+USED = re.compile(r"Used (\d+) registers")
+
+
+def demangle(names):
+    if not shutil.which("c++filt"):
+        return {n: n for n in names}
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.splitlines()
+    return dict(zip(names, out))
+
+
+def short_name(demangled):
+    """`edgerun::cuda_orin::(anonymous namespace)::gemv_kernel(...)` -> `gemv_kernel`, keeping template arguments."""
+    name = demangled.replace("(anonymous namespace)::", "").split("(")[0]
+    name = re.sub(r"^void ", "", name)
+    return re.sub(r"^[\w:]*::(?=\w+(<.*>)?$)", "", name)
+
+
+def compile_one(nvcc, source, arch, includes):
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [nvcc, "-cubin", "-O3", "-DNDEBUG", "-std=c++17", f"-arch={arch}", "-Xptxas", "-v",
+               "-o", str(pathlib.Path(tmp) / "k.cubin"), str(source)] + [f"-I{i}" for i in includes]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)}\n{done.stderr}")
+    kernels, current = [], None
+    for line in done.stderr.splitlines():
+        if m := ENTRY.search(line):
+            current = {"source": source.name, "arch": m.group(2), "mangled": m.group(1)}
+            kernels.append(current)
+        elif current and (m := FRAME.search(line)) and "stack" not in current:
+            current.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+        elif current and (m := USED.search(line)):
+            current["registers"] = int(m.group(1))
+            current = None
+    return kernels
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("nvcc")
+    ap.add_argument("kernels_dir", type=pathlib.Path)
+    ap.add_argument("--include", action="append", default=[])
+    ap.add_argument("--arch", action="append", default=[])
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    archs = args.arch or ["sm_87", "sm_90"]
+    sources = sorted(args.kernels_dir.glob("*.cu"))
+    if not sources:
+        sys.exit(f"FAIL: no kernel sources in {args.kernels_dir}")
+    includes = [str(args.kernels_dir)] + args.include
+
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        jobs = [pool.submit(compile_one, args.nvcc, s, a, includes) for s in sources for a in archs]
+        kernels = [k for j in jobs for k in j.result()]
+    names = demangle(sorted({k["mangled"] for k in kernels}))
+    problems = []
+    print(f"| source | arch | kernel | registers | stack frame (bytes) | spills (bytes stored/loaded) |")
+    print("|---|---|---|---:|---:|---|")
+    for k in sorted(kernels, key=lambda k: (k["source"], short_name(names[k["mangled"]]), k["arch"])):
+        name = short_name(names[k["mangled"]])
+        print(f"| {k['source']} | {k['arch']} | {name} | {k.get('registers', '?')} | {k.get('stack', '?')} | "
+              f"{k.get('spill_stores', '?')}/{k.get('spill_loads', '?')} |")
+        if "stack" not in k or "registers" not in k:
+            problems.append(f"{name} ({k['arch']}): ptxas printed no resource line")
+            continue
+        stack_allowed, spill_allowed = ALLOWED.get(name.split("<")[0], (0, 0))
+        if max(k["spill_stores"], k["spill_loads"]) > spill_allowed:
+            problems.append(f"{name} ({k['arch']}): spills {k['spill_stores']}/{k['spill_loads']} bytes (allowed {spill_allowed})")
+        if k["stack"] > stack_allowed:
+            problems.append(f"{name} ({k['arch']}): {k['stack']}-byte stack frame in local memory (allowed {stack_allowed})")
+    if not kernels:
+        problems.append("ptxas reported no kernels")
+    if problems:
+        print("\nFAIL:\n  " + "\n  ".join(problems))
+        sys.exit(1)
+    print(f"\nok: {len(kernels)} kernels over {', '.join(archs)}: no stack frame or spill beyond the allowances")
+
+
+if __name__ == "__main__":
+    main()
