@@ -2,49 +2,36 @@
 // on a hand-made graph with each pattern and each reason not to fuse.
 #include <doctest/doctest.h>
 
+#include "../graph_nodes.hpp"
 #include "gemv_fusion.hpp"
 
 #include <vector>
 
 using namespace edgerun::cuda_orin;
 
-namespace {
-
-er_node make_node(int32_t op, std::vector<int32_t> in, std::vector<int32_t> out) {
-    er_node n{};
-    n.op = op;
-    n.layer = -1;
-    n.n_inputs = int32_t(in.size());
-    n.n_outputs = int32_t(out.size());
-    for (int k = 0; k < ER_NODE_MAX_IO; ++k) n.inputs[k] = n.outputs[k] = n.weights[k] = n.biases[k] = -1;
-    for (size_t k = 0; k < in.size(); ++k) n.inputs[k] = in[k];
-    for (size_t k = 0; k < out.size(); ++k) n.outputs[k] = out[k];
-    return n;
-}
-
-}  // namespace
+using edgerun::testing::graph_node;
 
 TEST_CASE("GEMV fusion: a residual ADD or a gate/up SWIGLU read only by that node, and nothing else") {
     const std::vector<er_node> nodes = {
-        make_node(ER_OP_RMS_NORM, {0}, {1}),           // 0
-        make_node(ER_OP_MATMUL, {1}, {2}),             // 1: fused with 2, residual 0 (a graph input)
-        make_node(ER_OP_ADD, {2, 0}, {3}),             // 2
-        make_node(ER_OP_MATMUL_MULTI, {3}, {4, 5}),    // 3: fused with 4 (SwiGLU)
-        make_node(ER_OP_SWIGLU, {4, 5}, {6}),          // 4
-        make_node(ER_OP_MATMUL, {6}, {7}),             // 5: fused with 6, residual 3 (first input)
-        make_node(ER_OP_ADD, {3, 7}, {8}),             // 6
-        make_node(ER_OP_MATMUL, {8}, {9}),             // 7: not fused: the residual comes after it
-        make_node(ER_OP_RMS_NORM, {8}, {10}),          // 8
-        make_node(ER_OP_ADD, {9, 10}, {11}),           // 9
-        make_node(ER_OP_MATMUL, {11}, {12}),           // 10: not fused: the host reads its output
-        make_node(ER_OP_ADD, {12, 11}, {13}),          // 11
-        make_node(ER_OP_MATMUL, {13}, {14}),           // 12: not fused: its output is read twice
-        make_node(ER_OP_ADD, {14, 13}, {15}),          // 13
-        make_node(ER_OP_ADD, {14, 15}, {16}),          // 14
-        make_node(ER_OP_MATMUL_MULTI, {16}, {17, 18}), // 15: not fused: up and gate swapped
-        make_node(ER_OP_SWIGLU, {18, 17}, {19}),       // 16
-        make_node(ER_OP_MATMUL, {19}, {20}),           // 17: not fused: x + x
-        make_node(ER_OP_ADD, {20, 20}, {21}),          // 18
+        graph_node(ER_OP_RMS_NORM, {0}, {1}),           // 0
+        graph_node(ER_OP_MATMUL, {1}, {2}),             // 1: fused with 2, residual 0 (a graph input)
+        graph_node(ER_OP_ADD, {2, 0}, {3}),             // 2
+        graph_node(ER_OP_MATMUL_MULTI, {3}, {4, 5}),    // 3: fused with 4 (SwiGLU)
+        graph_node(ER_OP_SWIGLU, {4, 5}, {6}),          // 4
+        graph_node(ER_OP_MATMUL, {6}, {7}),             // 5: fused with 6, residual 3 (first input)
+        graph_node(ER_OP_ADD, {3, 7}, {8}),             // 6
+        graph_node(ER_OP_MATMUL, {8}, {9}),             // 7: not fused: the residual comes after it
+        graph_node(ER_OP_RMS_NORM, {8}, {10}),          // 8
+        graph_node(ER_OP_ADD, {9, 10}, {11}),           // 9
+        graph_node(ER_OP_MATMUL, {11}, {12}),           // 10: not fused: the host reads its output
+        graph_node(ER_OP_ADD, {12, 11}, {13}),          // 11
+        graph_node(ER_OP_MATMUL, {13}, {14}),           // 12: not fused: its output is read twice
+        graph_node(ER_OP_ADD, {14, 13}, {15}),          // 13
+        graph_node(ER_OP_ADD, {14, 15}, {16}),          // 14
+        graph_node(ER_OP_MATMUL_MULTI, {16}, {17, 18}), // 15: not fused: up and gate swapped
+        graph_node(ER_OP_SWIGLU, {18, 17}, {19}),       // 16
+        graph_node(ER_OP_MATMUL, {19}, {20}),           // 17: not fused: x + x
+        graph_node(ER_OP_ADD, {20, 20}, {21}),          // 18
     };
     std::vector<er_value_desc> values(22, er_value_desc{ER_VALUE_F32, 0, 64});
     values[0].flags = ER_VALUE_INPUT;

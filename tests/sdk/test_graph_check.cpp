@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../graph_nodes.hpp"
+
 #include <string>
 #include <vector>
 
@@ -31,18 +33,7 @@ const std::vector<Weight> kWeights = {
     {"odd_type", 12, 8, 8},    // 6: a type the test backend refuses
 };
 
-er_node node(int32_t op, std::vector<int32_t> in, std::vector<int32_t> out, std::vector<int32_t> weights = {}) {
-    er_node n{};
-    n.op = op;
-    n.layer = -1;
-    n.n_inputs = int32_t(in.size());
-    n.n_outputs = int32_t(out.size());
-    for (int k = 0; k < ER_NODE_MAX_IO; ++k) n.inputs[k] = n.outputs[k] = n.weights[k] = n.biases[k] = -1;
-    for (size_t k = 0; k < in.size(); ++k) n.inputs[k] = in[k];
-    for (size_t k = 0; k < out.size(); ++k) n.outputs[k] = out[k];
-    for (size_t k = 0; k < weights.size(); ++k) n.weights[k] = weights[k];
-    return n;
-}
+using edgerun::testing::graph_node;
 
 struct TestGraph {
     std::vector<er_value_desc> values;
@@ -61,14 +52,14 @@ TestGraph valid_graph() {
     g.values = {{ER_VALUE_I32, ER_VALUE_INPUT, 1}, {ER_VALUE_F32, 0, 8}, {ER_VALUE_F32, 0, 8},
                 {ER_VALUE_F32, 0, 8},             {ER_VALUE_F32, 0, 4}, {ER_VALUE_F32, 0, 4},
                 {ER_VALUE_F32, ER_VALUE_OUTPUT, 8}};
-    g.nodes.push_back(node(ER_OP_EMBED, {0}, {1}, {0}));
-    er_node norm = node(ER_OP_RMS_NORM, {1}, {2}, {1});
+    g.nodes.push_back(graph_node(ER_OP_EMBED, {0}, {1}, {0}));
+    er_node norm = graph_node(ER_OP_RMS_NORM, {1}, {2}, {1});
     norm.params.rms_norm = {1e-6f, 8};
     g.nodes.push_back(norm);
-    er_node qkv = node(ER_OP_MATMUL_MULTI, {2}, {3, 4, 5}, {2, 3, 4});
+    er_node qkv = graph_node(ER_OP_MATMUL_MULTI, {2}, {3, 4, 5}, {2, 3, 4});
     qkv.biases[0] = 5;
     g.nodes.push_back(qkv);
-    er_node attn = node(ER_OP_ATTENTION, {3, 4, 5}, {6});
+    er_node attn = graph_node(ER_OP_ATTENTION, {3, 4, 5}, {6});
     attn.layer = 0;
     attn.params.attention = {2, 1, 4, 4, 0.5f};
     g.nodes.push_back(attn);
