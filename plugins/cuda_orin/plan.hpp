@@ -12,6 +12,13 @@
 
 namespace edgerun::cuda_orin {
 
+// A one-row step's attention goes to the split flash-decode kernel for the head dims it is
+// built for over F16 or INT8 caches; an F32 cache (a debugging choice, twice the bytes of
+// F16) and other head dims take the general row kernel.
+inline bool split_decode(const er_attention_params& a, int32_t kv_type) {
+    return (a.head_dim_k == 64 || a.head_dim_k == 128) && (kv_type == ER_KV_F16 || kv_type == ER_KV_Q8);
+}
+
 class Plan {
 public:
     Plan(Context& ctx, const er_graph& graph);  // throws sdk::Failure

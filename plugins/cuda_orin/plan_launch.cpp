@@ -1,0 +1,263 @@
+// Plan's launches: each node of a step turned into kernel launches on the device, with
+// the fusions the plan chose (gemv_fusion.hpp), GEMVs for few rows, the GEMM path for many.
+#include "plan.hpp"
+
+#include <edgerun/plugin_sdk.hpp>
+
+#include <algorithm>
+
+namespace edgerun::cuda_orin {
+
+bool Plan::takes_gemm(int32_t n) const {
+    return gemm_tile_floats_ && n >= ctx_.model->backend->gemm_rows;
+}
+
+bool Plan::runs_fused(size_t index, int32_t n) const {
+    const GemvFusion::Kind kind = fusions_[index].kind;
+    return kind != GemvFusion::kNone && !takes_gemm(n) && (kind != GemvFusion::kSwiGLU || n == 1);
+}
+
+void Plan::launch_all(int32_t n) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+        const int32_t producer = absorbed_by_[i];
+        if (producer >= 0 && runs_fused(size_t(producer), n)) continue;  // done by the producer's GEMV
+        launch_node(i, n);
+    }
+}
+
+void Plan::launch_node(size_t index, int32_t n) {
+    const er_node& node = nodes_[index];
+    const Value& out = values_[node.outputs[0]];
+    const Value& in = values_[node.inputs[0]];
+    switch (node.op) {
+        case ER_OP_EMBED: {  // every row in one launch, from the GEMV's copy when there is one
+            const DeviceWeight& w = weight(node.weights[0]);
+            EmbedParams p;
+            p.type = w.dtype;
+            p.n_rows = int32_t(w.rows);
+            p.n_cols = int32_t(w.cols);
+            if (w.packed_bytes.data()) {
+                p.packed = w.packed;
+            } else {
+                p.table = w.table.data();
+                p.row_bytes = int64_t(w.row_bytes);
+            }
+            p.token = in.i32;
+            p.n_tokens = n;
+            p.out = out.f32;
+            device_.embed(p);
+            break;
+        }
+        case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: launch_matmul(index, n); break;
+        case ER_OP_LOGITS: launch_logits(node, n); break;
+        case ER_OP_RMS_NORM: {
+            RmsNormParams p;
+            p.x = in.f32;
+            p.out = out.f32;
+            p.weight = weight(node.weights[0]).floats.as<float>();
+            p.n_rows = n;
+            p.width = int32_t(in.width);
+            p.group = node.params.rms_norm.group;
+            p.eps = node.params.rms_norm.eps;
+            device_.rms_norm(p);
+            break;
+        }
+        case ER_OP_ROPE: {
+            const er_rope_params& r = node.params.rope;
+            RopeRowsParams p;
+            p.x = in.f32;
+            p.out = out.f32;
+            p.n_rows = n;
+            p.width = int32_t(in.width);
+            p.rope = {r.mode, r.head_dim, r.n_rot, rope_theta_scale(r.freq_base, r.n_rot), r.freq_scale,
+                      node.weights[0] >= 0 ? weight(node.weights[0]).floats.as<float>() : nullptr};
+            p.rows = device_rows_;
+            device_.rope_rows(p);
+            break;
+        }
+        case ER_OP_ATTENTION: launch_attention(node, n); break;
+        case ER_OP_SWIGLU: case ER_OP_ADD: {
+            ElementwiseParams p;
+            p.op = node.op == ER_OP_ADD ? kElementwiseAdd : kElementwiseSwiGLU;
+            p.a = in.f32;
+            p.b = values_[node.inputs[1]].f32;
+            p.out = out.f32;
+            p.n = int64_t(n) * in.width;
+            device_.elementwise(p);
+            break;
+        }
+        default: break;
+    }
+}
+
+// Rows in groups of up to kGemvMaxRows: prepare writes each row's float and q8 forms into
+// its slot, then one GEMV launch computes every output of the node for the whole group,
+// reading each weight once (one row: the one-row kernel). Float activations whose rows
+// need no padding and lie one after another are read where they are, without a prepare
+// launch (a decode step's every GEMV, for widths that are multiples of 32).
+void Plan::gemv_rows(const float* x, int64_t width, const std::vector<const DeviceWeight*>& weights,
+                     const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
+                     const int32_t* row_index, const float* residual, int32_t epilogue) {
+    const int32_t n_pad = padded_length(int32_t(width));
+    const bool q8 = ctx_.model->backend->q8_activations;
+    for (int32_t first = 0; first < n_rows; first += gemv_slots_) {
+        const int32_t group = std::min(gemv_slots_, n_rows - first);
+        const int64_t first_row = row_index ? row_index[first] : first;
+        bool consecutive = true;
+        for (int32_t j = 1; j < group && row_index; ++j) consecutive = consecutive && row_index[first + j] == first_row + j;
+        const bool in_place = !q8 && n_pad == width && consecutive;
+        for (int32_t j = 0; j < group && !in_place; ++j) {
+            const int64_t r = row_index ? row_index[first + j] : first + j;
+            PrepareParams prep;
+            prep.x = x + r * width;
+            prep.n = int32_t(width);
+            prep.out_f = act_f_.as<float>() + int64_t(j) * n_pad;
+            prep.out_q = act_q_.as<int8_t>() + int64_t(j) * n_pad;
+            prep.out_d = act_d_.as<float>() + int64_t(j) * (n_pad / 32);
+            device_.prepare(prep);
+        }
+        GemvLaunch g;
+        if (q8) g.x.q8 = {act_q_.as<uint8_t>(), act_d_.as<float>()};
+        else g.x.q8 = {nullptr, nullptr};
+        g.x.f = in_place ? x + first_row * width : act_f_.as<float>();
+        g.x.n = int32_t(width);
+        g.x.n_pad = n_pad;
+        g.n_x_rows = group;
+        g.stage_x = ctx_.model->backend->stage_x;
+        g.epilogue = epilogue;
+        g.n_outputs = int32_t(weights.size());
+        for (size_t j = 0; j < weights.size(); ++j) {
+            g.out[j].w = weights[j]->packed;
+            g.out[j].bias = biases[j];
+            g.out[j].y = outs[j] + int64_t(first) * weights[j]->rows;
+            g.out[j].y_row_stride = weights[j]->rows;
+        }
+        if (residual) g.out[0].residual = residual + int64_t(first) * weights[0]->rows;
+        device_.gemv(g);
+    }
+}
+
+// Each weight's rows dequantized a tile at a time, then C = x W^T for the whole step by
+// the device's GEMM, then the bias added to every row.
+void Plan::matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, const float* bias, float* out,
+                          int32_t n) {
+    const int64_t rows_per_tile = std::max<int64_t>(1, int64_t(gemm_tile_floats_) / w.cols);
+    for (int64_t row0 = 0; row0 < w.rows; row0 += rows_per_tile) {
+        const int32_t tile_rows = int32_t(std::min<int64_t>(rows_per_tile, w.rows - row0));
+        DequantizeRowsParams d;
+        d.w = w.packed;
+        d.row0 = int32_t(row0);
+        d.n_rows = tile_rows;
+        d.out = gemm_tile_.as<float>();
+        device_.dequantize_rows(d);
+        GemmParams g;
+        g.a = x;
+        g.lda = width;
+        g.b = gemm_tile_.as<float>();
+        g.ldb = w.cols;
+        g.c = out + row0;
+        g.ldc = w.rows;
+        g.m = n;
+        g.n = tile_rows;
+        g.k = int32_t(w.cols);
+        device_.gemm(g);
+    }
+    if (bias) {
+        ElementwiseParams add;
+        add.op = kElementwiseAdd;
+        add.a = out;
+        add.b = bias;
+        add.out = out;
+        add.n = int64_t(n) * w.rows;
+        add.b_period = w.rows;
+        device_.elementwise(add);
+    }
+}
+
+void Plan::launch_matmul(size_t index, int32_t n) {
+    const er_node& node = nodes_[index];
+    const Value& x = values_[node.inputs[0]];
+    if (takes_gemm(n)) {
+        for (int32_t k = 0; k < node.n_outputs; ++k)
+            matmul_by_gemm(x.f32, x.width, weight(node.weights[k]),
+                           node.biases[k] >= 0 ? weight(node.biases[k]).floats.as<float>() : nullptr,
+                           values_[node.outputs[k]].f32, n);
+        return;
+    }
+    std::vector<const DeviceWeight*> weights;
+    std::vector<const float*> biases;
+    std::vector<float*> outs;
+    for (int32_t k = 0; k < node.n_outputs; ++k) {
+        weights.push_back(&weight(node.weights[k]));
+        biases.push_back(node.biases[k] >= 0 ? weight(node.biases[k]).floats.as<float>() : nullptr);
+        outs.push_back(values_[node.outputs[k]].f32);
+    }
+    if (!runs_fused(index, n)) {
+        gemv_rows(x.f32, x.width, weights, biases, outs, n, nullptr);
+        return;
+    }
+    // The consumer's output instead of the products: with its residual added, or gate and
+    // up through SwiGLU (the kernel writes output 0 only).
+    const GemvFusion& fusion = fusions_[index];
+    float* fused_out = values_[nodes_[size_t(fusion.consumer)].outputs[0]].f32;
+    if (fusion.kind == GemvFusion::kResidual)
+        gemv_rows(x.f32, x.width, weights, biases, {fused_out}, n, nullptr, values_[fusion.residual].f32);
+    else
+        gemv_rows(x.f32, x.width, weights, biases, {fused_out, fused_out}, n, nullptr, nullptr, kEpilogueSwiGLU);
+}
+
+void Plan::launch_logits(const er_node& node, int32_t) {
+    if (n_logit_rows_ == 0) return;
+    const Value& in = values_[node.inputs[0]];
+    gemv_rows(in.f32, in.width, {&weight(node.weights[0])}, {nullptr}, {values_[node.outputs[0]].f32}, n_logit_rows_,
+              logit_rows_.data());
+}
+
+void Plan::launch_attention(const er_node& node, int32_t n) {
+    const er_attention_params& a = node.params.attention;
+    const KvLayerAllSeqs& cache = ctx_.layers[size_t(node.layer)];
+    const float* q = values_[node.inputs[0]].f32;
+    float* out = values_[node.outputs[0]].f32;
+    KvAppendParams append;
+    append.k = values_[node.inputs[1]].f32;
+    append.v = values_[node.inputs[2]].f32;
+    append.n_rows = n;
+    append.cache = cache;
+    append.rows = device_rows_;
+    device_.kv_append(append);
+    if (n == 1 && split_decode(a, ctx_.params.kv_type)) {
+        // The decode path: split flash-decode over this row's sequence (the only one when
+        // the step is captured, so the sequence's base is not a per-step value then).
+        const int64_t seq = row_seq_[0];
+        const int bytes = kv_value_bytes(cache.layer.type);
+        AttentionParams p;
+        p.q = q;
+        p.cache = cache.layer;
+        p.cache.k = static_cast<uint8_t*>(cache.layer.k) + seq * cache.seq_stride_values * bytes;
+        p.cache.v = static_cast<uint8_t*>(cache.layer.v) + seq * cache.seq_stride_values * bytes;
+        if (cache.layer.k_scales) {
+            p.cache.k_scales = cache.layer.k_scales + seq * cache.seq_stride_scales;
+            p.cache.v_scales = cache.layer.v_scales + seq * cache.seq_stride_scales;
+        }
+        p.kv_len = device_rows_.kv_len;
+        p.n_head = a.n_head;
+        p.scale = a.scale;
+        p.n_splits = n_splits_;
+        p.workspace = split_workspace_.as<float>();
+        p.out = out;
+        device_.attention(p);
+        return;
+    }
+    AttentionRowsParams p;
+    p.q = q;
+    p.out = out;
+    p.n_rows = n;
+    p.n_head = a.n_head;
+    p.scale = a.scale;
+    p.cache = cache;
+    p.rows = device_rows_;
+    p.scores = scores_.as<float>();
+    device_.attention_rows(p);
+}
+
+}  // namespace edgerun::cuda_orin
