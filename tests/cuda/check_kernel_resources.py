@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Registers, stack frames and spills of every cuda_orin kernel, from ptxas.
+"""Registers, stack frames, spills and shared memory of every cuda_orin kernel, from ptxas.
 
 Compiles each kernel source of plugins/cuda_orin/kernels for each architecture given
 (sm_87: Orin, sm_90: the H200) with `-Xptxas -v`, prints one table row per kernel, and
@@ -7,6 +7,11 @@ fails when a kernel keeps a stack frame in local memory or spills, beyond the al
 below (ALLOWED). Such a frame is per-thread memory traffic no test of results can see: the GEMV
 kernels once copied their ~500-byte launch struct into one per thread (fixed with
 __grid_constant__), a copy that cost more than the weights it multiplied.
+
+Also fails when a kernel's static shared memory plus the most dynamic shared memory it is
+launched with passes the 48 KiB a launch gets without opting in to more: the GEMV's stage
+of x (kGemvMaxStageBytes, read from kernel_params.hpp) shares that budget with the
+kernel's own arrays, and a launch past it fails on the device, never on the emulation.
 """
 import argparse
 import concurrent.futures
@@ -31,6 +36,18 @@ ALLOWED = {
 ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\d+)'")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 USED = re.compile(r"Used (\d+) registers")
+SMEM = re.compile(r"(\d+) bytes smem")
+LAUNCH_SHARED_LIMIT = 48 * 1024
+STAGE = re.compile(r"kGemvMaxStageBytes = (\d+) \* 1024;")
+
+
+def dynamic_shared(kernels_dir):
+    """The most dynamic shared memory each kernel is launched with (kernels not listed: none)."""
+    m = STAGE.search((kernels_dir / "kernel_params.hpp").read_text())
+    if not m:
+        sys.exit("FAIL: kGemvMaxStageBytes = N * 1024 not found in kernel_params.hpp")
+    stage = int(m.group(1)) * 1024
+    return {"gemv_kernel": stage, "gemv_rows_kernel": stage}
 
 
 def demangle(names):
@@ -63,6 +80,8 @@ def compile_one(nvcc, source, arch, includes):
             current.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
         elif current and (m := USED.search(line)):
             current["registers"] = int(m.group(1))
+            m = SMEM.search(line)
+            current["smem"] = int(m.group(1)) if m else 0
             current = None
     return kernels
 
@@ -85,13 +104,18 @@ def main():
         jobs = [pool.submit(compile_one, args.nvcc, s, a, includes) for s in sources for a in archs]
         kernels = [k for j in jobs for k in j.result()]
     names = demangle(sorted({k["mangled"] for k in kernels}))
+    dynamic = dynamic_shared(args.kernels_dir)
     problems = []
-    print(f"| source | arch | kernel | registers | stack frame (bytes) | spills (bytes stored/loaded) |")
-    print("|---|---|---|---:|---:|---|")
+    print(f"| source | arch | kernel | registers | stack frame (bytes) | spills (bytes stored/loaded) | static + dynamic shared (bytes) |")
+    print("|---|---|---|---:|---:|---|---:|")
     for k in sorted(kernels, key=lambda k: (k["source"], short_name(names[k["mangled"]]), k["arch"])):
         name = short_name(names[k["mangled"]])
+        shared = k.get("smem", 0) + dynamic.get(name.split("<")[0], 0)
         print(f"| {k['source']} | {k['arch']} | {name} | {k.get('registers', '?')} | {k.get('stack', '?')} | "
-              f"{k.get('spill_stores', '?')}/{k.get('spill_loads', '?')} |")
+              f"{k.get('spill_stores', '?')}/{k.get('spill_loads', '?')} | {shared} |")
+        if shared > LAUNCH_SHARED_LIMIT:
+            problems.append(f"{name} ({k['arch']}): {shared} bytes of shared memory per block, over the "
+                            f"{LAUNCH_SHARED_LIMIT} a launch gets without opting in")
         if "stack" not in k or "registers" not in k:
             problems.append(f"{name} ({k['arch']}): ptxas printed no resource line")
             continue
@@ -105,7 +129,8 @@ def main():
     if problems:
         print("\nFAIL:\n  " + "\n  ".join(problems))
         sys.exit(1)
-    print(f"\nok: {len(kernels)} kernels over {', '.join(archs)}: no stack frame or spill beyond the allowances")
+    print(f"\nok: {len(kernels)} kernels over {', '.join(archs)}: no stack frame or spill beyond the allowances, "
+          f"shared memory within {LAUNCH_SHARED_LIMIT} bytes")
 
 
 if __name__ == "__main__":

@@ -337,6 +337,44 @@ inline void check_gemv_float_x(DeviceApi& api, const Report& report, int32_t typ
     api.reset();
 }
 
+// A fused RMS_NORM (Activation::norm): the one-row GEMV normalises x while staging it;
+// against the reference norm-then-multiply in double. A launch that would not stage x
+// (stage_x = 0, or several rows) is refused, not run without its norm.
+inline void check_gemv_norm(DeviceApi& api, const Report& report, int32_t type, int n_rows, int n_cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const TestMatrix m = make_device_matrix(api, type, n_rows, n_cols, rng);
+    const std::vector<float> x = random_vector(n_cols, rng), weight = random_vector(n_cols, rng);
+    const float eps = 1e-5f;
+    double sum_sq = 0;
+    for (float v : x) sum_sq += double(v) * v;
+    const double inv_rms = 1.0 / std::sqrt(sum_sq / n_cols + eps);
+    std::vector<double> h(static_cast<size_t>(n_cols), 0.0);
+    for (int i = 0; i < n_cols; ++i) h[size_t(i)] = x[size_t(i)] * inv_rms * weight[size_t(i)];
+    GemvLaunch launch;
+    launch.x.q8 = {nullptr, nullptr};
+    launch.x.f = api.upload_vector(x);
+    launch.x.n = n_cols;
+    launch.x.n_pad = n_cols;
+    launch.x.norm = api.upload_vector(weight);
+    launch.x.norm_eps = eps;
+    launch.n_outputs = 1;
+    launch.out[0].w = m.view;
+    launch.out[0].y = api.alloc(size_t(n_rows) * 4);
+    api.gemv(launch);
+    const std::vector<float> y = read_output(api, launch.out[0].y, n_rows, false);
+    char name[160];
+    std::snprintf(name, sizeof name, "gemv with its RMS_NORM fused, %s %dx%d", weight_type_name(type), n_rows, n_cols);
+    report({name, nmse(y, ref_gemv(m.values, n_rows, n_cols, h), gemv_term_energy(m.values, n_rows, n_cols, h)),
+            kBoundF16Gemv});
+    GemvLaunch in_place = launch, two_rows = launch;
+    in_place.stage_x = 0;
+    two_rows.n_x_rows = 2;
+    two_rows.out[0].y_row_stride = n_rows;
+    report({std::string(name) + ": unstaged and multi-row launches refused (0: yes)",
+            plan_gemv(in_place, 132) == 0 && plan_gemv(two_rows, 132) == 0 ? 0.0 : 1.0, 0.0});
+    api.reset();
+}
+
 // y = silu(W_gate x) * (W_up x) in one launch.
 inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type, int32_t up_type, int n_ff,
                          int n_embd, uint32_t seed) {

@@ -55,7 +55,8 @@ public:
         emulated::gemv(l, blocks);
     }
     void rope_append(const RopeAppendParams& p) override {
-        emu::launch(dim3(p.n_head + p.cache.n_head_kv), dim3(p.rope.head_dim), [&] { rope_append_kernel(p); });
+        REQUIRE(valid(p));
+        emulated::rope_append(p);
     }
     void attention(const AttentionParams& p) override {
         const AttentionGrid g = plan_attention(p);
@@ -156,6 +157,8 @@ TEST_CASE("emulated: GEMV of float activations, staged in shared memory and in p
     check_gemv_float_x(dev, doctest_report(), kQ6_K, 3, 12544, 1, false, seed++);
     check_gemv_float_x(dev, doctest_report(), kQ4_K, 5, 2048, 8, false, seed++);
     check_gemv_float_x(dev, doctest_report(), kF16, 5, 100, 2, true, seed++);  // padded rows
+    for (int32_t type : {kQ4_K, kQ6_K, kQ8_0, kF16, kF32})
+        check_gemv_norm(dev, doctest_report(), type, 21, type == kQ4_K || type == kQ6_K ? 1024 : 320, seed++);
 }
 
 TEST_CASE("emulated: activation prepare (residual, RMSNorm, q8)") {

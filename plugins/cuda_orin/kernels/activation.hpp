@@ -29,6 +29,10 @@ struct Activation {
     const float* f;  // n_pad floats, the tail zero
     int32_t n;       // logical length
     int32_t n_pad;   // rounded up to 32
+    // A fused RMS_NORM: the row of f is normalised, times this weight, as the one-row GEMV
+    // stages it in shared memory (other launches are refused); null: none.
+    const float* norm = nullptr;
+    float norm_eps = 0.0f;
 };
 
 // Where the GEMV puts 16-byte unit u (four floats) of a row of x it stages in shared

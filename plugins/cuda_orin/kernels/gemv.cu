@@ -38,6 +38,44 @@ __device__ void stage_x(const Activation& x, int n_x, Words4* stage) {
     __syncthreads();
 }
 
+__device__ float sum_of_squares(const Words4& v) {
+    float s = 0.0f;
+    for (int j = 0; j < 4; ++j) s += quant::bits_to_float(v.w[j]) * quant::bits_to_float(v.w[j]);
+    return s;
+}
+
+// The one-row kernel's stage_x. With x.norm (a fused RMS_NORM) the row is also normalised
+// as rms_norm_kernel does it, x * rsqrt(mean(x^2) + eps) * weight: the squares are summed
+// during the copy, and after the barrier the copy needs anyway each thread scales the
+// units it copied; one more barrier. Every block repeats this over a few KiB, which costs
+// less than a launch of its own and a round trip of the normalised row through memory.
+// (One row only: in the multi-row kernel the same code made ptxas spill in the main loop.)
+__device__ void stage_x_row(const Activation& x, Words4* stage) {
+    if (!x.norm) return stage_x(x, 1, stage);
+    __shared__ float warp_sums[kGemvWarps];
+    ER_SHARED_ARRAY(warp_sums);
+    const int units_per_row = x.n_pad / 4;
+    float sum_sq = 0.0f;
+    for (int u = threadIdx.x; u < units_per_row; u += blockDim.x) {
+        const Words4 v = load_16B(x.f + 4 * u);
+        store_shared_16B(stage + staged_unit(u), v);
+        sum_sq += sum_of_squares(v);
+    }
+    sum_sq = warp_sum(sum_sq);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum_sq;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < kGemvWarps; ++w) total += warp_sums[w];
+    const float inv_rms = rsqrtf(total / float(x.n) + x.norm_eps);
+    for (int u = threadIdx.x; u < units_per_row; u += blockDim.x) {
+        Words4 v = load_shared_16B(stage + staged_unit(u));
+        for (int j = 0; j < 4; ++j)
+            v.w[j] = quant::float_to_bits(quant::bits_to_float(v.w[j]) * inv_rms * x.norm[4 * u + j]);
+        store_shared_16B(stage + staged_unit(u), v);
+    }
+    __syncthreads();
+}
+
 // xf: where this thread reads the float activations (GlobalFloatX or StagedFloatX).
 template <int32_t Type, class X>
 __device__ float row_slice_dot(const PackedMatrix& w, int row, const Activation& x, const X& xf, int first_task,
@@ -96,7 +134,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const __grid_cons
 
     ER_DYNAMIC_SHARED(Words4, x_stage);
     const bool staged = p.x_stage_bytes != 0;
-    if (staged) stage_x(p.x, 1, x_stage);
+    if (staged) stage_x_row(p.x, x_stage);
 
     float acc = 0.0f, acc_up = 0.0f;
     if (row < out.w.n_rows) {

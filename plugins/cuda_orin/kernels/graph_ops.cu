@@ -87,8 +87,7 @@ __device__ void store_cache_value(const KvCacheLayer& c, void* values, uint16_t*
     }
     const float scale = q8_scale(warp_max(fabsf(x)));
     static_cast<int8_t*>(values)[token * c.head_dim + d] = q8_round(x, q8_inverse(scale));
-    const size_t group = planted(PlantedFault::KvScaleStride) ? token + d / 32 : token * (c.head_dim / 32) + d / 32;
-    if (d % 32 == 0) scales[group] = float_to_half(scale);
+    if (d % 32 == 0) scales[kv_q8_scale_index(token, c.head_dim, d)] = float_to_half(scale);
 }
 
 // Block (kv head, row), a thread per dim (rounded up to whole warps).

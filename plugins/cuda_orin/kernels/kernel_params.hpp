@@ -68,10 +68,12 @@ struct GemvOutput {
 // more rows take further launches.
 inline constexpr int kGemvMaxRows = 8;
 
-// The most shared memory a GEMV block takes for its copy of the float activations: the
-// dynamic shared memory a launch gets without opting in to more, on sm_87 as on sm_90
-// (one row of up to 12288 values). Wider rows of x are read in place.
-inline constexpr int kGemvMaxStageBytes = 48 * 1024;
+// The most shared memory a GEMV block takes for its copy of the float activations (one
+// row of up to 12032 values; wider rows of x are read in place). A launch gets 48 KiB of
+// shared memory without opting in to more, on sm_87 as on sm_90, static arrays included:
+// the GEMV kernels' own (slice and row sums) take the last KiB
+// (tests/cuda/check_kernel_resources.py checks the sum).
+inline constexpr int kGemvMaxStageBytes = 47 * 1024;
 
 // Several outputs sharing one input in one launch; their weight types may differ
 // (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
@@ -135,6 +137,7 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     const int64_t stage_bytes = int64_t(launch.n_x_rows) * launch.x.n_pad * 4;
     const bool stage = launch.stage_x && reads_float_x && launch.x.n_pad % 32 == 0 && stage_bytes <= kGemvMaxStageBytes;
     launch.x_stage_bytes = stage ? int32_t(stage_bytes) : 0;
+    if (launch.x.norm && (!stage || launch.n_x_rows != 1 || launch.x.q8.q || launch.x.n != launch.x.n_pad)) return 0;
     return launch.block_begin[n_ranges];
 }
 
@@ -158,6 +161,13 @@ struct KvCacheLayer {
     int32_t n_head_kv = 0;
     int32_t head_dim = 0;
 };
+
+// Where a cache writer stores the Q8 scale of the 32-value group holding dim d of a token's
+// row (token = kv_head * n_ctx + pos). Every writer (kv_append, rope_append) takes it from
+// here, so the planted INT8-scale fault reaches each of them.
+ER_HD size_t kv_q8_scale_index(size_t token, int head_dim, int d) {
+    return planted(PlantedFault::KvScaleStride) ? token + d / 32 : token * size_t(head_dim / 32) + d / 32;
+}
 
 // Bytes of one layer's K (or V) values and scales.
 inline uint64_t kv_values_bytes(const KvCacheLayer& c) {

@@ -27,7 +27,7 @@ __device__ void store_kv(const KvCacheLayer& c, void* values, uint16_t* scales, 
     }
     const float scale = q8_scale(warp_max(fabsf(x)));
     static_cast<int8_t*>(values)[token * c.head_dim + d] = q8_round(x, q8_inverse(scale));
-    if (d % 32 == 0) scales[token * (c.head_dim / 32) + d / 32] = float_to_half(scale);
+    if (d % 32 == 0) scales[kv_q8_scale_index(token, c.head_dim, d)] = float_to_half(scale);
 }
 
 __global__ void __launch_bounds__(kMaxHeadDim) rope_append_kernel(const RopeAppendParams p) {
@@ -69,15 +69,20 @@ __global__ void __launch_bounds__(kMaxHeadDim) rope_append_kernel(const RopeAppe
 
 }  // namespace
 
+// One block per q head and per KV head, one thread per dimension (warps of whole Q8 groups).
+inline bool valid(const RopeAppendParams& p) {
+    const int dim = p.rope.head_dim;
+    return p.q && p.k && p.v && p.pos && p.n_head > 0 && p.cache.n_head_kv > 0 && dim > 0 && dim <= kMaxHeadDim &&
+           dim % 32 == 0 && p.rope.n_rot >= 0 && p.rope.n_rot <= dim && p.rope.n_rot % 2 == 0 &&
+           p.cache.head_dim == dim && p.cache.k && p.cache.v &&
+           (p.cache.type == kKvF16 || (p.cache.type == kKvQ8 && p.cache.k_scales && p.cache.v_scales));
+}
+inline dim3 rope_append_grid(const RopeAppendParams& p) { return dim3(p.n_head + p.cache.n_head_kv); }
+
 #if ER_KERNEL_LAUNCHERS
 cudaError_t launch_rope_append(const RopeAppendParams& p, cudaStream_t stream) {
-    const int dim = p.rope.head_dim;
-    if (!p.q || !p.k || !p.v || !p.pos || dim <= 0 || dim > kMaxHeadDim || dim % 32 != 0 ||
-        p.rope.n_rot < 0 || p.rope.n_rot > dim || p.rope.n_rot % 2 != 0 || p.cache.head_dim != dim ||
-        !p.cache.k || !p.cache.v || (p.cache.type == kKvQ8 && (!p.cache.k_scales || !p.cache.v_scales)) ||
-        (p.cache.type != kKvF16 && p.cache.type != kKvQ8))
-        return cudaErrorInvalidValue;
-    rope_append_kernel<<<p.n_head + p.cache.n_head_kv, dim, 0, stream>>>(p);
+    if (!valid(p)) return cudaErrorInvalidValue;
+    rope_append_kernel<<<rope_append_grid(p), p.rope.head_dim, 0, stream>>>(p);
     return cudaGetLastError();
 }
 #endif

@@ -1,7 +1,7 @@
 // The kernels' launch shapes on the CPU emulation, as the CUDA launchers in
 // plugins/cuda_orin/kernels give them: one home for the kernel tests' emulated launcher
 // and the emulated device of the cuda_orin_emu plugin. Include after the kernel sources
-// (prepare.cu, gemv.cu, attention.cu, small_kernels.cu) and cuda_emulation.hpp.
+// (prepare.cu, gemv.cu, attention.cu, small_kernels.cu, rope_append.cu) and cuda_emulation.hpp.
 #pragma once
 
 namespace edgerun::cuda_orin::emulated {
@@ -33,6 +33,11 @@ inline void embed(const EmbedParams& p) {
         emu::launch(embed_grid(p), dim3(kEmbedThreads), [&] { embed_packed_kernel(p); });
     else
         emu::launch(embed_grid(p), dim3(kEmbedThreads), [&] { embed_kernel(p); });
+}
+
+// `p` must be valid(p).
+inline void rope_append(const RopeAppendParams& p) {
+    emu::launch(rope_append_grid(p), dim3(p.rope.head_dim), [&] { rope_append_kernel(p); });
 }
 
 }  // namespace edgerun::cuda_orin::emulated

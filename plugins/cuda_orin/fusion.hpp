@@ -1,0 +1,55 @@
+// Which nodes of a graph cuda_orin runs inside the launch of another node. A fused node is
+// not launched: its work is done by its absorber, saving a launch and a round trip of its
+// result through memory.
+//   - GEMV epilogues: a MATMUL runs with the one node that consumes its result, a residual
+//     ADD (added to each output) or a SWIGLU of its gate/up pair.
+//   - GEMV prologue: a MATMUL, MATMUL_MULTI or LOGITS normalises its own input, doing the
+//     whole-row RMS_NORM before it (while staging x, or in `prepare`).
+//   - Decode attention: the ROPEs of q and k and Qwen3's per-head RMS_NORMs before them run
+//     in one rope_append launch with the KV append, q rotated in place.
+// Every pattern keeps its unfused path: Plan launches the absorbed nodes whenever the step
+// does not take the fused form (the GEMM path for long steps; SwiGLU and the attention
+// fusion only for one-row steps; option fuse=0).
+#pragma once
+
+#include <edgerun/abi.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace edgerun::cuda_orin {
+
+// Per MATMUL / MATMUL_MULTI / LOGITS node.
+struct GemvFusion {
+    enum Kind { kNone, kResidual, kSwiGLU };
+    Kind kind = kNone;      // the epilogue
+    int32_t consumer = -1;  // the ADD or SWIGLU node the GEMV absorbs
+    int32_t residual = -1;  // kResidual: the ADD's other input, added to each output
+    int32_t norm = -1;      // the RMS_NORM node whose work the GEMV's input does, or -1
+};
+
+// Per ATTENTION node (q_rope < 0: nothing fused).
+struct AttentionFusion {
+    int32_t q_rope = -1, k_rope = -1;  // the ROPE nodes giving the attention its q and k
+    int32_t q_norm = -1, k_norm = -1;  // per-head RMS_NORMs before them, or -1
+    int32_t q = -1, k = -1;            // the values rope_append reads (q: rotated in place)
+};
+
+struct Fusions {
+    std::vector<GemvFusion> gemv;            // per node
+    std::vector<AttentionFusion> attention;  // per node
+    std::vector<int32_t> absorbed_by;        // per node: the node doing its work when fused, or -1
+};
+
+// A node is absorbed only when the value it hands on is read by its absorber's chain alone
+// (and not by the host), and what the absorber reads instead exists before it runs. q is
+// rotated in place, so the value it comes from must have no other reader either.
+Fusions find_fusions(const er_graph& graph);
+
+// last_use (per value, the last node that reads it) with what each absorber reads in place
+// of the absorbed nodes' results kept alive up to the absorber (the fused launch may also
+// write the consumer's output, which must not take an input's memory while it is read).
+std::vector<int32_t> extend_fused_lifetimes(const er_graph& graph, const Fusions& fusions,
+                                            std::vector<int32_t> last_use);
+
+}  // namespace edgerun::cuda_orin
