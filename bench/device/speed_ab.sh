@@ -3,8 +3,10 @@
 # is worth, on the synthesized Llama-3.2-1B and Qwen3-4B Q4_K_M, before the full comparison
 # (compare.sh). Every variant is an `edgerun bench` of the same build, differing only in
 # --backend-options, so the ratios are side by side in one run:
-#   default                 x staged in shared memory, fused residual/SwiGLU, no prepare
+#   default                 x staged in shared memory, the fusions of fusion.hpp (7 launches
+#                           per layer), no prepare
 #   stage_x=0               x read in place (the staging's effect)
+#   fuse=0                  every node launched on its own (the fusions' effect)
 #   activations=q8          the dp4a path (prepare launches, 8-bit x)
 #   graphs=0                plain launches (the CUDA Graph's effect)
 #   profile=1               per-kernel time per token: the three slowest kernels
@@ -23,7 +25,7 @@ for m in llama3.2-1b qwen3-4b; do
 done
 M1=build-models/llama3.2-1b-Q4_K_M.gguf M4=build-models/qwen3-4b-Q4_K_M.gguf
 TAILN=4
-for opts in "" "stage_x=0" "activations=q8" "graphs=0"; do
+for opts in "" "stage_x=0" "fuse=0" "activations=q8" "graphs=0"; do
   for m in $M1 $M4; do
     run "tg_$(basename $m .gguf)_${opts:-default}" 60 $E bench --backend cuda_orin ${opts:+--backend-options $opts} \
       -m $m -p 0 -n 128 -r 3

@@ -57,6 +57,9 @@ struct Backend {
     // Option stage_x=0: GEMVs read float activations in place instead of from a copy in
     // each block's shared memory (kernels/gemv.cu), to measure the difference.
     bool stage_x = true;
+    // Option fuse=0: every node launched on its own (fusion.hpp's patterns off), to measure
+    // what the fusions save and to tell a fused path's fault from an unfused one's.
+    bool fuse = true;
     // Option gemm_rows=N: steps of at least N rows multiply through dequantized weight
     // tiles and a GEMM (cuBLAS) instead of the multi-row GEMV; 0 turns that off. The
     // default is a guess until measured on a GPU.

@@ -172,6 +172,9 @@ public:
     void elementwise(const ElementwiseParams& p) override {
         timer_.run(LaunchKind(Kernel::elementwise), [&] { check(launch_elementwise(p, stream_), "launch of elementwise"); });
     }
+    void rope_append(const RopeAppendParams& p) override {
+        timer_.run(LaunchKind(Kernel::rope_append), [&] { check(launch_rope_append(p, stream_), "launch of rope_append"); });
+    }
     void kv_append(const KvAppendParams& p) override {
         timer_.run(LaunchKind(Kernel::kv_append), [&] { check(launch_kv_append(p, stream_), "launch of kv_append"); });
     }

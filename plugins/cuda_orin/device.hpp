@@ -75,6 +75,7 @@ public:
     virtual void rope_rows(const RopeRowsParams& p) = 0;
     virtual void elementwise(const ElementwiseParams& p) = 0;
     virtual void kv_append(const KvAppendParams& p) = 0;
+    virtual void rope_append(const RopeAppendParams& p) = 0;  // one token: per-head norm, RoPE, KV append
     virtual void attention_rows(const AttentionRowsParams& p) = 0;
     // The matrix-matrix path of long steps: weight rows dequantized to floats, then a GEMM
     // (cuBLAS on the GPU, OpenBLAS on the emulation). Only when gemm_unavailable is "".

@@ -3,13 +3,13 @@
 // result through memory.
 //   - GEMV epilogues: a MATMUL runs with the one node that consumes its result, a residual
 //     ADD (added to each output) or a SWIGLU of its gate/up pair.
-//   - GEMV prologue: a MATMUL, MATMUL_MULTI or LOGITS normalises its own input, doing the
-//     whole-row RMS_NORM before it (while staging x, or in `prepare`).
+//   - GEMV prologue: a one-row MATMUL, MATMUL_MULTI or LOGITS normalises its own input,
+//     doing the whole-row RMS_NORM before it (while staging x, or in `prepare`).
 //   - Decode attention: the ROPEs of q and k and Qwen3's per-head RMS_NORMs before them run
 //     in one rope_append launch with the KV append, q rotated in place.
 // Every pattern keeps its unfused path: Plan launches the absorbed nodes whenever the step
-// does not take the fused form (the GEMM path for long steps; SwiGLU and the attention
-// fusion only for one-row steps; option fuse=0).
+// does not take the fused form (the GEMM path for long steps; SwiGLU, the norm and the
+// attention fusion only for one-row steps; option fuse=0).
 #pragma once
 
 #include <edgerun/abi.h>

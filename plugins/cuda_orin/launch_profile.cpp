@@ -18,6 +18,7 @@ const char* entry_name(Kernel k) {
         case Kernel::rope_rows: return "rope_rows";
         case Kernel::elementwise: return "elementwise";
         case Kernel::kv_append: return "kv_append";
+        case Kernel::rope_append: return "rope_append";
         case Kernel::attention_rows: return "attention_rows";
         case Kernel::dequantize_rows: return "dequantize_rows";
         case Kernel::gemm: return "gemm";

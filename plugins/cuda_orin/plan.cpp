@@ -99,10 +99,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     if (long_steps && device_.description().gemm_unavailable.empty())
         gemm_tile_floats_ = std::max<uint64_t>(std::min<uint64_t>(max_matmul_floats, kGemmTileFloats), max_gemv_width_);
     const uint64_t fixed = act_bytes + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_) + gemm_tile_floats_ * 4;
-    fusions_ = find_gemv_fusions(graph);
-    absorbed_by_.assign(nodes_.size(), -1);
-    for (size_t i = 0; i < fusions_.size(); ++i)
-        if (fusions_[i].kind != GemvFusion::kNone) absorbed_by_[size_t(fusions_[i].consumer)] = int32_t(i);
+    fusions_ = find_fusions(graph);
     // Checks values + fixed before allocating.
     assign_buffers(graph, extend_fused_lifetimes(graph, fusions_, checked.last_use), fixed);
     uint64_t need = 0;

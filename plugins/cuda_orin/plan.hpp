@@ -6,7 +6,7 @@
 #pragma once
 
 #include "backend.hpp"
-#include "gemv_fusion.hpp"
+#include "fusion.hpp"
 
 #include <functional>
 
@@ -50,12 +50,26 @@ private:
     void launch_node(size_t index, int32_t n);
     void launch_matmul(size_t index, int32_t n);
     bool takes_gemm(int32_t n) const;  // a step of n rows multiplies through the GEMM path
-    bool runs_fused(size_t index, int32_t n) const;  // node `index` runs with its consumer
+    // Whether, in a step of n rows, node `index`'s work is done inside its absorber's launch.
+    bool absorbed(size_t index, int32_t n) const;
+    bool epilogue_fused(size_t matmul, int32_t n) const;  // the MATMUL at `matmul` runs with its consumer
+    const float* norm_fused(size_t matmul, int32_t n, float* eps) const;  // its RMS_NORM's weight, or null
+    bool rope_append_fused(size_t attention, int32_t n) const;
     void matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, const float* bias, float* out, int32_t n);
-    void launch_logits(const er_node& node, int32_t n);
-    void launch_attention(const er_node& node, int32_t n);
+    void launch_logits(size_t index, int32_t n);
+    RopeConfig rope_config(const er_node& rope) const;
+    void launch_attention(size_t index, int32_t n);
+    // What a GEMV multiplies: rows of x, normalised first when norm is given (a fused
+    // RMS_NORM's weight).
+    struct GemvInput {
+        const float* x = nullptr;
+        int64_t width = 0;
+        const float* norm = nullptr;
+        float norm_eps = 0.0f;
+    };
+    GemvInput gemv_input(size_t matmul, int32_t n) const;
     // residual: added to output 0 (rows of its width); epilogue: GemvLaunch's.
-    void gemv_rows(const float* x, int64_t width, const std::vector<const DeviceWeight*>& weights,
+    void gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
                    const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
                    const int32_t* row_index, const float* residual = nullptr, int32_t epilogue = kEpilogueStore);
     const DeviceWeight& weight(int32_t index) const { return ctx_.model->weights[size_t(index)]; }
@@ -66,8 +80,7 @@ private:
     bool has_attention_ = false;
     bool stepped_ = false;
     std::vector<er_node> nodes_;
-    std::vector<GemvFusion> fusions_;  // per node (gemv_fusion.hpp)
-    std::vector<int32_t> absorbed_by_;  // per node: the MATMUL whose GEMV may do its work, or -1
+    Fusions fusions_;  // fusion.hpp
     std::vector<Value> values_;
     std::vector<std::vector<int32_t>> host_ids_;  // token ids as set, for the range check
     std::vector<DeviceBuffer> buffers_;

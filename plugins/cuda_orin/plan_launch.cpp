@@ -1,5 +1,5 @@
 // Plan's launches: each node of a step turned into kernel launches on the device, with
-// the fusions the plan chose (gemv_fusion.hpp), GEMVs for few rows, the GEMM path for many.
+// the fusions the plan chose (fusion.hpp), GEMVs for few rows, the GEMM path for many.
 #include "plan.hpp"
 
 #include <edgerun/plugin_sdk.hpp>
@@ -12,17 +12,47 @@ bool Plan::takes_gemm(int32_t n) const {
     return gemm_tile_floats_ && n >= ctx_.model->backend->gemm_rows;
 }
 
-bool Plan::runs_fused(size_t index, int32_t n) const {
-    const GemvFusion::Kind kind = fusions_[index].kind;
-    return kind != GemvFusion::kNone && !takes_gemm(n) && (kind != GemvFusion::kSwiGLU || n == 1);
+// The fused forms: GEMV epilogues on the GEMV path, SwiGLU's for one row only (the
+// multi-row kernel has none); the norm prologue for one-row GEMVs (the stage of the
+// one-row kernel, or prepare); rope_append for the one-row split attention.
+bool Plan::epilogue_fused(size_t matmul, int32_t n) const {
+    const GemvFusion::Kind kind = fusions_.gemv[matmul].kind;
+    return ctx_.model->backend->fuse && kind != GemvFusion::kNone && !takes_gemm(n) &&
+           (kind != GemvFusion::kSwiGLU || n == 1);
+}
+
+const float* Plan::norm_fused(size_t matmul, int32_t n, float* eps) const {
+    const int32_t norm = fusions_.gemv[matmul].norm;
+    const bool logits = nodes_[matmul].op == ER_OP_LOGITS;
+    if (norm < 0 || !ctx_.model->backend->fuse || (logits ? n_logit_rows_ : n) != 1 || (!logits && takes_gemm(n)))
+        return nullptr;
+    *eps = nodes_[size_t(norm)].params.rms_norm.eps;
+    return weight(nodes_[size_t(norm)].weights[0]).floats.as<float>();
+}
+
+bool Plan::rope_append_fused(size_t attention, int32_t n) const {
+    return ctx_.model->backend->fuse && fusions_.attention[attention].q_rope >= 0 && n == 1 &&
+           split_decode(nodes_[attention].params.attention, ctx_.params.kv_type);
+}
+
+bool Plan::absorbed(size_t index, int32_t n) const {
+    const int32_t by = fusions_.absorbed_by[index];
+    if (by < 0) return false;
+    if (nodes_[size_t(by)].op == ER_OP_ATTENTION) return rope_append_fused(size_t(by), n);
+    float eps = 0.0f;
+    if (fusions_.gemv[size_t(by)].norm == int32_t(index)) return norm_fused(size_t(by), n, &eps) != nullptr;
+    return epilogue_fused(size_t(by), n);
 }
 
 void Plan::launch_all(int32_t n) {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-        const int32_t producer = absorbed_by_[i];
-        if (producer >= 0 && runs_fused(size_t(producer), n)) continue;  // done by the producer's GEMV
-        launch_node(i, n);
-    }
+    for (size_t i = 0; i < nodes_.size(); ++i)
+        if (!absorbed(i, n)) launch_node(i, n);
+}
+
+RopeConfig Plan::rope_config(const er_node& rope) const {
+    const er_rope_params& r = rope.params.rope;
+    return {r.mode, r.head_dim, r.n_rot, rope_theta_scale(r.freq_base, r.n_rot), r.freq_scale,
+            rope.weights[0] >= 0 ? weight(rope.weights[0]).floats.as<float>() : nullptr};
 }
 
 void Plan::launch_node(size_t index, int32_t n) {
@@ -49,7 +79,7 @@ void Plan::launch_node(size_t index, int32_t n) {
             break;
         }
         case ER_OP_MATMUL: case ER_OP_MATMUL_MULTI: launch_matmul(index, n); break;
-        case ER_OP_LOGITS: launch_logits(node, n); break;
+        case ER_OP_LOGITS: launch_logits(index, n); break;
         case ER_OP_RMS_NORM: {
             RmsNormParams p;
             p.x = in.f32;
@@ -63,19 +93,17 @@ void Plan::launch_node(size_t index, int32_t n) {
             break;
         }
         case ER_OP_ROPE: {
-            const er_rope_params& r = node.params.rope;
             RopeRowsParams p;
             p.x = in.f32;
             p.out = out.f32;
             p.n_rows = n;
             p.width = int32_t(in.width);
-            p.rope = {r.mode, r.head_dim, r.n_rot, rope_theta_scale(r.freq_base, r.n_rot), r.freq_scale,
-                      node.weights[0] >= 0 ? weight(node.weights[0]).floats.as<float>() : nullptr};
+            p.rope = rope_config(node);
             p.rows = device_rows_;
             device_.rope_rows(p);
             break;
         }
-        case ER_OP_ATTENTION: launch_attention(node, n); break;
+        case ER_OP_ATTENTION: launch_attention(index, n); break;
         case ER_OP_SWIGLU: case ER_OP_ADD: {
             ElementwiseParams p;
             p.op = node.op == ER_OP_ADD ? kElementwiseAdd : kElementwiseSwiGLU;
@@ -95,22 +123,28 @@ void Plan::launch_node(size_t index, int32_t n) {
 // reading each weight once (one row: the one-row kernel). Float activations whose rows
 // need no padding and lie one after another are read where they are, without a prepare
 // launch (a decode step's every GEMV, for widths that are multiples of 32).
-void Plan::gemv_rows(const float* x, int64_t width, const std::vector<const DeviceWeight*>& weights,
+// A fused RMS_NORM (one row) is done by the GEMV's staging of x when x is read in place
+// and fits the stage, else by prepare.
+void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
                      const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
                      const int32_t* row_index, const float* residual, int32_t epilogue) {
+    const int64_t width = in.width;
     const int32_t n_pad = padded_length(int32_t(width));
-    const bool q8 = ctx_.model->backend->q8_activations;
+    const bool q8 = ctx_.model->backend->q8_activations, stage_x = ctx_.model->backend->stage_x;
     for (int32_t first = 0; first < n_rows; first += gemv_slots_) {
         const int32_t group = std::min(gemv_slots_, n_rows - first);
         const int64_t first_row = row_index ? row_index[first] : first;
         bool consecutive = true;
         for (int32_t j = 1; j < group && row_index; ++j) consecutive = consecutive && row_index[first + j] == first_row + j;
-        const bool in_place = !q8 && n_pad == width && consecutive;
+        const bool norm_staged = stage_x && group == 1 && int64_t(n_pad) * 4 <= kGemvMaxStageBytes;
+        const bool in_place = !q8 && n_pad == width && consecutive && (!in.norm || norm_staged);
         for (int32_t j = 0; j < group && !in_place; ++j) {
             const int64_t r = row_index ? row_index[first + j] : first + j;
             PrepareParams prep;
-            prep.x = x + r * width;
+            prep.x = in.x + r * width;
             prep.n = int32_t(width);
+            prep.norm_weight = in.norm;
+            prep.norm_eps = in.norm_eps;
             prep.out_f = act_f_.as<float>() + int64_t(j) * n_pad;
             prep.out_q = act_q_.as<int8_t>() + int64_t(j) * n_pad;
             prep.out_d = act_d_.as<float>() + int64_t(j) * (n_pad / 32);
@@ -119,9 +153,13 @@ void Plan::gemv_rows(const float* x, int64_t width, const std::vector<const Devi
         GemvLaunch g;
         if (q8) g.x.q8 = {act_q_.as<uint8_t>(), act_d_.as<float>()};
         else g.x.q8 = {nullptr, nullptr};
-        g.x.f = in_place ? x + first_row * width : act_f_.as<float>();
+        g.x.f = in_place ? in.x + first_row * width : act_f_.as<float>();
         g.x.n = int32_t(width);
         g.x.n_pad = n_pad;
+        if (in_place) {
+            g.x.norm = in.norm;
+            g.x.norm_eps = in.norm_eps;
+        }
         g.n_x_rows = group;
         g.stage_x = ctx_.model->backend->stage_x;
         g.epilogue = epilogue;
@@ -174,6 +212,15 @@ void Plan::matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, 
     }
 }
 
+// The node's input, or its fused RMS_NORM's input with the norm's weight.
+Plan::GemvInput Plan::gemv_input(size_t matmul, int32_t n) const {
+    const Value& x = values_[nodes_[matmul].inputs[0]];
+    GemvInput in{x.f32, x.width};
+    if ((in.norm = norm_fused(matmul, n, &in.norm_eps)))
+        in.x = values_[nodes_[size_t(fusions_.gemv[matmul].norm)].inputs[0]].f32;
+    return in;
+}
+
 void Plan::launch_matmul(size_t index, int32_t n) {
     const er_node& node = nodes_[index];
     const Value& x = values_[node.inputs[0]];
@@ -192,53 +239,81 @@ void Plan::launch_matmul(size_t index, int32_t n) {
         biases.push_back(node.biases[k] >= 0 ? weight(node.biases[k]).floats.as<float>() : nullptr);
         outs.push_back(values_[node.outputs[k]].f32);
     }
-    if (!runs_fused(index, n)) {
-        gemv_rows(x.f32, x.width, weights, biases, outs, n, nullptr);
+    const GemvInput in = gemv_input(index, n);
+    if (!epilogue_fused(index, n)) {
+        gemv_rows(in, weights, biases, outs, n, nullptr);
         return;
     }
     // The consumer's output instead of the products: with its residual added, or gate and
     // up through SwiGLU (the kernel writes output 0 only).
-    const GemvFusion& fusion = fusions_[index];
+    const GemvFusion& fusion = fusions_.gemv[index];
     float* fused_out = values_[nodes_[size_t(fusion.consumer)].outputs[0]].f32;
     if (fusion.kind == GemvFusion::kResidual)
-        gemv_rows(x.f32, x.width, weights, biases, {fused_out}, n, nullptr, values_[fusion.residual].f32);
+        gemv_rows(in, weights, biases, {fused_out}, n, nullptr, values_[fusion.residual].f32);
     else
-        gemv_rows(x.f32, x.width, weights, biases, {fused_out, fused_out}, n, nullptr, nullptr, kEpilogueSwiGLU);
+        gemv_rows(in, weights, biases, {fused_out, fused_out}, n, nullptr, nullptr, kEpilogueSwiGLU);
 }
 
-void Plan::launch_logits(const er_node& node, int32_t) {
+void Plan::launch_logits(size_t index, int32_t n) {
     if (n_logit_rows_ == 0) return;
-    const Value& in = values_[node.inputs[0]];
-    gemv_rows(in.f32, in.width, {&weight(node.weights[0])}, {nullptr}, {values_[node.outputs[0]].f32}, n_logit_rows_,
-              logit_rows_.data());
+    const er_node& node = nodes_[index];
+    gemv_rows(gemv_input(index, n), {&weight(node.weights[0])}, {nullptr}, {values_[node.outputs[0]].f32},
+              n_logit_rows_, logit_rows_.data());
 }
 
-void Plan::launch_attention(const er_node& node, int32_t n) {
+// The one-row decode step's attention: norm, RoPE and the KV append in one rope_append
+// launch (fusion.hpp) or the graph's own nodes before it and kv_append here, then split
+// flash-decode over this row's sequence (the only one when the step is captured, so the
+// sequence's base is not a per-step value then). Other steps: the row kernel.
+void Plan::launch_attention(size_t index, int32_t n) {
+    const er_node& node = nodes_[index];
     const er_attention_params& a = node.params.attention;
     const KvLayerAllSeqs& cache = ctx_.layers[size_t(node.layer)];
     const float* q = values_[node.inputs[0]].f32;
     float* out = values_[node.outputs[0]].f32;
-    KvAppendParams append;
-    append.k = values_[node.inputs[1]].f32;
-    append.v = values_[node.inputs[2]].f32;
-    append.n_rows = n;
-    append.cache = cache;
-    append.rows = device_rows_;
-    device_.kv_append(append);
+    // The sequence's own cache (for the one-row kernels).
+    const int64_t seq = row_seq_[0];
+    KvCacheLayer seq_cache = cache.layer;
+    const int bytes = kv_value_bytes(cache.layer.type);
+    seq_cache.k = static_cast<uint8_t*>(cache.layer.k) + seq * cache.seq_stride_values * bytes;
+    seq_cache.v = static_cast<uint8_t*>(cache.layer.v) + seq * cache.seq_stride_values * bytes;
+    if (cache.layer.k_scales) {
+        seq_cache.k_scales = cache.layer.k_scales + seq * cache.seq_stride_scales;
+        seq_cache.v_scales = cache.layer.v_scales + seq * cache.seq_stride_scales;
+    }
+    if (rope_append_fused(index, n)) {
+        const AttentionFusion& f = fusions_.attention[index];
+        const er_node& rope = nodes_[size_t(f.q_rope)];
+        RopeAppendParams p;
+        p.q = values_[f.q].f32;  // rotated in place, then read by the attention below
+        p.n_head = a.n_head;
+        p.k = values_[f.k].f32;
+        p.v = values_[node.inputs[2]].f32;
+        auto norm_weight = [&](int32_t norm) {
+            return norm >= 0 ? weight(nodes_[size_t(norm)].weights[0]).floats.as<float>() : nullptr;
+        };
+        p.q_norm = norm_weight(f.q_norm);
+        p.k_norm = norm_weight(f.k_norm);
+        const int32_t any_norm = f.q_norm >= 0 ? f.q_norm : f.k_norm;
+        if (any_norm >= 0) p.norm_eps = nodes_[size_t(any_norm)].params.rms_norm.eps;
+        p.rope = rope_config(rope);
+        p.pos = device_rows_.pos;
+        p.cache = seq_cache;
+        device_.rope_append(p);
+        q = p.q;
+    } else {
+        KvAppendParams append;
+        append.k = values_[node.inputs[1]].f32;
+        append.v = values_[node.inputs[2]].f32;
+        append.n_rows = n;
+        append.cache = cache;
+        append.rows = device_rows_;
+        device_.kv_append(append);
+    }
     if (n == 1 && split_decode(a, ctx_.params.kv_type)) {
-        // The decode path: split flash-decode over this row's sequence (the only one when
-        // the step is captured, so the sequence's base is not a per-step value then).
-        const int64_t seq = row_seq_[0];
-        const int bytes = kv_value_bytes(cache.layer.type);
         AttentionParams p;
         p.q = q;
-        p.cache = cache.layer;
-        p.cache.k = static_cast<uint8_t*>(cache.layer.k) + seq * cache.seq_stride_values * bytes;
-        p.cache.v = static_cast<uint8_t*>(cache.layer.v) + seq * cache.seq_stride_values * bytes;
-        if (cache.layer.k_scales) {
-            p.cache.k_scales = cache.layer.k_scales + seq * cache.seq_stride_scales;
-            p.cache.v_scales = cache.layer.v_scales + seq * cache.seq_stride_scales;
-        }
+        p.cache = seq_cache;
         p.kv_len = device_rows_.kv_len;
         p.n_head = a.n_head;
         p.scale = a.scale;

@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """cuda_orin's launch count and option profile=1, on the emulated device.
 
-Runs `edgerun` on a model of --layers layers twice: with profile=1 (a few tokens) and
-without (one token), and checks what the plan logs when it ends:
+Runs `edgerun` on a model of --layers layers: with profile=1 (a few tokens; also with
+activations=q8 and with fuse=0) and without (one token), and checks what the plan logs
+when it ends:
   - the profile's tables: every launch kind's total time > 0, its time per step and share
     consistent with the total, the launches per kind adding up to the "launches per step"
-    line, and the counts the graph implies (per layer one kv_append and one split
-    attention launch of two kernels; one embed; no prepare, since the float activations
-    of these widths (multiples of 32) are read in place, and with activations=q8 one
-    prepare per one-row GEMV);
+    line, and the counts the graph implies (per layer one split attention launch of two
+    kernels; one embed; no prepare, since the float activations of these widths
+    (multiples of 32) are read in place, and with activations=q8 one prepare per one-row
+    GEMV);
+  - the fusions (plugins/cuda_orin/fusion.hpp) of a decode step: per layer one
+    rope_append and no kv_append, RoPE, RMSNorm or elementwise launch, so 7 launches per
+    layer (Q/K/V, rope_append, split attention and its merge, O, gate/up, down) plus the
+    embedding and the logits (and the prepares of activations=q8); with fuse=0 one kv_append per layer and no rope_append;
   - the replay line: with profile=1 every step launched plainly and none replayed; without
     it the decode steps replayed, at the same launches per step as the profiled ones.
 """
@@ -56,7 +61,7 @@ def parse_tables(output):
     return tables
 
 
-def check_table(kind, steps, rows, total, layers, q8, output):
+def check_table(kind, steps, rows, total, layers, q8, fused, output):
     where = f"{kind} table"
     if total is None or not rows:
         fail(f"{where}: no rows or no 'launches per step' line", output)
@@ -77,8 +82,18 @@ def check_table(kind, steps, rows, total, layers, q8, output):
     count = lambda label: rows.get(label, (0,))[0]
     if not gemv:
         fail(f"{where}: no gemv launches", output)
-    if count("kv_append") != layers:
-        fail(f"{where}: {count('kv_append')} kv_append launches per step, the graph has {layers} layers", output)
+    decode_fused = kind == "decode" and fused
+    appends = {"kv_append": 0 if decode_fused else layers, "rope_append": layers if decode_fused else 0}
+    for label, expected in appends.items():
+        if count(label) != expected:
+            fail(f"{where}: {count(label)} {label} launches per step for {layers} layers, expected {expected} "
+                 f"({'fused' if fused else 'fuse=0'})", output)
+    if decode_fused:
+        unfused = {label: count(label) for label in ("rms_norm", "rope_rows", "elementwise") if count(label)}
+        if unfused:
+            fail(f"{where}: launches a fused decode step should not make: {unfused}", output)
+        if total - count("prepare") != 7 * layers + 2:
+            fail(f"{where}: {total} launches per fused decode step, not 7 per layer + 2 (+ prepares)", output)
     attention = count("attention (split + merge)") if kind == "decode" else count("attention_rows")
     if attention != (2 * layers if kind == "decode" else layers):
         fail(f"{where}: {attention} attention kernels per step for {layers} layers", output)
@@ -100,11 +115,12 @@ def main():
     ap.add_argument("--tokens", type=int, default=2)
     args = ap.parse_args()
 
-    q8_output = run(args, "profile=1,activations=q8", args.tokens)
-    if not any(t[0] == "decode" for t in parse_tables(q8_output)):
-        fail("no decode table in the profiled run's output with activations=q8", q8_output)
-    for table in parse_tables(q8_output):
-        check_table(*table, args.layers, True, q8_output)
+    for options, q8, fused in (("profile=1,activations=q8", True, True), ("profile=1,fuse=0", False, False)):
+        other = run(args, options, args.tokens)
+        if not any(t[0] == "decode" for t in parse_tables(other)):
+            fail(f"no decode table in the profiled run's output with {options}", other)
+        for table in parse_tables(other):
+            check_table(*table, args.layers, q8, fused, other)
 
     output = run(args, "profile=1", args.tokens)
     tables = parse_tables(output)
@@ -112,7 +128,7 @@ def main():
     if not decode:
         fail("no decode table in the profiled run's output", output)
     for table in tables:
-        check_table(*table, args.layers, False, output)
+        check_table(*table, args.layers, False, True, output)
     # The decode steps: the prompt's when it is one token, then one per generated token after the first.
     prompt = int(PROMPT.search(output).group(1))
     generated = int(GENERATED.search(output).group(1))

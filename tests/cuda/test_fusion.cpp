@@ -1,9 +1,9 @@
-// Which MATMULs cuda_orin fuses with their consumer (plugins/cuda_orin/gemv_fusion.hpp),
-// on a hand-made graph with each pattern and each reason not to fuse.
+// Which nodes cuda_orin runs inside another node's launch (plugins/cuda_orin/fusion.hpp),
+// on hand-made graphs with each pattern and each reason not to fuse.
 #include <doctest/doctest.h>
 
 #include "../graph_nodes.hpp"
-#include "gemv_fusion.hpp"
+#include "fusion.hpp"
 
 #include <vector>
 
@@ -39,7 +39,8 @@ TEST_CASE("GEMV fusion: a residual ADD or a gate/up SWIGLU read only by that nod
     values[21].flags = ER_VALUE_OUTPUT;
     const er_graph graph{sizeof(er_graph), 4, int32_t(nodes.size()), nodes.data(), int32_t(values.size()), values.data()};
 
-    const std::vector<GemvFusion> f = find_gemv_fusions(graph);
+    const Fusions fusions = find_fusions(graph);
+    const std::vector<GemvFusion>& f = fusions.gemv;
     REQUIRE(f.size() == nodes.size());
     CHECK(f[1].kind == GemvFusion::kResidual);
     CHECK(f[1].consumer == 2);
@@ -53,16 +54,163 @@ TEST_CASE("GEMV fusion: a residual ADD or a gate/up SWIGLU read only by that nod
         CAPTURE(i);
         CHECK(f[i].kind == GemvFusion::kNone);
     }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        CAPTURE(i);
+        CHECK(f[i].norm == -1);  // node 0 normalises heads of 0 values, not whole rows
+        CHECK(fusions.absorbed_by[i] == (i == 2 ? 1 : i == 4 ? 3 : i == 6 ? 5 : -1));
+    }
 
     // A fused MATMUL's input lives until its consumer has run; other values keep theirs.
     std::vector<int32_t> last_use(values.size(), -1);
     for (int32_t i = 0; i < graph.n_nodes; ++i)
         for (int32_t k = 0; k < nodes[size_t(i)].n_inputs; ++k) last_use[size_t(nodes[size_t(i)].inputs[k])] = i;
-    const std::vector<int32_t> extended = extend_fused_lifetimes(graph, f, last_use);
+    const std::vector<int32_t> extended = extend_fused_lifetimes(graph, fusions, last_use);
     CHECK(extended[1] == 2);  // the MATMUL at 1 read it last; its ADD is node 2
     CHECK(extended[3] == 6);  // read until node 6 anyway
     CHECK(extended[6] == 6);  // the MATMUL at 5 read it last; its ADD is node 6
     CHECK(extended[8] == 8);  // not fused
     for (size_t v = 0; v < values.size(); ++v)
         if (v != 1 && v != 6) CHECK(extended[v] == last_use[v]);
+}
+
+namespace {
+
+std::vector<int32_t> last_uses(const std::vector<er_node>& nodes, size_t n_values) {
+    std::vector<int32_t> last_use(n_values, -1);
+    for (size_t i = 0; i < nodes.size(); ++i)
+        for (int32_t k = 0; k < nodes[i].n_inputs; ++k) last_use[size_t(nodes[i].inputs[k])] = int32_t(i);
+    return last_use;
+}
+
+er_node norm(int32_t in, int32_t out, int32_t weight, int32_t group) {
+    er_node n = graph_node(ER_OP_RMS_NORM, {in}, {out}, {weight});
+    n.params.rms_norm = {1e-6f, group};
+    return n;
+}
+
+er_node rope(int32_t in, int32_t out, int32_t head_dim, float base = 10000.0f) {
+    er_node n = graph_node(ER_OP_ROPE, {in}, {out});
+    n.params.rope = {ER_ROPE_NEOX, head_dim, head_dim, base, 1.0f};
+    return n;
+}
+
+er_node attention(int32_t q, int32_t k, int32_t v, int32_t out, int32_t head_dim) {
+    er_node n = graph_node(ER_OP_ATTENTION, {q, k, v}, {out});
+    n.params.attention = {4, 2, head_dim, head_dim, 0.25f};
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("GEMV prologue: a whole-row RMS_NORM read only by the GEMV after it") {
+    const std::vector<er_node> nodes = {
+        norm(0, 1, 0, 64),                              // 0: fused into 1
+        graph_node(ER_OP_MATMUL_MULTI, {1}, {2, 3}),    // 1
+        norm(0, 4, 0, 16),                              // 2: not fused: per head
+        graph_node(ER_OP_MATMUL, {4}, {5}),             // 3
+        norm(0, 6, 0, 64),                              // 4: not fused: read twice
+        graph_node(ER_OP_MATMUL, {6}, {7}),             // 5
+        graph_node(ER_OP_ADD, {6, 7}, {8}),             // 6
+        norm(8, 9, 0, 64),                              // 7: fused into 8
+        graph_node(ER_OP_LOGITS, {9}, {10}),            // 8
+        norm(8, 11, 0, 64),                             // 9: not fused: the host reads it
+        graph_node(ER_OP_MATMUL, {11}, {12}),           // 10
+    };
+    std::vector<er_value_desc> values(13, er_value_desc{ER_VALUE_F32, 0, 64});
+    values[0].flags = ER_VALUE_INPUT;
+    values[10].flags = values[11].flags = values[12].flags = ER_VALUE_OUTPUT;
+    const er_graph graph{sizeof(er_graph), 1, int32_t(nodes.size()), nodes.data(), int32_t(values.size()), values.data()};
+
+    const Fusions f = find_fusions(graph);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        CAPTURE(i);
+        CHECK(f.gemv[i].norm == (i == 1 ? 0 : i == 8 ? 7 : -1));
+        CHECK(f.absorbed_by[i] == (i == 0 ? 1 : i == 7 ? 8 : i == 6 ? 5 : -1));
+        CHECK(f.attention[i].q_rope == -1);
+    }
+    // The GEMV reads the norm's input: it lives until the GEMV (or its consumer).
+    const std::vector<int32_t> last_use = last_uses(nodes, values.size());
+    const std::vector<int32_t> extended = extend_fused_lifetimes(graph, f, last_use);
+    CHECK(last_use[0] == 4);
+    CHECK(extended[0] == 4);  // already read later than the GEMV at 1
+    CHECK(last_use[8] == 9);
+    CHECK(extended[8] == 9);
+    CHECK(extended[6] == 6);  // the MATMUL at 5 fused with its ADD
+}
+
+TEST_CASE("Decode attention: per-head norms and RoPEs of q and k run in rope_append") {
+    const int32_t hd = 16;
+    const std::vector<er_node> nodes = {
+        // Qwen3: q and k normalised per head, then rotated.
+        graph_node(ER_OP_MATMUL_MULTI, {0}, {1, 2, 3}),  // 0
+        norm(1, 4, 0, hd),                                // 1
+        norm(2, 5, 1, hd),                                // 2
+        rope(4, 6, hd),                                   // 3
+        rope(5, 7, hd),                                   // 4
+        attention(6, 7, 3, 8, hd),                        // 5: absorbs 1-4
+        // Llama: rotated only.
+        graph_node(ER_OP_MATMUL_MULTI, {8}, {9, 10, 11}), // 6
+        rope(9, 12, hd),                                  // 7
+        rope(10, 13, hd),                                 // 8
+        attention(12, 13, 11, 14, hd),                    // 9: absorbs 7-8
+        // Not fused: q's source is also read by an ADD (rotating it in place would change it).
+        graph_node(ER_OP_MATMUL_MULTI, {14}, {15, 16, 17}),  // 10
+        rope(15, 18, hd),                                    // 11
+        rope(16, 19, hd),                                    // 12
+        attention(18, 19, 17, 20, hd),                       // 13
+        graph_node(ER_OP_ADD, {15, 20}, {21}),               // 14
+        // Not fused: q and k rotated with different bases.
+        graph_node(ER_OP_MATMUL_MULTI, {21}, {22, 23, 24}),  // 15
+        rope(22, 25, hd),                                    // 16
+        rope(23, 26, hd, 500000.0f),                         // 17
+        attention(25, 26, 24, 27, hd),                       // 18
+        // k's norm also read elsewhere: the norm runs, the RoPEs still fuse (k from the norm).
+        graph_node(ER_OP_MATMUL_MULTI, {27}, {28, 29, 30}),  // 19
+        norm(29, 31, 1, hd),                                 // 20
+        rope(28, 32, hd),                                    // 21
+        rope(31, 33, hd),                                    // 22
+        attention(32, 33, 30, 34, hd),                       // 23
+        graph_node(ER_OP_ADD, {31, 34}, {35}),               // 24
+    };
+    std::vector<er_value_desc> values(36, er_value_desc{ER_VALUE_F32, 0, 64});
+    values[0].flags = ER_VALUE_INPUT;
+    values[35].flags = ER_VALUE_OUTPUT;
+    const er_graph graph{sizeof(er_graph), 1, int32_t(nodes.size()), nodes.data(), int32_t(values.size()), values.data()};
+
+    const Fusions f = find_fusions(graph);
+    const AttentionFusion& qwen3 = f.attention[5];
+    CHECK(qwen3.q_rope == 3);
+    CHECK(qwen3.k_rope == 4);
+    CHECK(qwen3.q_norm == 1);
+    CHECK(qwen3.k_norm == 2);
+    CHECK(qwen3.q == 1);
+    CHECK(qwen3.k == 2);
+    const AttentionFusion& llama = f.attention[9];
+    CHECK(llama.q_rope == 7);
+    CHECK(llama.k_rope == 8);
+    CHECK(llama.q_norm == -1);
+    CHECK(llama.k_norm == -1);
+    CHECK(llama.q == 9);
+    CHECK(llama.k == 10);
+    CHECK(f.attention[13].q_rope == -1);
+    CHECK(f.attention[18].q_rope == -1);
+    const AttentionFusion& shared_norm = f.attention[23];
+    CHECK(shared_norm.q_rope == 21);
+    CHECK(shared_norm.k_rope == 22);
+    CHECK(shared_norm.k_norm == -1);
+    CHECK(shared_norm.k == 31);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        CAPTURE(i);
+        const int32_t by = i >= 1 && i <= 4 ? 5 : i == 7 || i == 8 ? 9 : i == 21 || i == 22 ? 23 : -1;
+        CHECK(f.absorbed_by[i] == by);
+        if (nodes[i].op != ER_OP_ATTENTION) CHECK(f.attention[i].q_rope == -1);
+    }
+    // What rope_append reads lives until the attention.
+    const std::vector<int32_t> extended = extend_fused_lifetimes(graph, f, last_uses(nodes, values.size()));
+    CHECK(extended[1] == 5);
+    CHECK(extended[2] == 5);
+    CHECK(extended[9] == 9);
+    CHECK(extended[10] == 9);
+    CHECK(extended[31] == 24);  // read by the ADD after the attention anyway
+    CHECK(extended[15] == 14);  // not fused
 }

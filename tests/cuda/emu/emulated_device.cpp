@@ -16,6 +16,7 @@
 #include "gemv.cu"
 #include "graph_ops.cu"
 #include "prepare.cu"
+#include "rope_append.cu"
 #include "small_kernels.cu"
 
 #include "emulated_launches.hpp"
@@ -187,6 +188,10 @@ public:
     }
     void kv_append(const KvAppendParams& p) override {
         run_op(Kernel::kv_append, p, kv_append_shape(p), kv_append_kernel, "kv_append");
+    }
+    void rope_append(const RopeAppendParams& p) override {
+        require(valid(p), "rope_append");
+        run(LaunchKind(Kernel::rope_append), [p] { emulated::rope_append(p); });
     }
     void attention_rows(const AttentionRowsParams& p) override {
         run_op(Kernel::attention_rows, p, attention_rows_shape(p), attention_rows_kernel, "attention_rows");
