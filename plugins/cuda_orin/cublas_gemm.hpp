@@ -18,8 +18,8 @@ public:
     // Null with *why when no libcublas can be loaded or initialised on this stream.
     static std::unique_ptr<CublasGemm> load(cudaStream_t stream, std::string* why);
     virtual ~CublasGemm() = default;
-    // The workspace cuBLAS's documentation (cublasSetWorkspace) recommends for a GPU of
-    // this compute capability: 32 MiB from Hopper (sm_90) on, 4 MiB before (Orin: sm_87).
+    // The workspace cuBLAS's documentation (cublasSetWorkspace) recommends: 32 MiB on
+    // Hopper (sm_90), 4 MiB on the others (Orin: sm_87); GPUs after Hopper get Hopper's.
     static uint64_t recommended_workspace_bytes(int compute_major);
     // Hands cuBLAS a workspace the caller allocated and keeps for as long as this object
     // lives, so that cuBLAS allocates none of its own: the device's memory is then all

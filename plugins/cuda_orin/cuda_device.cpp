@@ -2,8 +2,9 @@
 // one stream, stream capture into a CUDA Graph) and the kernel library's launchers.
 //
 // STATUS: run on an H200 (2026-11-24, bench/results/h200-2026-11-24-cuda-orin-acceptance);
-// the launch timing (profile=1) and the GEMM entry have run only on the emulated device
-// (tests/cuda/emu/emulated_device.cpp), which CI runs the same backend code on.
+// the launch timing (profile=1), the GEMM entry, cuBLAS's workspace and the context's
+// measurement have run only on the emulated device (tests/cuda/emu/emulated_device.cpp),
+// which CI runs the same backend code on.
 #include "context_memory.hpp"
 #include "cublas_gemm.hpp"
 #include "device.hpp"
