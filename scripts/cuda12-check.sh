@@ -9,9 +9,15 @@
 #      the CUDA 12.6 C++ front end and NVVM) to compute_87 PTX, then assembled by
 #      ptxas 12.6 (nvidia-cuda-nvcc-cu12) to sm_87 machine code;
 #   2. host code: the library's runtime-API source (host_runtime.cpp and the headers it
-#      includes) compiled by the host compiler against CUDA 12.6's runtime headers
-#      (nvidia-cuda-runtime-cu12). The kernel launch statements (<<<>>>) in the .cu
-#      files are not covered: only nvcc parses them.
+#      includes) and the plugin's CUDA host code (cuda_device.cpp, context_memory.cpp,
+#      cublas_gemm.cpp) compiled by the host compiler against CUDA 12.6's runtime headers
+#      (nvidia-cuda-runtime-cu12) and cuBLAS 12.6's (nvidia-cublas-cu12). The kernel
+#      launch statements (<<<>>>) in the .cu files are not covered: only nvcc parses them.
+#
+# cuBLAS's headers (0.6 MB) come only inside its 393 MB wheel, which holds the libraries
+# too (574 MB installed): the wheel is downloaded (pip), its include/ directory kept and
+# the rest dropped. Measured 2026-11-24 on the development machine: download 2.6-6.5 s,
+# extraction under 0.1 s.
 #
 #   scripts/cuda12-check.sh [WORKDIR]      (default: build/cuda12)
 # Exits 77 (a skip for ctest) when the packages cannot be installed (no network).
@@ -32,6 +38,27 @@ if [ ! -f "$pkgs/.installed-12.6" ]; then
   fi
   touch "$pkgs/.installed-12.6"
 fi
+cublas_wheel="nvidia-cublas-cu12==12.6.4.1"
+if [ ! -f "$pkgs/.cublas-headers-12.6.4.1" ]; then
+  echo "cuda12-check: pip download $cublas_wheel (its headers kept)"
+  rm -rf "$work/cublas-wheel"
+  if ! $python -m pip download --quiet --disable-pip-version-check --no-deps -d "$work/cublas-wheel" "$cublas_wheel"; then
+    echo "skipped: cannot download the cuBLAS 12.6 package from PyPI"
+    exit 77
+  fi
+  $python - "$work"/cublas-wheel/*.whl "$pkgs" <<'PY'
+import sys, zipfile
+wheel, target = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    headers = [n for n in z.namelist() if n.startswith("nvidia/cublas/include/") and n.endswith(".h")]
+    if not any(n.endswith("/cublas_v2.h") for n in headers):
+        sys.exit(f"{wheel}: no nvidia/cublas/include/cublas_v2.h")
+    z.extractall(target, headers)
+PY
+  rm -rf "$work/cublas-wheel"
+  touch "$pkgs/.cublas-headers-12.6.4.1"
+fi
+cublas_include=$pkgs/nvidia/cublas/include
 ptxas=$pkgs/nvidia/cuda_nvcc/bin/ptxas
 nvrtc=$(ls "$pkgs"/nvidia/cuda_nvrtc/lib/libnvrtc.so.12* | head -n 1)
 cuda_include=$pkgs/nvidia/cuda_runtime/include
@@ -58,15 +85,17 @@ for src in "$kernels"/*.cu; do
 done
 
 cxx=${CXX:-c++}
-# The runtime-API host code: the kernel library's and the plugin's CUDA Device.
-for src in "$kernels/host_runtime.cpp" plugins/cuda_orin/cuda_device.cpp; do
+# The host code: the kernel library's runtime-API source and the plugin's CUDA Device,
+# its context measurement and its cuBLAS GEMM.
+for src in "$kernels/host_runtime.cpp" plugins/cuda_orin/cuda_device.cpp plugins/cuda_orin/context_memory.cpp \
+           plugins/cuda_orin/cublas_gemm.cpp; do
   # EDGERUN_CUDA_ARCHITECTURES: what CMake passes the plugin (the Orin build's here).
   if "$cxx" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Icore/include -I"$kernels" -Iplugins/cuda_orin \
-       -DEDGERUN_CUDA_ARCHITECTURES='"87"' -I"$cuda_include" "$src"; then
-    echo "PASS  $(basename "$src") against the CUDA 12.6 runtime headers"
+       -DEDGERUN_CUDA_ARCHITECTURES='"87"' -I"$cuda_include" -I"$cublas_include" "$src"; then
+    echo "PASS  $(basename "$src") against the CUDA 12.6 runtime and cuBLAS 12.6 headers"
     passed=$((passed + 1))
   else
-    echo "FAIL  $(basename "$src") against the CUDA 12.6 runtime headers"
+    echo "FAIL  $(basename "$src") against the CUDA 12.6 runtime and cuBLAS 12.6 headers"
     failed=$((failed + 1))
   fi
 done

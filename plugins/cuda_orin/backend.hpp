@@ -46,9 +46,6 @@ private:
 
 struct Backend {
     std::unique_ptr<Device> device;
-    // Free device memory once the device was opened (its CUDA context made): what the
-    // backend takes from then on is checked against what it predicts (Plan's report).
-    uint64_t free_at_open = 0;
     bool use_graphs = true;  // option graphs=0 turns capture off
     // Option activations=q8: GEMVs of quantized weights read 8-bit activations (dp4a,
     // faster; ~1e-3 relative error in a single dot product). Default: float activations,

@@ -38,7 +38,8 @@ public:
         if (!self->bind(self->create_, "cublasCreate_v2", why) || !self->bind(self->destroy_, "cublasDestroy_v2", why) ||
             !self->bind(self->set_stream_, "cublasSetStream_v2", why) ||
             !self->bind(self->set_math_mode_, "cublasSetMathMode", why) ||
-            !self->bind(self->sgemm_, "cublasSgemm_v2", why))
+            !self->bind(self->sgemm_, "cublasSgemm_v2", why) ||
+            !self->bind(self->set_workspace_, "cublasSetWorkspace_v2", why))
             return nullptr;
         if (const cublasStatus_t s = self->create_(&self->handle_); s != CUBLAS_STATUS_SUCCESS) {
             self->handle_ = nullptr;
@@ -53,6 +54,15 @@ public:
             return nullptr;
         }
         return self;
+    }
+
+    // After cublasSetStream, which puts the handle back on cuBLAS's own workspace pool.
+    bool use_workspace(void* workspace, uint64_t bytes, std::string* why) override {
+        if (const cublasStatus_t s = set_workspace_(handle_, workspace, size_t(bytes)); s != CUBLAS_STATUS_SUCCESS) {
+            *why = "cublasSetWorkspace failed (status " + std::to_string(int(s)) + ")";
+            return false;
+        }
+        return true;
     }
 
     // Row-major C = A B^T is column-major C^T = B A^T: B (n x k, ldb) transposed times A.
@@ -80,9 +90,14 @@ private:
     decltype(&cublasSetStream_v2) set_stream_ = nullptr;
     decltype(&cublasSetMathMode) set_math_mode_ = nullptr;
     decltype(&cublasSgemm_v2) sgemm_ = nullptr;
+    decltype(&cublasSetWorkspace_v2) set_workspace_ = nullptr;
 };
 
 }  // namespace
+
+uint64_t CublasGemm::recommended_workspace_bytes(int compute_major) {
+    return (compute_major >= 9 ? uint64_t(32) : uint64_t(4)) << 20;
+}
 
 std::unique_ptr<CublasGemm> CublasGemm::load(cudaStream_t stream, std::string* why) {
     return LoadedCublas::open(stream, why);

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -17,6 +18,13 @@ public:
     // Null with *why when no libcublas can be loaded or initialised on this stream.
     static std::unique_ptr<CublasGemm> load(cudaStream_t stream, std::string* why);
     virtual ~CublasGemm() = default;
+    // The workspace cuBLAS's documentation (cublasSetWorkspace) recommends: 32 MiB on
+    // Hopper (sm_90), 4 MiB on the others (Orin: sm_87); GPUs after Hopper get Hopper's.
+    static uint64_t recommended_workspace_bytes(int compute_major);
+    // Hands cuBLAS a workspace the caller allocated and keeps for as long as this object
+    // lives, so that cuBLAS allocates none of its own: the device's memory is then all
+    // counted, and nothing is allocated while a step is captured. False with *why.
+    virtual bool use_workspace(void* workspace, uint64_t bytes, std::string* why) = 0;
     // Enqueues C = A B^T (GemmParams) on the stream; throws sdk::Failure naming the call.
     virtual void sgemm(const GemmParams& p) = 0;
 };

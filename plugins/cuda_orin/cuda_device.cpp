@@ -2,8 +2,10 @@
 // one stream, stream capture into a CUDA Graph) and the kernel library's launchers.
 //
 // STATUS: run on an H200 (2026-11-24, bench/results/h200-2026-11-24-cuda-orin-acceptance);
-// the launch timing (profile=1) and the GEMM entry have run only on the emulated device
-// (tests/cuda/emu/emulated_device.cpp), which CI runs the same backend code on.
+// the launch timing (profile=1), the GEMM entry, cuBLAS's workspace and the context's
+// measurement have run only on the emulated device (tests/cuda/emu/emulated_device.cpp),
+// which CI runs the same backend code on.
+#include "context_memory.hpp"
 #include "cublas_gemm.hpp"
 #include "device.hpp"
 #include "device_selection.hpp"
@@ -14,7 +16,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -29,18 +30,6 @@ void check(cudaError_t status, const char* call) {
     const er_status code = status == cudaErrorMemoryAllocation ? ER_E_OUT_OF_MEMORY : ER_E_INTERNAL;
     throw Failure(code, std::string("cuda_orin: ") + call + " failed: " + cudaGetErrorName(status) + " (" +
                             cudaGetErrorString(status) + ")");
-}
-
-// MemAvailable of /proc/meminfo in bytes, 0 when unknown. On a Jetson the GPU allocates
-// from the same DRAM, and cudaMemGetInfo ignores memory the kernel would reclaim.
-uint64_t host_mem_available() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    std::string unit;
-    while (in >> key >> kib >> unit)
-        if (key == "MemAvailable:") return kib * 1024;
-    return 0;
 }
 
 // An instantiated CUDA Graph, replayed on the device's stream.
@@ -95,7 +84,8 @@ private:
 class CudaDevice final : public Device {
 public:
     explicit CudaDevice(int32_t index) : index_(index), timer_(&stream_) {
-        check(cudaSetDevice(index), "cudaSetDevice");
+        // Properties and attributes are read without a context: the context is made, and
+        // what it takes measured, only then.
         char name[256] = {};
         cudaDeviceProp prop{};
         check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
@@ -105,13 +95,19 @@ public:
         int integrated = 0;
         check(cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, index), "cudaDeviceGetAttribute(Integrated)");
         description_.integrated = integrated != 0;
+        const ContextMemory context = make_context_measured(index, description_.integrated);
+        description_.context_bytes = context.bytes;
+        description_.context_unmeasured = context.unmeasured;
+        description_.free_after_context = memory().free;
         description_.sm_count = device_sm_count(index);
         description_.score = 100;  // a usable GPU: chosen over cpu_ref (score 1) when it runs the model
         check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
         cublas_ = CublasGemm::load(stream_, &description_.gemm_unavailable);
+        if (cublas_) give_cublas_a_workspace(CublasGemm::recommended_workspace_bytes(prop.major));
     }
     ~CudaDevice() override {
         cublas_.reset();
+        if (gemm_workspace_) release(gemm_workspace_);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -221,10 +217,30 @@ public:
     }
 
 private:
+    // cuBLAS's workspace, allocated here so that it is counted (DeviceDescription) and no
+    // GEMM allocates. Without one, the GEMM path is off rather than running uncounted.
+    void give_cublas_a_workspace(uint64_t bytes) {
+        std::string why;
+        try {
+            gemm_workspace_ = allocate(bytes);
+        } catch (const Failure& e) {
+            why = std::string("no memory for cuBLAS's workspace: ") + e.what();
+        }
+        if (gemm_workspace_ && cublas_->use_workspace(gemm_workspace_, bytes, &why)) {
+            description_.gemm_workspace_bytes = bytes;
+            return;
+        }
+        cublas_.reset();
+        if (gemm_workspace_) release(gemm_workspace_);
+        gemm_workspace_ = nullptr;
+        description_.gemm_unavailable = why;
+    }
+
     int32_t index_;
     DeviceDescription description_;
     cudaStream_t stream_ = nullptr;
     std::unique_ptr<CublasGemm> cublas_;
+    void* gemm_workspace_ = nullptr;
     LaunchTimer<EventClock> timer_;
 };
 

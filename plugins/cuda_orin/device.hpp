@@ -33,6 +33,18 @@ struct DeviceDescription {
     int score = 0;  // er_device_info's: the backend chosen by default is the highest-scoring
     // Why Device::gemm cannot run here ("" when it can): steps then keep the multi-row GEMV.
     std::string gemm_unavailable;
+
+    // What the device itself took when it was opened, before the backend allocated
+    // anything: part of every prediction of the backend's device memory (Plan's report).
+    // The CUDA context: free memory before it was made minus after (context_memory.hpp);
+    // 0 with context_unmeasured saying why when that could not be read.
+    uint64_t context_bytes = 0;
+    std::string context_unmeasured;
+    // The GEMM's workspace (cuBLAS's, handed to it), allocated at open; 0 without a GEMM.
+    uint64_t gemm_workspace_bytes = 0;
+    // memory().free right after the context was made, before the workspace: what the
+    // device and the backend take from then on is measured against it.
+    uint64_t free_after_context = 0;
 };
 
 // C = A B^T in F32, row-major: A is m x k (row stride lda), B is n x k (ldb), C is m x n

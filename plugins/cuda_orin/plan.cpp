@@ -134,20 +134,27 @@ Plan::~Plan() {
 }
 
 // Everything the backend allocates is held while a plan that has run lives (a step
-// allocates nothing), so free memory now against free memory when the device was opened
-// is its peak, code and launch resources the driver took on the first launches included.
+// allocates nothing), so free memory now against free memory before the CUDA context was
+// made is its peak: the context (measured when it was made), the GEMM workspace, weights,
+// KV cache and scratch (predicted), and what nothing predicts (the driver's code and
+// launch resources, taken on the first launches). The line reads
+//   cuda_orin: device memory taken since before the CUDA context T MiB, predicted P MiB
+//   (CUDA context C + GEMM workspace G + weights W + KV cache K + scratch S): R x
+// with P = C + G + W + K + S (tests/cuda/check_memory_report.py reads it).
 void Plan::report_memory() const {
-    const Backend& backend = *ctx_.model->backend;
+    const DeviceDescription& d = device_.description();
     const uint64_t free_now = device_.memory().free;
-    const uint64_t used = backend.free_at_open > free_now ? backend.free_at_open - free_now : 0;
-    const uint64_t predicted = ctx_.model->bytes + ctx_.kv_bytes + ctx_.scratch_bytes;
+    const uint64_t taken = d.context_bytes + (d.free_after_context > free_now ? d.free_after_context - free_now : 0);
+    const uint64_t predicted =
+        d.context_bytes + d.gemm_workspace_bytes + ctx_.model->bytes + ctx_.kv_bytes + ctx_.scratch_bytes;
     const double mib = 1048576.0;
+    const std::string unmeasured = d.context_unmeasured.empty() ? "" : "; CUDA context unmeasured: " + d.context_unmeasured;
     sdk::logf(ER_LOG_INFO,
-              "cuda_orin: device memory taken since the device was opened %.1f MiB, predicted %.1f MiB "
-              "(weights %.1f + KV cache %.1f + scratch %.1f): %.3fx",
-              double(used) / mib, double(predicted) / mib, double(ctx_.model->bytes) / mib,
-              double(ctx_.kv_bytes) / mib, double(ctx_.scratch_bytes) / mib,
-              predicted ? double(used) / double(predicted) : 0.0);
+              "cuda_orin: device memory taken since before the CUDA context %.1f MiB, predicted %.1f MiB "
+              "(CUDA context %.1f + GEMM workspace %.1f + weights %.1f + KV cache %.1f + scratch %.1f): %.3fx%s",
+              double(taken) / mib, double(predicted) / mib, double(d.context_bytes) / mib,
+              double(d.gemm_workspace_bytes) / mib, double(ctx_.model->bytes) / mib, double(ctx_.kv_bytes) / mib,
+              double(ctx_.scratch_bytes) / mib, predicted ? double(taken) / double(predicted) : 0.0, unmeasured.c_str());
 }
 
 // Greedy reuse (as cpu_ref): a value takes the smallest free slot that fits, else grows the

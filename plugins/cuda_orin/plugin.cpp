@@ -24,10 +24,15 @@ std::string memory_shortfall(Device& device, const char* what, uint64_t need, co
         std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / 1048576.0);
         return std::string(text);
     };
-    // The figures known at this stage: the weights at load; with the KV cache at context
-    // creation; and the scratch too when a graph is compiled.
+    // Free memory is what is left after the device's own (the context, the GEMM's
+    // workspace), named so that the line says where the rest went. Then the figures known
+    // at this stage: the weights at load; with the KV cache at context creation; and the
+    // scratch too when a graph is compiled.
+    const DeviceDescription& d = device.description();
+    const std::string context = d.context_unmeasured.empty() ? mib(d.context_bytes) : "unmeasured";
     std::string line = std::string("cuda_orin: ") + what + ": " + mib(need) + " of device memory needed, " +
-                       mib(m.free) + " free (of " + mib(m.total) + "); model " + mib(figures.model);
+                       mib(m.free) + " free (of " + mib(m.total) + "; taken at open: CUDA context " + context +
+                       ", GEMM workspace " + mib(d.gemm_workspace_bytes) + "); model " + mib(figures.model);
     if (figures.kv || figures.scratch) line += ", KV cache " + mib(figures.kv) + " at this context";
     if (figures.scratch) line += ", scratch " + mib(figures.scratch);
     return line;
@@ -125,7 +130,6 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
         }
         backend->device = open_device(params->device);
         backend->device->set_launch_timing(backend->profile);
-        backend->free_at_open = backend->device->memory().free;
         *out = reinterpret_cast<er_backend*>(backend.release());
     });
 }

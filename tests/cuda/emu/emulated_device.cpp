@@ -53,6 +53,25 @@ uint64_t emulated_memory_total() {
     return mib ? uint64_t(std::strtoull(mib, nullptr, 10)) << 20 : uint64_t(16) << 30;
 }
 
+// The CUDA context's share the emulated device reports: EDGERUN_EMU_CONTEXT_MIB (taken
+// from its memory at open, as a context is), else none.
+uint64_t emulated_context_bytes() {
+    const char* mib = std::getenv("EDGERUN_EMU_CONTEXT_MIB");
+    return mib ? uint64_t(std::strtoull(mib, nullptr, 10)) << 20 : 0;
+}
+
+// The stand-in for cuBLAS's workspace when the emulated GEMM is present: OpenBLAS needs
+// none, but the backend counts it as on a GPU. Small, so the memory-check tests' devices
+// of a few MiB keep room for their models.
+constexpr uint64_t kEmulatedGemmWorkspaceBytes = uint64_t(1) << 20;
+
+// EDGERUN_EMU_NO_GEMM=1: the emulated device has no GEMM (as a GPU without cuBLAS), so
+// long steps keep the multi-row GEMV and no workspace is taken.
+bool emulated_gemm_absent() {
+    const char* absent = std::getenv("EDGERUN_EMU_NO_GEMM");
+    return absent && *absent && std::string(absent) != "0";
+}
+
 // EDGERUN_CUDA_ORIN_FAULT names one of the faults planted in cuda_orin's own code
 // (planted_faults.hpp); unset or empty: none. CI's emulated runs must fail under each.
 PlantedFault planted_fault_from_environment() {
@@ -122,6 +141,17 @@ public:
         description_.memory_total = emulated_memory_total();
         description_.integrated = true;
         description_.sm_count = kEmulatedSms;
+        description_.context_bytes = emulated_context_bytes();
+        if (description_.context_bytes > description_.memory_total)
+            throw Failure(ER_E_OUT_OF_MEMORY, "emulated CUDA context larger than the emulated device");
+        used_ = description_.context_bytes;
+        description_.free_after_context = memory().free;
+        if (emulated_gemm_absent()) {
+            description_.gemm_unavailable = "no GEMM on this emulated device (EDGERUN_EMU_NO_GEMM)";
+        } else {
+            allocate(kEmulatedGemmWorkspaceBytes);  // held until the device closes, as cuBLAS's
+            description_.gemm_workspace_bytes = kEmulatedGemmWorkspaceBytes;
+        }
     }
     ~EmulatedDevice() override {
         for (auto& [p, bytes] : allocations_) std::free(p);
@@ -201,6 +231,7 @@ public:
     }
     // OpenBLAS stands in for cuBLAS: the same operation, on the host's "device memory".
     void gemm(const GemmParams& p) override {
+        require(description_.gemm_unavailable.empty(), "gemm (the device has none)");
         require(p.a && p.b && p.c && p.m > 0 && p.n > 0 && p.k > 0 && p.lda >= p.k && p.ldb >= p.k && p.ldc >= p.n,
                 "gemm");
         gemv_launch_counts().add_gemm();
@@ -253,7 +284,7 @@ private:
 
     DeviceDescription description_;
     std::map<void*, uint64_t> allocations_;
-    uint64_t used_ = 0;
+    uint64_t used_ = 0;  // the context's share included
     bool capturing_ = false;
     std::vector<std::function<void()>> recording_;
     LaunchTimer<HostClock> timer_;
