@@ -88,7 +88,10 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t score_bytes = has_attention_ ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
     // GEMV input: prepared rows of x, as many as one GEMV launch multiplies.
     gemv_slots_ = std::min<int32_t>(kGemvMaxRows, max_tokens_);
-    const uint64_t act_bytes = uint64_t(n_pad) * 9 * uint64_t(gemv_slots_);
+    const uint64_t act_f_bytes = uint64_t(n_pad) * 4 * uint64_t(gemv_slots_);
+    const uint64_t act_q_bytes = uint64_t(n_pad) * uint64_t(gemv_slots_);
+    const uint64_t act_d_bytes = uint64_t(n_pad) / 32 * 4 * uint64_t(gemv_slots_);
+    const uint64_t act_bytes = act_f_bytes + act_q_bytes + act_d_bytes;
     // The matrix-matrix path (steps of at least gemm_rows rows): a tile of dequantized
     // weight rows, at most kGemmTileFloats, at least one row of the widest matrix.
     const Backend& backend = *ctx.model->backend;
@@ -105,9 +108,9 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     uint64_t need = 0;
     for (const DeviceBuffer& b : buffers_) need += b.bytes();
     if (n_pad > 0) {
-        act_f_ = DeviceBuffer(device_, uint64_t(n_pad) * 4 * gemv_slots_);
-        act_q_ = DeviceBuffer(device_, uint64_t(n_pad) * gemv_slots_);
-        act_d_ = DeviceBuffer(device_, uint64_t(n_pad) / 32 * 4 * gemv_slots_);
+        act_f_ = DeviceBuffer(device_, act_f_bytes);
+        act_q_ = DeviceBuffer(device_, act_q_bytes);
+        act_d_ = DeviceBuffer(device_, act_d_bytes);
     }
     if (split_bytes) split_workspace_ = DeviceBuffer(device_, split_bytes);
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
