@@ -35,7 +35,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
 
     // Each weight must be held in the form its node reads.
     int32_t max_heads = 0;
-    bool split_attention = false;
+    bool split_attention = false, row_attention = false;
     uint64_t max_matmul_floats = 0;  // the largest MATMUL weight, rows x cols
     for (size_t i = 0; i < nodes_.size(); ++i) {
         const er_node& node = nodes_[i];
@@ -68,7 +68,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
             case ER_OP_ATTENTION: {
                 const er_attention_params& a = node.params.attention;
                 max_heads = std::max(max_heads, a.n_head);
-                split_attention |= split_decode(a, ctx.params.kv_type);
+                split_attention |= takes_split_attention(a, ctx.params.kv_type);
+                row_attention |= !takes_split_attention(a, ctx.params.kv_type);
                 if (size_t(node.layer) >= ctx.layers.size())
                     throw Failure(ER_E_INVALID_ARGUMENT, label + ": layer " + std::to_string(node.layer) +
                                                              " has no KV cache in this context");
@@ -84,8 +85,11 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const int64_t n_pad = padded_length(int32_t(max_gemv_width_));
     n_splits_ = choose_kv_splits(ctx.params.n_ctx, ctx.params.n_head_kv, device_.description().sm_count);
     const uint64_t split_bytes =
-        split_attention ? uint64_t(attention_workspace_floats(max_heads, ctx.params.head_dim_k, n_splits_)) * 4 : 0;
-    const uint64_t score_bytes = has_attention_ ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
+        split_attention
+            ? uint64_t(attention_workspace_floats(max_heads, ctx.params.head_dim_k, n_splits_ + max_tokens_ - 1)) * 4
+            : 0;
+    // The general row kernel's scores: every row's against the whole context.
+    const uint64_t score_bytes = row_attention ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
     // GEMV input: prepared rows of x, as many as one GEMV launch multiplies.
     gemv_slots_ = std::min<int32_t>(kGemvMaxRows, max_tokens_);
     const uint64_t act_f_bytes = uint64_t(n_pad) * 4 * uint64_t(gemv_slots_);

@@ -12,10 +12,10 @@
 
 namespace edgerun::cuda_orin {
 
-// A one-row step's attention goes to the split flash-decode kernel for the head dims it is
-// built for over F16 or INT8 caches; an F32 cache (a debugging choice, twice the bytes of
-// F16) and other head dims take the general row kernel.
-inline bool split_decode(const er_attention_params& a, int32_t kv_type) {
+// Attention goes to the split flash-decode kernel (every row of any step) for the head
+// dims it is built for over F16 or INT8 caches; an F32 cache (a debugging choice, twice
+// the bytes of F16) and other head dims take the general row kernel.
+inline bool takes_split_attention(const er_attention_params& a, int32_t kv_type) {
     return (a.head_dim_k == 64 || a.head_dim_k == 128) && (kv_type == ER_KV_F16 || kv_type == ER_KV_Q8);
 }
 
@@ -55,6 +55,9 @@ private:
     bool epilogue_fused(size_t matmul, int32_t n) const;  // the MATMUL at `matmul` runs with its consumer
     const float* norm_fused(size_t matmul, int32_t n, float* eps) const;  // its RMS_NORM's weight, or null
     bool rope_append_fused(size_t attention, int32_t n) const;
+    // KV splits of the split attention in a step of n rows: the rows share the splits a
+    // decode step takes, so the workspace stays within n_splits_ + max_tokens_ per head.
+    int32_t attention_splits(int32_t n) const { return std::max(1, (n_splits_ + n - 1) / n); }
     void matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, const float* bias, float* out, int32_t n);
     void launch_logits(size_t index, int32_t n);
     RopeConfig rope_config(const er_node& rope) const;

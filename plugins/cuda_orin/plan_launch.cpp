@@ -32,7 +32,7 @@ const float* Plan::norm_fused(size_t matmul, int32_t n, float* eps) const {
 
 bool Plan::rope_append_fused(size_t attention, int32_t n) const {
     return ctx_.model->backend->fuse && fusions_.attention[attention].q_rope >= 0 && n == 1 &&
-           split_decode(nodes_[attention].params.attention, ctx_.params.kv_type);
+           takes_split_attention(nodes_[attention].params.attention, ctx_.params.kv_type);
 }
 
 bool Plan::absorbed(size_t index, int32_t n) const {
@@ -261,26 +261,17 @@ void Plan::launch_logits(size_t index, int32_t n) {
               n_logit_rows_, logit_rows_.data());
 }
 
-// The one-row decode step's attention: norm, RoPE and the KV append in one rope_append
-// launch (fusion.hpp) or the graph's own nodes before it and kv_append here, then split
-// flash-decode over this row's sequence (the only one when the step is captured, so the
-// sequence's base is not a per-step value then). Other steps: the row kernel.
+// A step's attention: first its keys and values into the cache, by rope_append (one-row
+// steps, with the norms and RoPEs fused; fusion.hpp) or kv_append (the graph's own nodes
+// ran before); then the split flash-decode kernel over every row (each row's sequence and
+// causal length read from the device row table, so a captured step serves any sequence),
+// or the general row kernel for the head dims and cache types the split kernel lacks.
 void Plan::launch_attention(size_t index, int32_t n) {
     const er_node& node = nodes_[index];
     const er_attention_params& a = node.params.attention;
     const KvLayerAllSeqs& cache = ctx_.layers[size_t(node.layer)];
     const float* q = values_[node.inputs[0]].f32;
     float* out = values_[node.outputs[0]].f32;
-    // The sequence's own cache (for the one-row kernels).
-    const int64_t seq = row_seq_[0];
-    KvCacheLayer seq_cache = cache.layer;
-    const int bytes = kv_value_bytes(cache.layer.type);
-    seq_cache.k = static_cast<uint8_t*>(cache.layer.k) + seq * cache.seq_stride_values * bytes;
-    seq_cache.v = static_cast<uint8_t*>(cache.layer.v) + seq * cache.seq_stride_values * bytes;
-    if (cache.layer.k_scales) {
-        seq_cache.k_scales = cache.layer.k_scales + seq * cache.seq_stride_scales;
-        seq_cache.v_scales = cache.layer.v_scales + seq * cache.seq_stride_scales;
-    }
     if (rope_append_fused(index, n)) {
         const AttentionFusion& f = fusions_.attention[index];
         const er_node& rope = nodes_[size_t(f.q_rope)];
@@ -298,7 +289,10 @@ void Plan::launch_attention(size_t index, int32_t n) {
         if (any_norm >= 0) p.norm_eps = nodes_[size_t(any_norm)].params.rms_norm.eps;
         p.rope = rope_config(rope);
         p.pos = device_rows_.pos;
-        p.cache = seq_cache;
+        p.cache = cache.layer;
+        p.seq = device_rows_.seq;
+        p.seq_stride_values = cache.seq_stride_values;
+        p.seq_stride_scales = cache.seq_stride_scales;
         device_.rope_append(p);
         q = p.q;
     } else {
@@ -310,14 +304,18 @@ void Plan::launch_attention(size_t index, int32_t n) {
         append.rows = device_rows_;
         device_.kv_append(append);
     }
-    if (n == 1 && split_decode(a, ctx_.params.kv_type)) {
+    if (takes_split_attention(a, ctx_.params.kv_type)) {
         AttentionParams p;
         p.q = q;
-        p.cache = seq_cache;
+        p.cache = cache.layer;
         p.kv_len = device_rows_.kv_len;
+        p.n_rows = n;
+        p.row_seq = device_rows_.seq;
+        p.seq_stride_values = cache.seq_stride_values;
+        p.seq_stride_scales = cache.seq_stride_scales;
         p.n_head = a.n_head;
         p.scale = a.scale;
-        p.n_splits = n_splits_;
+        p.n_splits = attention_splits(n);
         p.workspace = split_workspace_.as<float>();
         p.out = out;
         device_.attention(p);

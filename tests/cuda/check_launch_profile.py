@@ -7,7 +7,7 @@ when it ends:
   - the profile's tables: every launch kind's total time > 0, its time per step and share
     consistent with the total, the launches per kind adding up to the "launches per step"
     line, and the counts the graph implies (per layer one split attention launch of two
-    kernels; one embed; no prepare, since the float activations of these widths
+    kernels, in decode and prefill steps alike; one embed; no prepare, since the float activations of these widths
     (multiples of 32) are read in place, and with activations=q8 one prepare per one-row
     GEMV);
   - the fusions (plugins/cuda_orin/fusion.hpp) of a decode step: per layer one
@@ -94,9 +94,11 @@ def check_table(kind, steps, rows, total, layers, q8, fused, output):
             fail(f"{where}: launches a fused decode step should not make: {unfused}", output)
         if total - count("prepare") != 7 * layers + 2:
             fail(f"{where}: {total} launches per fused decode step, not 7 per layer + 2 (+ prepares)", output)
-    attention = count("attention (split + merge)") if kind == "decode" else count("attention_rows")
-    if attention != (2 * layers if kind == "decode" else layers):
-        fail(f"{where}: {attention} attention kernels per step for {layers} layers", output)
+    # Every step's attention takes the split kernel and its merge (head dim 128, F16 cache).
+    attention = count("attention (split + merge)")
+    if attention != 2 * layers or count("attention_rows"):
+        fail(f"{where}: {attention} split attention kernels per step for {layers} layers "
+             f"(and {count('attention_rows')} of the row kernel)", output)
     if kind == "decode":
         if count("embed") != 1:
             fail(f"{where}: {count('embed')} embed launches per step, not 1", output)

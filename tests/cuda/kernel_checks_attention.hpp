@@ -107,6 +107,52 @@ inline void check_attention(DeviceApi& api, const Report& report, int n_head, in
     api.reset();
 }
 
+// A step of several rows in one launch: rows of two sequences held one after another in
+// the layer (as a context of several sequences holds them), each row with its own causal
+// length, against the reference per row.
+inline void check_attention_rows(DeviceApi& api, const Report& report, int n_head, int n_head_kv, int dim, int n_ctx,
+                                 int32_t kv_type, const std::vector<int32_t>& seqs, const std::vector<int32_t>& lengths,
+                                 int n_splits, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int n_rows = int(seqs.size());
+    const TestCache t = make_cache(api, kv_type, 2 * n_head_kv, n_ctx, dim, rng);  // sequences 0 and 1
+    const std::vector<float> q = random_vector(size_t(n_rows) * n_head * dim, rng, 2.0f);
+    AttentionParams p;
+    p.q = api.upload_vector(q);
+    p.cache = t.layer;
+    p.cache.n_head_kv = n_head_kv;
+    p.kv_len = api.upload_vector(lengths);
+    p.n_rows = n_rows;
+    p.row_seq = api.upload_vector(seqs);
+    p.seq_stride_values = int64_t(n_head_kv) * n_ctx * dim;
+    p.seq_stride_scales = p.seq_stride_values / 32;
+    p.n_head = n_head;
+    p.scale = 1.0f / std::sqrt(float(dim));
+    p.n_splits = n_splits;
+    p.workspace = static_cast<float*>(api.alloc(attention_workspace_floats(n_rows * n_head, dim, n_splits) * 4));
+    p.out = api.alloc(size_t(n_rows) * n_head * dim * 4);
+    api.attention(p);
+    const std::vector<float> out =
+        api.download_vector(static_cast<const float*>(p.out), size_t(n_rows) * n_head * dim);
+    std::vector<double> ref;
+    const int group = n_head / n_head_kv;
+    for (int r = 0; r < n_rows; ++r)
+        for (int h = 0; h < n_head; ++h) {
+            const size_t base = (size_t(seqs[size_t(r)]) * n_head_kv + h / group) * n_ctx * dim;
+            const size_t len = size_t(lengths[size_t(r)]);
+            const std::vector<float> k(t.k_read.begin() + base, t.k_read.begin() + base + len * dim);
+            const std::vector<float> v(t.v_read.begin() + base, t.v_read.begin() + base + len * dim);
+            const std::vector<double> o = ref_attention_head(&q[(size_t(r) * n_head + h) * dim], k, v, int(len), dim,
+                                                             1.0 / std::sqrt(double(dim)));
+            ref.insert(ref.end(), o.begin(), o.end());
+        }
+    char name[160];
+    std::snprintf(name, sizeof name, "attention of %d rows, 2 sequences, %s heads %d/%d dim %d n_ctx %d splits %d", n_rows,
+                  kv_name(kv_type), n_head, n_head_kv, dim, n_ctx, n_splits);
+    report({name, nmse(out, ref), kv_type == kKvF16 ? kBoundF16Attention : kBoundQ8Attention});
+    api.reset();
+}
+
 // The same K/V stored as F16 and as INT8: outputs within the stated bound.
 inline void check_attention_q8_vs_f16(DeviceApi& api, const Report& report, int n_head, int n_head_kv, int dim,
                                       int kv_len, int n_splits, uint32_t seed) {

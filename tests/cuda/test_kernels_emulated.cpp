@@ -187,6 +187,12 @@ TEST_CASE("emulated: split flash-decode attention against a double softmax") {
         check_attention(dev, doctest_report(), 10, 1, 64, 40, 64, kv, 1, seed++);   // 10 heads: 3 chunks
     }
     check_attention_q8_vs_f16(dev, doctest_report(), 4, 2, 64, 150, 2, seed++);
+    // Steps of several rows: a prompt's rows under their causal lengths in sequence 1, and
+    // rows of sequence 0 (a batch), some splits empty for the short rows.
+    for (int32_t kv : {kKvF16, kKvQ8}) {
+        check_attention_rows(dev, doctest_report(), 4, 2, 64, 96, kv, {1, 1, 1, 0, 0}, {5, 6, 7, 96, 1}, 2, seed++);
+        check_attention_rows(dev, doctest_report(), 6, 2, 128, 64, kv, {0, 1, 0}, {64, 33, 2}, 1, seed++);
+    }
 }
 
 TEST_CASE("emulated: embedding rows of every weight type from the packed layout, bit for bit") {

@@ -1,11 +1,14 @@
-// Flash-decode attention for one query token over an F16 or INT8 KV cache.
+// Flash-decode attention for the query tokens of a step's rows (one per row: a decode
+// step, a batch of sequences, a prompt's rows under their causal lengths) over an F16 or
+// INT8 KV cache.
 //
-// Grid: (n_splits, n_head_kv, query-head chunks). A block takes one KV head and one
-// split of the sequence and serves up to kAttentionMaxGroup query heads of that KV head
+// Grid: (n_splits, n_head_kv, query-head chunks x rows). A block takes one row, one KV
+// head and one split of that row's sequence and serves up to kAttentionMaxGroup query
+// heads of that KV head
 // (GQA: the K/V bytes are loaded once for all of them). Its 4 warps take 32-key tiles in
 // turn; per tile a warp
-//   1. scores the keys: a few lanes per key, each dotting 16 (F16) or 32 (INT8, dp4a
-//      against the query quantized to 8 bits) dims, summed with shuffles;
+//   1. scores the keys: a few lanes per key, each dotting 16 (F16) or 32 (INT8, one scale
+//      group) dims with the float query, summed with shuffles;
 //   2. updates its online softmax (max, sum; softmax_merge.hpp) per query head;
 //   3. accumulates p * V with 8 dims per lane, so a V row is one coalesced load.
 // Warps are merged in shared memory, splits by a second kernel; splits past the current
@@ -30,8 +33,8 @@ struct SplitGeometry {
     int kv_len;
 };
 
-__device__ SplitGeometry split_geometry(const AttentionParams& p) {
-    const int kv_len = min(*p.kv_len, p.cache.n_ctx);
+__device__ SplitGeometry split_geometry(const AttentionParams& p, int row) {
+    const int kv_len = min(p.kv_len[row], p.cache.n_ctx);
     return {p.n_head / p.cache.n_head_kv, max(kv_len, 0)};
 }
 
@@ -44,10 +47,9 @@ struct KeyScorer<Dim, kKvF16> {
     static constexpr int kLanesPerKey = Dim / 16;
     static constexpr int kDimsPerLane = 16;
 
-    __device__ static void score(const AttentionParams& p, const float (*q)[Dim], const int8_t (*)[Dim],
-                                 const float (*)[Dim / 32], int kv_head, int key, int seg, int n_q, float* out) {
-        const uint8_t* row = static_cast<const uint8_t*>(p.cache.k) +
-                             ((size_t(kv_head) * p.cache.n_ctx + key) * Dim + seg * kDimsPerLane) * 2;
+    __device__ static void score(const KvCacheLayer& c, const float (*q)[Dim], int kv_head, int key, int seg, int n_q,
+                                 float* out) {
+        const uint8_t* row = static_cast<const uint8_t*>(c.k) + ((size_t(kv_head) * c.n_ctx + key) * Dim + seg * kDimsPerLane) * 2;
         const Words4 a = load_16B(row), b = load_16B(row + 16);
         float k[16];
         for (int i = 0; i < 4; ++i) {
@@ -65,32 +67,32 @@ struct KeyScorer<Dim, kKvF16> {
     }
 };
 
-// INT8 keys: Dim/32 lanes per key, one 32-value scale group each, dotted by dp4a with the
-// 8-bit query; score = d_k * d_q * sum.
+// INT8 keys: Dim/32 lanes per key, one 32-value scale group each. The group's bytes
+// become floats (exactly) and are dotted with the float query, then scaled: the values
+// the reference reads, in float arithmetic. (An 8-bit query through dp4a, tried first,
+// put the scores off by up to about 1% of their size, which a prompt with large scores
+// turned into a softmax outside the suite's bounds.)
 template <int Dim>
 struct KeyScorer<Dim, kKvQ8> {
     static constexpr int kLanesPerKey = Dim / 32;
     static constexpr int kDimsPerLane = 32;
 
-    __device__ static void score(const AttentionParams& p, const float (*)[Dim], const int8_t (*q8)[Dim],
-                                 const float (*q8_scale)[Dim / 32], int kv_head, int key, int seg, int n_q, float* out) {
-        const size_t token = size_t(kv_head) * p.cache.n_ctx + key;
-        const uint8_t* row = static_cast<const uint8_t*>(p.cache.k) + token * Dim + seg * kDimsPerLane;
+    __device__ static void score(const KvCacheLayer& c, const float (*q)[Dim], int kv_head, int key, int seg, int n_q,
+                                 float* out) {
+        const size_t token = size_t(kv_head) * c.n_ctx + key;
+        const uint8_t* row = static_cast<const uint8_t*>(c.k) + token * Dim + seg * kDimsPerLane;
         const Words4 a = load_16B(row), b = load_16B(row + 16);
-        const float k_scale = half_to_float(load_2B(p.cache.k_scales + token * (Dim / 32) + seg));
+        const float k_scale = half_to_float(load_2B(c.k_scales + token * (Dim / 32) + seg));
+        float k[32];
+        for (int i = 0; i < 16; ++i) {
+            k[i] = signed_byte_to_float(a.w[i / 4], i % 4);
+            k[16 + i] = signed_byte_to_float(b.w[i / 4], i % 4);
+        }
         for (int g = 0; g < kMaxGroup; ++g) {
             float s = 0.0f;
-            if (g < n_q) {
-                const int8_t* qg = &q8[g][seg * kDimsPerLane];  // 16-byte aligned
-                const Words4 qa = load_shared_16B(qg), qb = load_shared_16B(qg + 16);
-                int32_t dot = 0;
-                for (int i = 0; i < 4; ++i) {
-                    dot = dp4a(a.w[i], qa.w[i], dot);
-                    dot = dp4a(b.w[i], qb.w[i], dot);
-                }
-                s = k_scale * q8_scale[g][seg] * float(dot);
-            }
-            out[g] = s;
+            if (g < n_q)
+                for (int i = 0; i < 32; ++i) s += q[g][seg * kDimsPerLane + i] * k[i];
+            out[g] = s * k_scale;
         }
     }
 };
@@ -98,17 +100,17 @@ struct KeyScorer<Dim, kKvQ8> {
 // Eight dims of a V row as floats: a 16-byte load (F16) or an 8-byte one plus the scale
 // of its 32-value group (INT8).
 template <int Dim, int Kv>
-__device__ void load_value_dims(const AttentionParams& p, int kv_head, int key, int seg, float* v) {
-    const size_t token = size_t(kv_head) * p.cache.n_ctx + key;
+__device__ void load_value_dims(const KvCacheLayer& c, int kv_head, int key, int seg, float* v) {
+    const size_t token = size_t(kv_head) * c.n_ctx + key;
     if constexpr (Kv == kKvF16) {
-        const Words4 w = load_16B(static_cast<const uint8_t*>(p.cache.v) + (token * Dim + seg * 8) * 2);
+        const Words4 w = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + seg * 8) * 2);
         for (int i = 0; i < 4; ++i) {
             v[2 * i] = half_to_float(uint16_t(w.w[i] & 0xFFFFu));
             v[2 * i + 1] = half_to_float(uint16_t(w.w[i] >> 16));
         }
     } else {
-        const Words2 w = load_8B(static_cast<const uint8_t*>(p.cache.v) + token * Dim + seg * 8);
-        const float scale = half_to_float(load_2B(p.cache.v_scales + token * (Dim / 32) + seg / 4));
+        const Words2 w = load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + seg * 8);
+        const float scale = half_to_float(load_2B(c.v_scales + token * (Dim / 32) + seg / 4));
         for (int i = 0; i < 8; ++i) v[i] = signed_byte_to_float(w.w[i / 4], i % 4) * scale;
     }
 }
@@ -122,10 +124,6 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
 
     alignas(16) __shared__ float q_f[kMaxGroup][Dim];
     ER_SHARED_ARRAY(q_f);
-    alignas(16) __shared__ int8_t q_8[kMaxGroup][Dim];  // read 4 bytes at a time
-    ER_SHARED_ARRAY(q_8);
-    __shared__ float q_8_scale[kMaxGroup][Dim / 32];
-    ER_SHARED_ARRAY(q_8_scale);
     __shared__ float probs[kWarps][kMaxGroup][kTile];
     ER_SHARED_ARRAY(probs);
     __shared__ float warp_o[kWarps][kMaxGroup][Dim];
@@ -134,31 +132,26 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
     ER_SHARED_ARRAY(warp_ml);
 
     const int split = blockIdx.x, kv_head = blockIdx.y;
-    const SplitGeometry geo = split_geometry(p);
-    const int q_head0 = kv_head * geo.n_group + blockIdx.z * kMaxGroup;
-    const int n_q = min(kMaxGroup, geo.n_group - int(blockIdx.z) * kMaxGroup);
+    const int n_chunks = (p.n_head / p.cache.n_head_kv + kMaxGroup - 1) / kMaxGroup;
+    const int row = int(blockIdx.z) / n_chunks, chunk = int(blockIdx.z) % n_chunks;
+    const SplitGeometry geo = split_geometry(p, row);
+    const int q_head0 = kv_head * geo.n_group + chunk * kMaxGroup;
+    const int n_q = min(kMaxGroup, geo.n_group - chunk * kMaxGroup);
     int begin, end;
     split_range(geo.kv_len, p.n_splits, kTile, split, &begin, &end);
     if (begin >= end) return;  // past the current length: the merge skips this split
+    const KvCacheLayer cache =
+        p.row_seq ? sequence_cache(p.cache, p.row_seq[row], p.seq_stride_values, p.seq_stride_scales) : p.cache;
+    const float* q = p.q + size_t(row) * p.n_head * Dim;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    // The query, scaled so scores come out in the log2 domain, and its 8-bit form.
+    // The query, scaled so scores come out in the log2 domain.
     const float q_scale = p.scale * kLog2e;
     for (int i = threadIdx.x; i < kMaxGroup * Dim; i += blockDim.x) {
         const int g = i / Dim, d = i % Dim;
-        q_f[g][d] = g < n_q ? p.q[size_t(q_head0 + g) * Dim + d] * q_scale : 0.0f;
+        q_f[g][d] = g < n_q ? q[size_t(q_head0 + g) * Dim + d] * q_scale : 0.0f;
     }
     __syncthreads();
-    if constexpr (Kv == kKvQ8) {
-        for (int group = warp; group < kMaxGroup * Dim / 32; group += kWarps) {
-            const int g = group / (Dim / 32), j = group % (Dim / 32);
-            const float v = q_f[g][32 * j + lane];
-            const float d = q8_scale(warp_max(fabsf(v)));
-            q_8[g][32 * j + lane] = q8_round(v, q8_inverse(d));
-            if (lane == 0) q_8_scale[g][j] = d;
-        }
-        __syncthreads();
-    }
 
     float m[kMaxGroup], l[kMaxGroup], acc[kMaxGroup][8];
     for (int g = 0; g < kMaxGroup; ++g) {
@@ -175,7 +168,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
             const int j = pass * kKeysPerPass + key_slot, key = tile + j;
             float s[kMaxGroup];
             if (key < end)
-                Scorer::score(p, q_f, q_8, q_8_scale, kv_head, key, key_seg, n_q, s);
+                Scorer::score(cache, q_f, kv_head, key, key_seg, n_q, s);
             for (int g = 0; g < kMaxGroup; ++g) {
                 const float total = group_sum(key < end ? s[g] : 0.0f, Scorer::kLanesPerKey);
                 if (key_seg == 0) probs[warp][g][j] = key < end ? total : -INFINITY;
@@ -197,7 +190,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
             const int j = step * kValueKeys + value_slot, key = tile + j;
             if (key >= end) continue;
             float v[8];
-            load_value_dims<Dim, Kv>(p, kv_head, key, value_seg, v);
+            load_value_dims<Dim, Kv>(cache, kv_head, key, value_seg, v);
             for (int g = 0; g < n_q; ++g) {
                 const float prob = probs[warp][g][j];
                 for (int i = 0; i < 8; ++i) acc[g][i] += prob * v[i];
@@ -222,7 +215,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
     __syncthreads();
 
     float* part_o = p.workspace;
-    float* part_ml = p.workspace + size_t(p.n_head) * p.n_splits * Dim;
+    float* part_ml = p.workspace + size_t(p.n_rows) * p.n_head * p.n_splits * Dim;
     for (int i = threadIdx.x; i < n_q * Dim; i += blockDim.x) {
         const int g = i / Dim, d = i % Dim;
         float m_all = -INFINITY;
@@ -233,7 +226,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
             o += weight * warp_o[w][g][d];
             l_all += weight * warp_ml[w][g][1];
         }
-        const size_t slot = size_t(q_head0 + g) * p.n_splits + split;
+        const size_t slot = (size_t(row) * p.n_head + q_head0 + g) * p.n_splits + split;
         part_o[slot * Dim + d] = o;
         if (d == 0) {
             part_ml[2 * slot] = m_all;
@@ -242,19 +235,20 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
     }
 }
 
-// One block per query head, one thread per dim: merges the non-empty splits.
+// One block per query head and row, one thread per dim: merges the non-empty splits.
 __global__ void attention_merge_kernel(const AttentionParams p) {
-    const int head = blockIdx.x, d = threadIdx.x, dim = p.cache.head_dim;
-    const SplitGeometry geo = split_geometry(p);
+    const int head = blockIdx.x, row = blockIdx.y, d = threadIdx.x, dim = p.cache.head_dim;
+    const SplitGeometry geo = split_geometry(p, row);
+    const size_t query = size_t(row) * p.n_head + head;
     const float* part_o = p.workspace;
-    const float* part_ml = p.workspace + size_t(p.n_head) * p.n_splits * dim;
+    const float* part_ml = p.workspace + size_t(p.n_rows) * p.n_head * p.n_splits * dim;
     SoftmaxPartial total = empty_partial();
     float o = 0.0f, unscaled_l = 0.0f;
     for (int s = 0; s < p.n_splits; ++s) {
         int begin, end;
         split_range(geo.kv_len, p.n_splits, kTile, s, &begin, &end);
         if (begin >= end) break;  // empty splits are all at the end
-        const size_t slot = size_t(head) * p.n_splits + s;
+        const size_t slot = query * p.n_splits + s;
         float w_total, w_part;
         total = merge_partials(total, {part_ml[2 * slot], part_ml[2 * slot + 1]}, &w_total, &w_part);
         if (planted(PlantedFault::SplitMerge)) {  // the partials added as if their maxima were equal
@@ -266,9 +260,9 @@ __global__ void attention_merge_kernel(const AttentionParams p) {
     }
     const float result = total.l > 0.0f ? o / total.l : 0.0f;
     if (p.out_is_f16)
-        static_cast<uint16_t*>(p.out)[size_t(head) * dim + d] = float_to_half(result);
+        static_cast<uint16_t*>(p.out)[query * dim + d] = float_to_half(result);
     else
-        static_cast<float*>(p.out)[size_t(head) * dim + d] = result;
+        static_cast<float*>(p.out)[query * dim + d] = result;
 }
 
 // The four instantiations (head dim x cache type), named so NVRTC compiles them too.
@@ -283,7 +277,7 @@ template __global__ void attention_split_kernel<128, kKvQ8>(const AttentionParam
 cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream) {
     const AttentionGrid g = plan_attention(p);
     if (g.splits == 0) return cudaErrorInvalidValue;
-    const dim3 grid(g.splits, g.kv_heads, g.chunks);
+    const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows);
     const int threads = kWarps * 32;
     const bool f16 = p.cache.type == kKvF16;
     if (p.cache.head_dim == 64)
@@ -292,7 +286,7 @@ cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream) {
         (f16 ? attention_split_kernel<128, kKvF16> : attention_split_kernel<128, kKvQ8>)<<<grid, threads, 0, stream>>>(p);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
-    attention_merge_kernel<<<p.n_head, p.cache.head_dim, 0, stream>>>(p);
+    attention_merge_kernel<<<dim3(p.n_head, p.n_rows), p.cache.head_dim, 0, stream>>>(p);
     return cudaGetLastError();
 }
 #endif

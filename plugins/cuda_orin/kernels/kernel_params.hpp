@@ -169,6 +169,19 @@ ER_HD size_t kv_q8_scale_index(size_t token, int head_dim, int d) {
     return planted(PlantedFault::KvScaleStride) ? token + d / 32 : token * size_t(head_dim / 32) + d / 32;
 }
 
+// The cache of sequence `seq` when a layer holds its sequences one after another,
+// stride_values values and stride_scales Q8 scales apart (c: sequence 0's).
+ER_HD KvCacheLayer sequence_cache(KvCacheLayer c, int64_t seq, int64_t stride_values, int64_t stride_scales) {
+    const int64_t bytes = kv_value_bytes(c.type);
+    c.k = static_cast<uint8_t*>(c.k) + seq * stride_values * bytes;
+    c.v = static_cast<uint8_t*>(c.v) + seq * stride_values * bytes;
+    if (c.k_scales) {
+        c.k_scales += seq * stride_scales;
+        c.v_scales += seq * stride_scales;
+    }
+    return c;
+}
+
 // Bytes of one layer's K (or V) values and scales.
 inline uint64_t kv_values_bytes(const KvCacheLayer& c) {
     return uint64_t(c.n_head_kv) * c.n_ctx * c.head_dim * kv_value_bytes(c.type);
@@ -191,38 +204,52 @@ struct RopeAppendParams {
     float norm_eps = 1e-6f;
     RopeConfig rope{};
     const int32_t* pos = nullptr;
-    KvCacheLayer cache{};
+    KvCacheLayer cache{};  // sequence 0's, or the token's own when seq is null
+    // The token's sequence (device memory, read at run time so the launch is graph-safe
+    // for any sequence); its cache lies seq_stride_values / seq_stride_scales after 0's.
+    const int32_t* seq = nullptr;
+    int64_t seq_stride_values = 0, seq_stride_scales = 0;
 };
 
 // --------------------------------------------------------------- attention --
 
-// One query token against the cache of one layer: out[h] = softmax(q[h] k^T * scale) v
-// over positions [0, *kv_len), with query head h reading KV head h / (n_head/n_head_kv).
-// Split over n_splits blocks of the KV sequence (choose_kv_splits) and merged.
+// The query tokens of n_rows step rows against the cache of one layer: for row r and
+// query head h, out[r][h] = softmax(q[r][h] k^T * scale) v over positions [0, kv_len[r])
+// of row r's sequence, query head h reading KV head h / (n_head/n_head_kv). Split over
+// n_splits blocks of the KV sequence (choose_kv_splits) and merged. Lengths and sequences
+// are read from device memory, so a captured launch serves any step of the same shape.
+// A step's rows of one sequence (a prompt) each see the keys up to their own position:
+// the causal mask is kv_len.
 struct AttentionParams {
-    const float* q = nullptr;  // [n_head][head_dim]
-    KvCacheLayer cache{};
-    const int32_t* kv_len = nullptr;
+    const float* q = nullptr;  // [n_rows][n_head][head_dim]
+    KvCacheLayer cache{};      // sequence 0's
+    const int32_t* kv_len = nullptr;  // [n_rows]
+    int32_t n_rows = 1;
+    const int32_t* row_seq = nullptr;  // [n_rows]; null: every row is in sequence 0
+    int64_t seq_stride_values = 0, seq_stride_scales = 0;
     int32_t n_head = 0;
     float scale = 0.0f;
     int32_t n_splits = 1;
-    float* workspace = nullptr;  // attention_workspace_floats(n_head, head_dim, n_splits)
-    void* out = nullptr;         // [n_head][head_dim]
+    float* workspace = nullptr;  // attention_workspace_floats(n_rows * n_head, head_dim, n_splits)
+    void* out = nullptr;         // [n_rows][n_head][head_dim]
     int32_t out_is_f16 = 0;
 };
-// Grid of the split kernel for valid params: (n_splits, n_head_kv, query-head chunks);
-// {0,0,0} when the params are invalid. head_dim 64 or 128; n_head a multiple of n_head_kv.
+// Grid of the split kernel for valid params: (n_splits, n_head_kv, query-head chunks x
+// n_rows); {0,0,0,0} when the params are invalid. head_dim 64 or 128; n_head a multiple
+// of n_head_kv.
 struct AttentionGrid {
-    int splits, kv_heads, chunks;
+    int splits, kv_heads, chunks, rows;
 };
 inline AttentionGrid plan_attention(const AttentionParams& p) {
     const KvCacheLayer& c = p.cache;
     if (!p.q || !p.kv_len || !p.workspace || !p.out || !c.k || !c.v || c.n_head_kv <= 0 || p.n_head <= 0 ||
         p.n_head % c.n_head_kv != 0 || p.n_splits < 1 || (c.head_dim != 64 && c.head_dim != 128) ||
-        c.n_ctx <= 0 || (c.type == kKvQ8 && (!c.k_scales || !c.v_scales)) || (c.type != kKvF16 && c.type != kKvQ8))
-        return {0, 0, 0};
-    const int group = p.n_head / c.n_head_kv;
-    return {p.n_splits, c.n_head_kv, (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup};
+        c.n_ctx <= 0 || (c.type == kKvQ8 && (!c.k_scales || !c.v_scales)) || (c.type != kKvF16 && c.type != kKvQ8) ||
+        p.n_rows < 1 || (p.row_seq && p.seq_stride_values < int64_t(c.n_head_kv) * c.n_ctx * c.head_dim))
+        return {0, 0, 0, 0};
+    const int group = p.n_head / c.n_head_kv, chunks = (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup;
+    if (int64_t(chunks) * p.n_rows > 65535) return {0, 0, 0, 0};  // gridDim.z
+    return {p.n_splits, c.n_head_kv, chunks, p.n_rows};
 }
 
 // ----------------------------------------------------------- small kernels --

@@ -39,6 +39,8 @@ __global__ void __launch_bounds__(kMaxHeadDim) rope_append_kernel(const RopeAppe
     const bool is_q = head < p.n_head;
     const int kv_head = head - p.n_head;
     const int pos = *p.pos;
+    const KvCacheLayer cache =
+        p.seq ? sequence_cache(p.cache, *p.seq, p.seq_stride_values, p.seq_stride_scales) : p.cache;
 
     float x = is_q ? p.q[size_t(head) * dim + d] : p.k[size_t(kv_head) * dim + d];
     const float* norm = is_q ? p.q_norm : p.k_norm;
@@ -62,9 +64,9 @@ __global__ void __launch_bounds__(kMaxHeadDim) rope_append_kernel(const RopeAppe
         p.q[size_t(head) * dim + d] = x;
         return;
     }
-    if (pos < 0 || pos >= p.cache.n_ctx) return;  // the whole block agrees: no warp is left half-way
-    store_kv(p.cache, p.cache.k, p.cache.k_scales, kv_head, pos, d, x);
-    store_kv(p.cache, p.cache.v, p.cache.v_scales, kv_head, pos, d, p.v[size_t(kv_head) * dim + d]);
+    if (pos < 0 || pos >= cache.n_ctx) return;  // the whole block agrees: no warp is left half-way
+    store_kv(cache, cache.k, cache.k_scales, kv_head, pos, d, x);
+    store_kv(cache, cache.v, cache.v_scales, kv_head, pos, d, p.v[size_t(kv_head) * dim + d]);
 }
 
 }  // namespace
@@ -75,6 +77,7 @@ inline bool valid(const RopeAppendParams& p) {
     return p.q && p.k && p.v && p.pos && p.n_head > 0 && p.cache.n_head_kv > 0 && dim > 0 && dim <= kMaxHeadDim &&
            dim % 32 == 0 && p.rope.n_rot >= 0 && p.rope.n_rot <= dim && p.rope.n_rot % 2 == 0 &&
            p.cache.head_dim == dim && p.cache.k && p.cache.v &&
+           (!p.seq || p.seq_stride_values >= int64_t(p.cache.n_head_kv) * p.cache.n_ctx * dim) &&
            (p.cache.type == kKvF16 || (p.cache.type == kKvQ8 && p.cache.k_scales && p.cache.v_scales));
 }
 inline dim3 rope_append_grid(const RopeAppendParams& p) { return dim3(p.n_head + p.cache.n_head_kv); }

@@ -152,6 +152,19 @@ int main(int argc, char** argv) {
         }
     }
     check_attention(dev, report, 8, 2, 64, 500, 512, kKvF16, 1, seed++);  // a single split
+    // A prompt of 512 rows of one sequence under causal lengths, and a batch of 16 rows of
+    // two sequences, in one launch each.
+    for (int32_t kv : {kKvF16, kKvQ8}) {
+        std::vector<int32_t> seqs(512, 1), lengths(512);
+        for (int r = 0; r < 512; ++r) lengths[size_t(r)] = 100 + r;
+        check_attention_rows(dev, report, 32, 8, 128, 1024, kv, seqs, lengths, 1, seed++);
+        std::vector<int32_t> batch_seqs(16), batch_lengths(16);
+        for (int r = 0; r < 16; ++r) {
+            batch_seqs[size_t(r)] = r % 2;
+            batch_lengths[size_t(r)] = 1 + 61 * r;
+        }
+        check_attention_rows(dev, report, 9, 3, 64, 1024, kv, batch_seqs, batch_lengths, 4, seed++);
+    }
     check_attention_q8_vs_f16(dev, report, 32, 8, 128, quick ? 1000 : 8192, 16, seed++);
     check_attention_q8_vs_f16(dev, report, 9, 3, 64, 2000, 4, seed++);
 
