@@ -11,6 +11,7 @@
 #   graphs=0                plain launches (the CUDA Graph's effect)
 #   profile=1               per-kernel time per token: the three slowest kernels
 #   gemm_rows=0 / 32 / 8    pp512 through the multi-row GEMV or cuBLAS (the crossover)
+#   gemm=f32                pp512 through cuBLAS SGEMM instead of F16 GemmEx
 # Then the conformance run that must stay green after every speed change.
 # Carry .device-carry (the bundle, see bench/README.md); needs nothing else.
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsAB; mkdir -p $L
@@ -33,5 +34,6 @@ for opts in "" "stage_x=0" "fuse=0" "activations=q8" "graphs=0"; do
 done
 TAILN=20 run profile_llama 60 $E --backend cuda_orin --backend-options profile=1 --log-level info -m $M1 -p "Hello" -n 64 --temp 0
 for g in 0 32 8; do run "pp512_gemm_rows_$g" 90 $E bench --backend cuda_orin --backend-options gemm_rows=$g -m $M1 -p 512 -n 0 -r 2; done
+run pp512_gemm_f32 90 $E bench --backend cuda_orin --backend-options gemm=f32 -m $M1 -p 512 -n 0 -r 2
 TAILN=3 run conformance 200 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin --require-full -t 8
 tar -czf $OUT/logsAB.tgz -C $L .; cp $L/summary.txt $OUT/ 2>/dev/null; echo "AB done at $((SECONDS-t0)) s"

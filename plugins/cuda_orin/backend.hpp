@@ -61,6 +61,10 @@ struct Backend {
     // tiles and a GEMM (cuBLAS) instead of the multi-row GEMV; 0 turns that off. The
     // default is a guess until measured on a GPU.
     int32_t gemm_rows = 32;
+    // Option gemm=f16 (default) or gemm=f32: the GEMM's inputs. F16 (weights dequantized to
+    // halves, x rounded to halves, F32 accumulation) runs on tensor cores; F32 is plain
+    // SGEMM, the reference's products to float rounding. The suite's bounds hold for both.
+    bool gemm_f16 = true;
     // Option profile=1: every launch timed on the device, a table per plan at its end
     // (launch_profile.hpp); decode steps are then launched plainly, not replayed.
     bool profile = false;

@@ -38,7 +38,7 @@ public:
         if (!self->bind(self->create_, "cublasCreate_v2", why) || !self->bind(self->destroy_, "cublasDestroy_v2", why) ||
             !self->bind(self->set_stream_, "cublasSetStream_v2", why) ||
             !self->bind(self->set_math_mode_, "cublasSetMathMode", why) ||
-            !self->bind(self->sgemm_, "cublasSgemm_v2", why) ||
+            !self->bind(self->sgemm_, "cublasSgemm_v2", why) || !self->bind(self->gemm_ex_, "cublasGemmEx", why) ||
             !self->bind(self->set_workspace_, "cublasSetWorkspace_v2", why))
             return nullptr;
         if (const cublasStatus_t s = self->create_(&self->handle_); s != CUBLAS_STATUS_SUCCESS) {
@@ -66,12 +66,22 @@ public:
     }
 
     // Row-major C = A B^T is column-major C^T = B A^T: B (n x k, ldb) transposed times A.
-    void sgemm(const GemmParams& p) override {
+    void gemm(const GemmParams& p) override {
         const float one = 1.0f, zero = 0.0f;
-        const cublasStatus_t s = sgemm_(handle_, CUBLAS_OP_T, CUBLAS_OP_N, p.n, p.m, p.k, &one, p.b, int(p.ldb), p.a,
-                                        int(p.lda), &zero, p.c, int(p.ldc));
+        if (!p.inputs_f16) {
+            const cublasStatus_t s = sgemm_(handle_, CUBLAS_OP_T, CUBLAS_OP_N, p.n, p.m, p.k, &one,
+                                            static_cast<const float*>(p.b), int(p.ldb), static_cast<const float*>(p.a),
+                                            int(p.lda), &zero, p.c, int(p.ldc));
+            if (s != CUBLAS_STATUS_SUCCESS)
+                throw Failure(ER_E_INTERNAL, "cuda_orin: cublasSgemm failed (status " + std::to_string(int(s)) + ")");
+            return;
+        }
+        // Halves in, F32 accumulation and output: tensor cores where the GPU has them.
+        const cublasStatus_t s = gemm_ex_(handle_, CUBLAS_OP_T, CUBLAS_OP_N, p.n, p.m, p.k, &one, p.b, CUDA_R_16F,
+                                          int(p.ldb), p.a, CUDA_R_16F, int(p.lda), &zero, p.c, CUDA_R_32F, int(p.ldc),
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         if (s != CUBLAS_STATUS_SUCCESS)
-            throw Failure(ER_E_INTERNAL, "cuda_orin: cublasSgemm failed (status " + std::to_string(int(s)) + ")");
+            throw Failure(ER_E_INTERNAL, "cuda_orin: cublasGemmEx (F16 inputs) failed (status " + std::to_string(int(s)) + ")");
     }
 
 private:
@@ -90,6 +100,12 @@ private:
     decltype(&cublasSetStream_v2) set_stream_ = nullptr;
     decltype(&cublasSetMathMode) set_math_mode_ = nullptr;
     decltype(&cublasSgemm_v2) sgemm_ = nullptr;
+    // Spelled out: the C++ header overloads cublasGemmEx (a cudaDataType compute type for
+    // old callers); the library exports the cublasComputeType_t one under this name.
+    using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                      const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                                      cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+    GemmEx gemm_ex_ = nullptr;
     decltype(&cublasSetWorkspace_v2) set_workspace_ = nullptr;
 };
 

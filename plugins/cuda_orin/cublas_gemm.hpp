@@ -25,8 +25,9 @@ public:
     // lives, so that cuBLAS allocates none of its own: the device's memory is then all
     // counted, and nothing is allocated while a step is captured. False with *why.
     virtual bool use_workspace(void* workspace, uint64_t bytes, std::string* why) = 0;
-    // Enqueues C = A B^T (GemmParams) on the stream; throws sdk::Failure naming the call.
-    virtual void sgemm(const GemmParams& p) = 0;
+    // Enqueues C = A B^T (GemmParams: cublasSgemm for floats, cublasGemmEx with F32
+    // accumulation for halves) on the stream; throws sdk::Failure naming the call.
+    virtual void gemm(const GemmParams& p) = 0;
 };
 
 }  // namespace edgerun::cuda_orin

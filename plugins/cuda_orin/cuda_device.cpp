@@ -182,9 +182,12 @@ public:
         timer_.run(LaunchKind(Kernel::dequantize_rows),
                    [&] { check(launch_dequantize_rows(p, stream_), "launch of dequantize_rows"); });
     }
+    void half_rows(const HalfRowsParams& p) override {
+        timer_.run(LaunchKind(Kernel::half_rows), [&] { check(launch_half_rows(p, stream_), "launch of half_rows"); });
+    }
     void gemm(const GemmParams& p) override {
         if (!cublas_) throw Failure(ER_E_INTERNAL, "cuda_orin: gemm without cuBLAS: " + description_.gemm_unavailable);
-        timer_.run(LaunchKind(Kernel::gemm), [&] { cublas_->sgemm(p); });
+        timer_.run(LaunchKind(Kernel::gemm), [&] { cublas_->gemm(p); });
     }
 
     // A fault in any kernel of the step surfaces here, at the end of the step that made it.

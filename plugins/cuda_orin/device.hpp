@@ -47,15 +47,17 @@ struct DeviceDescription {
     uint64_t free_after_context = 0;
 };
 
-// C = A B^T in F32, row-major: A is m x k (row stride lda), B is n x k (ldb), C is m x n
-// (ldc). Plain F32 arithmetic (no TF32), so results match the reference's to float
-// rounding.
+// C = A B^T, row-major: A is m x k (row stride lda), B is n x k (ldb), C is m x n floats
+// (ldc). A and B are floats (plain F32 arithmetic, no TF32: the reference's results to
+// float rounding) or, with inputs_f16, halves multiplied with F32 accumulation (tensor
+// cores on the GPU; the inputs' rounding to F16 is the only difference).
 struct GemmParams {
-    const float* a = nullptr;
-    const float* b = nullptr;
+    const void* a = nullptr;
+    const void* b = nullptr;
     float* c = nullptr;
     int32_t m = 0, n = 0, k = 0;
     int64_t lda = 0, ldb = 0, ldc = 0;
+    int32_t inputs_f16 = 0;
 };
 
 // A step recorded by Device::begin_capture/end_capture; destroying it frees the recording.
@@ -92,6 +94,7 @@ public:
     // The matrix-matrix path of long steps: weight rows dequantized to floats, then a GEMM
     // (cuBLAS on the GPU, OpenBLAS on the emulation). Only when gemm_unavailable is "".
     virtual void dequantize_rows(const DequantizeRowsParams& p) = 0;
+    virtual void half_rows(const HalfRowsParams& p) = 0;  // an F16 GEMM's activations
     virtual void gemm(const GemmParams& p) = 0;
 
     // Waits for every launch; throws with the first asynchronous fault.

@@ -21,6 +21,7 @@ const char* entry_name(Kernel k) {
         case Kernel::rope_append: return "rope_append";
         case Kernel::attention_rows: return "attention_rows";
         case Kernel::dequantize_rows: return "dequantize_rows";
+        case Kernel::half_rows: return "half_rows";
         case Kernel::gemm: return "gemm";
     }
     return "?";

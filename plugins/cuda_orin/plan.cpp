@@ -97,7 +97,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t act_d_bytes = uint64_t(n_pad) / 32 * 4 * uint64_t(gemv_slots_);
     const uint64_t act_bytes = act_f_bytes + act_q_bytes + act_d_bytes;
     // The matrix-matrix path (steps of at least gemm_rows rows): a tile of dequantized
-    // weight rows, at most kGemmTileFloats, at least one row of the widest matrix.
+    // weight rows, at most kGemmTileFloats values, at least one row of the widest matrix;
+    // for F16 GEMMs the tile is halves, and the step's x rows are made halves too.
     const Backend& backend = *ctx.model->backend;
     const bool long_steps = backend.gemm_rows > 0 && max_tokens_ >= backend.gemm_rows && max_matmul_floats > 0;
     if (long_steps && !device_.description().gemm_unavailable.empty())
@@ -105,7 +106,11 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
                   device_.description().gemm_unavailable.c_str());
     if (long_steps && device_.description().gemm_unavailable.empty())
         gemm_tile_floats_ = std::max<uint64_t>(std::min<uint64_t>(max_matmul_floats, kGemmTileFloats), max_gemv_width_);
-    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_) + gemm_tile_floats_ * 4;
+    const uint64_t gemm_value_bytes = backend.gemm_f16 ? 2 : 4;
+    const uint64_t gemm_x_bytes =
+        gemm_tile_floats_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
+    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_) +
+                           gemm_tile_floats_ * gemm_value_bytes + gemm_x_bytes;
     fusions_ = find_fusions(graph);
     // Checks values + fixed before allocating.
     assign_buffers(graph, extend_fused_lifetimes(graph, fusions_, checked.last_use), fixed);
@@ -118,7 +123,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     }
     if (split_bytes) split_workspace_ = DeviceBuffer(device_, split_bytes);
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
-    if (gemm_tile_floats_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_floats_ * 4);
+    if (gemm_tile_floats_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_floats_ * gemm_value_bytes);
+    if (gemm_x_bytes) gemm_x_ = DeviceBuffer(device_, gemm_x_bytes);
     row_table_ = DeviceBuffer(device_, 3 * 4 * uint64_t(max_tokens_));
     device_rows_ = {row_table_.as<int32_t>(), row_table_.as<int32_t>() + max_tokens_,
                     row_table_.as<int32_t>() + 2 * max_tokens_};

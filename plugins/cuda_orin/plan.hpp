@@ -58,7 +58,8 @@ private:
     // KV splits of the split attention in a step of n rows: the rows share the splits a
     // decode step takes, so the workspace stays within n_splits_ + max_tokens_ per head.
     int32_t attention_splits(int32_t n) const { return std::max(1, (n_splits_ + n - 1) / n); }
-    void matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, const float* bias, float* out, int32_t n);
+    // x: the step's rows, floats (row stride width) or, for F16 GEMMs, halves (dense).
+    void matmul_by_gemm(const void* x, int64_t width, const DeviceWeight& w, const float* bias, float* out, int32_t n);
     void launch_logits(size_t index, int32_t n);
     RopeConfig rope_config(const er_node& rope) const;
     void launch_attention(size_t index, int32_t n);
@@ -100,9 +101,10 @@ private:
     // Attention scratch: the split kernel's partials, the row kernel's scores.
     DeviceBuffer split_workspace_, scores_;
     // The matrix-matrix path's tile of dequantized weight rows (none: steps keep the GEMV).
-    static constexpr uint64_t kGemmTileFloats = uint64_t(16) << 20;  // 64 MiB
+    static constexpr uint64_t kGemmTileFloats = uint64_t(16) << 20;  // values: 64 MiB of floats
     uint64_t gemm_tile_floats_ = 0;
     DeviceBuffer gemm_tile_;
+    DeviceBuffer gemm_x_;  // F16 GEMMs: the step's rows of x as halves
     int32_t n_splits_ = 1;
     uint64_t scratch_bytes_ = 0;
     // The captured decode step (one row of one sequence, its logits asked), and how the

@@ -176,9 +176,11 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
 }
 
 // Each weight's rows dequantized a tile at a time, then C = x W^T for the whole step by
-// the device's GEMM, then the bias added to every row.
-void Plan::matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, const float* bias, float* out,
+// the device's GEMM (F32, or F16 inputs with F32 accumulation: option gemm=f16), then the
+// bias added to every row.
+void Plan::matmul_by_gemm(const void* x, int64_t width, const DeviceWeight& w, const float* bias, float* out,
                           int32_t n) {
+    const bool f16 = ctx_.model->backend->gemm_f16;
     const int64_t rows_per_tile = std::max<int64_t>(1, int64_t(gemm_tile_floats_) / w.cols);
     for (int64_t row0 = 0; row0 < w.rows; row0 += rows_per_tile) {
         const int32_t tile_rows = int32_t(std::min<int64_t>(rows_per_tile, w.rows - row0));
@@ -186,12 +188,14 @@ void Plan::matmul_by_gemm(const float* x, int64_t width, const DeviceWeight& w, 
         d.w = w.packed;
         d.row0 = int32_t(row0);
         d.n_rows = tile_rows;
-        d.out = gemm_tile_.as<float>();
+        d.out = gemm_tile_.data();
+        d.out_is_f16 = f16;
         device_.dequantize_rows(d);
         GemmParams g;
         g.a = x;
         g.lda = width;
-        g.b = gemm_tile_.as<float>();
+        g.b = gemm_tile_.data();
+        g.inputs_f16 = f16;
         g.ldb = w.cols;
         g.c = out + row0;
         g.ldc = w.rows;
@@ -225,8 +229,19 @@ void Plan::launch_matmul(size_t index, int32_t n) {
     const er_node& node = nodes_[index];
     const Value& x = values_[node.inputs[0]];
     if (takes_gemm(n)) {
+        const void* rows = x.f32;
+        if (ctx_.model->backend->gemm_f16) {  // x as halves once for all the node's matrices
+            HalfRowsParams h;
+            h.x = x.f32;
+            h.ld = x.width;
+            h.rows = n;
+            h.cols = int32_t(x.width);
+            h.out = gemm_x_.as<uint16_t>();
+            device_.half_rows(h);
+            rows = h.out;
+        }
         for (int32_t k = 0; k < node.n_outputs; ++k)
-            matmul_by_gemm(x.f32, x.width, weight(node.weights[k]),
+            matmul_by_gemm(rows, x.width, weight(node.weights[k]),
                            node.biases[k] >= 0 ? weight(node.biases[k]).floats.as<float>() : nullptr,
                            values_[node.outputs[k]].f32, n);
         return;

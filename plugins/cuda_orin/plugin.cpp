@@ -122,11 +122,13 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "profile=0") backend->profile = false;
             else if (item == "stage_x=1") backend->stage_x = true;
             else if (item == "stage_x=0") backend->stage_x = false;
+            else if (item == "gemm=f16") backend->gemm_f16 = true;
+            else if (item == "gemm=f32") backend->gemm_f16 = false;
             else if (item == "fuse=1") backend->fuse = true;
             else if (item == "fuse=0") backend->fuse = false;
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
-                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, profile=0|1, stage_x=0|1, fuse=0|1)");
+                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, profile=0|1, stage_x=0|1, fuse=0|1)");
         }
         backend->device = open_device(params->device);
         backend->device->set_launch_timing(backend->profile);

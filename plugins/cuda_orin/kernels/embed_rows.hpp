@@ -23,24 +23,27 @@ ER_HD float exact_segment_weight(const Segment& s, int i) {
 #endif
 }
 
-// Task `task` of packed row `row` into its place in `out_row` (n_cols floats): the plain
-// types' values as they are (a padded row's tail is not written), the quantized types'
-// through dequantize_task.
-template <int32_t Type>
-ER_HD void dequantize_task_exact(const PackedMatrix& w, int row, int task, float* out_row) {
+ER_HD void store_weight(float* p, float v) { *p = v; }
+ER_HD void store_weight(uint16_t* p, float v) { *p = float_to_half(v); }  // an F16 GEMM's tile
+
+// Task `task` of packed row `row` into its place in `out_row` (n_cols floats, or halves:
+// those floats rounded to F16): the plain types' values as they are (a padded row's tail
+// is not written), the quantized types' through dequantize_task.
+template <int32_t Type, class Out>
+ER_HD void dequantize_task_exact(const PackedMatrix& w, int row, int task, Out* out_row) {
     if constexpr (plain_value_bytes(Type) != 0) {
         const PlainTask<Type> t = load_plain_task<Type>(w, row, task);
         for (int i = 0; i < 32 && 32 * task + i < w.n_cols; ++i) {
             const uint32_t word = t.v[i * plain_value_bytes(Type) / 16].w[(i * plain_value_bytes(Type) / 4) % 4];
             if constexpr (Type == kF32)
-                out_row[32 * task + i] = quant::bits_to_float(word);
+                store_weight(out_row + 32 * task + i, quant::bits_to_float(word));
             else
-                out_row[32 * task + i] = plain_16_to_float<Type>(i % 2 ? word >> 16 : word & 0xFFFFu);
+                store_weight(out_row + 32 * task + i, plain_16_to_float<Type>(i % 2 ? word >> 16 : word & 0xFFFFu));
         }
     } else {
         const Task t = dequantize_task<Type>(w, row, task);
         for (const Segment& s : t.seg)
-            for (int i = 0; i < 16; ++i) out_row[s.pos + i] = exact_segment_weight(s, i);
+            for (int i = 0; i < 16; ++i) store_weight(out_row + s.pos + i, exact_segment_weight(s, i));
     }
 }
 

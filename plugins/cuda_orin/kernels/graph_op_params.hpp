@@ -59,7 +59,16 @@ struct DequantizeRowsParams {
     PackedMatrix w{};
     int32_t row0 = 0;
     int32_t n_rows = 0;
-    float* out = nullptr;
+    void* out = nullptr;      // n_rows x n_cols floats, or halves
+    int32_t out_is_f16 = 0;   // the floats rounded to F16 (an F16 GEMM's tile)
+};
+
+// rows x cols floats (row stride ld) to F16, densely: the other input of an F16 GEMM.
+struct HalfRowsParams {
+    const float* x = nullptr;
+    int64_t ld = 0;
+    int32_t rows = 0, cols = 0;
+    uint16_t* out = nullptr;
 };
 
 // The KV cache of one layer for every sequence: sequence s's cache is `layer` with its

@@ -160,13 +160,23 @@ __global__ void attention_rows_kernel(const AttentionRowsParams p) {
 // them (embed_rows.hpp, shared with the embedding lookup).
 __global__ void dequantize_rows_kernel(const DequantizeRowsParams p) {
     const int r = blockIdx.x, row = p.row0 + r;
-    float* out = p.out + int64_t(r) * p.w.n_cols;
+    const int64_t at = int64_t(r) * p.w.n_cols;
     for (int task = threadIdx.x; task < tasks_per_row(p.w); task += blockDim.x) {
         visit_weight_type(p.w.type, false, [&](auto type) {
-            dequantize_task_exact<decltype(type)::value>(p.w, row, task, out);
+            if (p.out_is_f16)
+                dequantize_task_exact<decltype(type)::value>(p.w, row, task, static_cast<uint16_t*>(p.out) + at);
+            else
+                dequantize_task_exact<decltype(type)::value>(p.w, row, task, static_cast<float*>(p.out) + at);
             return true;
         });
     }
+}
+
+// Block per row, threads over its values.
+__global__ void half_rows_kernel(const HalfRowsParams p) {
+    const int r = blockIdx.x;
+    for (int i = threadIdx.x; i < p.cols; i += blockDim.x)
+        p.out[int64_t(r) * p.cols + i] = float_to_half(p.x[int64_t(r) * p.ld + i]);
 }
 
 }  // namespace
@@ -195,6 +205,7 @@ inline GraphOpShape attention_rows_shape(const AttentionRowsParams& p) {
 inline GraphOpShape dequantize_rows_shape(const DequantizeRowsParams& p) {
     return {dim3(unsigned(p.n_rows)), dim3(kRowThreads)};
 }
+inline GraphOpShape half_rows_shape(const HalfRowsParams& p) { return {dim3(unsigned(p.rows)), dim3(kRowThreads)}; }
 
 // The parameter checks every implementation makes before a launch.
 inline bool valid(const RmsNormParams& p) {
@@ -210,6 +221,7 @@ inline bool valid(const DequantizeRowsParams& p) {
     return p.out && p.w.plane[0] && is_gemv_weight_type(p.w.type) && p.n_rows > 0 && p.row0 >= 0 &&
            int64_t{p.row0} + p.n_rows <= p.w.n_rows;
 }
+inline bool valid(const HalfRowsParams& p) { return p.x && p.out && p.rows > 0 && p.cols > 0 && p.ld >= p.cols; }
 inline bool valid_cache(const KvLayerAllSeqs& c) {
     const KvCacheLayer& l = c.layer;
     return l.k && l.v && l.n_ctx > 0 && l.n_head_kv > 0 && l.head_dim > 0 && l.head_dim <= 1024 &&
@@ -251,6 +263,9 @@ cudaError_t launch_attention_rows(const AttentionRowsParams& p, cudaStream_t str
 }
 cudaError_t launch_dequantize_rows(const DequantizeRowsParams& p, cudaStream_t stream) {
     return launch_checked(p, dequantize_rows_shape, dequantize_rows_kernel, stream);
+}
+cudaError_t launch_half_rows(const HalfRowsParams& p, cudaStream_t stream) {
+    return launch_checked(p, half_rows_shape, half_rows_kernel, stream);
 }
 #endif
 

@@ -44,6 +44,7 @@ cudaError_t launch_elementwise(const ElementwiseParams& p, cudaStream_t stream);
 cudaError_t launch_kv_append(const KvAppendParams& p, cudaStream_t stream);
 cudaError_t launch_attention_rows(const AttentionRowsParams& p, cudaStream_t stream);
 cudaError_t launch_dequantize_rows(const DequantizeRowsParams& p, cudaStream_t stream);
+cudaError_t launch_half_rows(const HalfRowsParams& p, cudaStream_t stream);
 
 int device_sm_count(int device);
 

@@ -229,15 +229,31 @@ public:
     void dequantize_rows(const DequantizeRowsParams& p) override {
         run_op(Kernel::dequantize_rows, p, dequantize_rows_shape(p), dequantize_rows_kernel, "dequantize_rows");
     }
+    void half_rows(const HalfRowsParams& p) override {
+        run_op(Kernel::half_rows, p, half_rows_shape(p), half_rows_kernel, "half_rows");
+    }
     // OpenBLAS stands in for cuBLAS: the same operation, on the host's "device memory".
+    // Halves are widened to floats first (exact), so the product is an F32-accumulated
+    // product of the F16 inputs, as cublasGemmEx's (up to the order of the sums).
     void gemm(const GemmParams& p) override {
         require(description_.gemm_unavailable.empty(), "gemm (the device has none)");
         require(p.a && p.b && p.c && p.m > 0 && p.n > 0 && p.k > 0 && p.lda >= p.k && p.ldb >= p.k && p.ldc >= p.n,
                 "gemm");
         gemv_launch_counts().add_gemm();
         run(LaunchKind(Kernel::gemm), [p] {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p.m, p.n, p.k, 1.0f, p.a, int(p.lda), p.b,
-                        int(p.ldb), 0.0f, p.c, int(p.ldc));
+            std::vector<float> a16, b16;
+            auto widen = [&](const void* halves, int32_t rows, int64_t ld, std::vector<float>& out) {
+                out.resize(size_t(rows) * size_t(p.k));
+                for (int32_t r = 0; r < rows; ++r)
+                    for (int32_t i = 0; i < p.k; ++i)
+                        out[size_t(r) * p.k + i] = quant::fp16_to_fp32(static_cast<const uint16_t*>(halves)[r * ld + i]);
+                return out.data();
+            };
+            const float* a = p.inputs_f16 ? widen(p.a, p.m, p.lda, a16) : static_cast<const float*>(p.a);
+            const float* b = p.inputs_f16 ? widen(p.b, p.n, p.ldb, b16) : static_cast<const float*>(p.b);
+            const int lda = p.inputs_f16 ? p.k : int(p.lda), ldb = p.inputs_f16 ? p.k : int(p.ldb);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p.m, p.n, p.k, 1.0f, a, lda, b, ldb, 0.0f, p.c,
+                        int(p.ldc));
         });
     }
 
