@@ -327,28 +327,13 @@ void Plan::execute(const er_step& step) {
     }
     device_.copy_to_device(row_table_.data(), table.data(), table.size() * 4);
 
-    // One row of one sequence with its logits: the decode step, captured once and replayed
-    // (not while profiling: the timing marks around each launch would be captured too).
     const Backend& backend = *ctx_.model->backend;
-    const bool decode = n == 1 && ctx_.n_seqs == 1 && n_logit_rows_ == 1 && backend.use_graphs && !backend.profile;
-    if (decode && capture_ == Capture::None) {
-        const int64_t before = device_.kernels_launched();
-        device_.begin_capture();
-        launch_all(n);
-        std::string why;
-        captured_ = device_.end_capture(&why);
-        captured_kernels_ = device_.kernels_launched() - before;
-        if (captured_) {
-            capture_ = Capture::Ready;
-        } else {
-            capture_ = Capture::Failed;
-            sdk::logf(ER_LOG_WARN, "decode step capture failed, launching plainly: %s", why.c_str());
-        }
-    }
+    CapturedShape* captured = captured_step(n);
     const auto start = std::chrono::steady_clock::now();
-    int64_t kernels = captured_kernels_;
-    if (decode && capture_ == Capture::Ready) {
-        captured_->replay();
+    int64_t kernels = 0;
+    if (captured) {
+        captured->step->replay();
+        kernels = captured->kernels;
         ++replayed_steps_;
     } else {
         const int64_t before = device_.kernels_launched();
@@ -368,6 +353,67 @@ void Plan::execute(const er_step& step) {
     stepped_ = true;
     if (has_attention_)
         for (int32_t r = 0; r < n; ++r) ctx_.filled[row_seq_[r]] = row_pos_[r] + 1;  // a sequence's last row wins
+}
+
+// Everything a step's launches take from the host, other than what is fixed for the plan
+// (buffers, weights, the backend's options: fuse, activations, stage_x, gemm_rows), is a
+// function of this key, so a step with the key of a captured one replays it exactly:
+//   - rows (n): every launch's row count; whether the matmuls take the GEMM path
+//     (takes_gemm); which nodes are absorbed into fused launches (absorbed: the GEMV
+//     epilogues, SwiGLU's for one row only, the norm prologue of one-row GEMVs,
+//     rope_append for one row); gemv_rows' groups and in-place reads; the split
+//     attention's row count and KV splits (attention_splits(n));
+//   - the logit rows (their count and which rows): LOGITS' GEMV rows (gemv_rows'
+//     row_index: the rows prepare reads, whether x is read in place, from which row), its
+//     fused RMS_NORM prologue for a single logit row (norm_fused), and no launch at all for
+//     none.
+// Not in it because kernels read them from device memory, copied before every step: the
+// row table's positions, sequences and KV lengths (every attention kernel and
+// rope_append find a row's sequence there), the token ids and other inputs (set_input's
+// copies into fixed buffers).
+Plan::StepKey Plan::step_key(int32_t n) const {
+    StepKey key;
+    key.rows = n;
+    key.logit_rows.assign(logit_rows_.begin(), logit_rows_.begin() + n_logit_rows_);
+    return key;
+}
+
+// Not while profiling: the timing marks around each launch would be captured too.
+Plan::CapturedShape* Plan::captured_step(int32_t n) {
+    const Backend& backend = *ctx_.model->backend;
+    if (!backend.use_graphs || backend.profile || capture_failed_) return nullptr;
+    ++steps_seen_;
+    StepKey key = step_key(n);
+    for (CapturedShape& shape : captured_)
+        if (shape.key == key) {
+            shape.last_used = steps_seen_;
+            return &shape;
+        }
+    const int64_t before = device_.kernels_launched();
+    std::string why;
+    bool recorded = true;
+    device_.begin_capture();
+    try {
+        launch_all(n);
+    } catch (const std::exception& e) {
+        // A launch refused inside the capture: the step is launched plainly, where a
+        // launch that is wrong in itself fails again and reports itself.
+        recorded = false;
+        why = e.what();
+    }
+    std::unique_ptr<CapturedStep> step = device_.end_capture(recorded ? &why : nullptr);
+    if (!recorded) step.reset();
+    if (!step) {
+        capture_failed_ = true;
+        sdk::logf(ER_LOG_WARN, "cuda_orin: step capture failed, launching plainly: %s", why.c_str());
+        return nullptr;
+    }
+    if (captured_.size() == kMaxCapturedShapes)
+        captured_.erase(std::min_element(captured_.begin(), captured_.end(), [](const auto& a, const auto& b) {
+            return a.last_used < b.last_used;
+        }));
+    captured_.push_back({std::move(key), std::move(step), device_.kernels_launched() - before, steps_seen_});
+    return &captured_.back();
 }
 
 void Plan::get_output(int32_t value, float* dst, int64_t n_rows) {

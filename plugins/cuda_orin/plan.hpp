@@ -1,14 +1,16 @@
 // A compiled graph on the device: every node checked (edgerun/graph_check.hpp) and turned
 // into kernel launches, every value given device memory (values whose lifetimes do not
 // overlap share it), all scratch allocated here. A step copies its per-row table into
-// device memory, launches (or replays a captured decode step) and synchronizes; it
-// allocates nothing.
+// device memory, launches (or replays a captured step of the same shape) and
+// synchronizes; it allocates nothing.
 #pragma once
 
 #include "backend.hpp"
 #include "fusion.hpp"
 
 #include <functional>
+#include <memory>
+#include <vector>
 
 namespace edgerun::cuda_orin {
 
@@ -107,11 +109,33 @@ private:
     DeviceBuffer gemm_x_;  // F16 GEMMs: the step's rows of x as halves
     int32_t n_splits_ = 1;
     uint64_t scratch_bytes_ = 0;
-    // The captured decode step (one row of one sequence, its logits asked), and how the
-    // plan's steps ran, reported when it ends (a silent fallback would look the same).
-    enum class Capture { None, Ready, Failed } capture_ = Capture::None;
-    std::unique_ptr<CapturedStep> captured_;
-    int64_t captured_kernels_ = 0;  // what a replay of captured_ launches
+    // Captured steps (CUDA Graphs), one per step shape: a step whose key (step_key) equals
+    // a captured one's replays it. At most kMaxCapturedShapes are kept, the least recently
+    // used dropped: a plan's steady shapes (the decode step, a batch's decode step of k
+    // sequences, a verification step) stay while one-off shapes (a prompt's last chunk)
+    // pass through. A shape is captured the first time it is seen, so a decode step is
+    // replayed from its first occurrence. A failed capture turns capture off for the plan.
+    // How the plan's steps ran is reported when it ends (a silent fallback would look the
+    // same as a replay).
+    struct StepKey {
+        int32_t rows = 0;
+        std::vector<int32_t> logit_rows;
+        bool operator==(const StepKey&) const = default;
+    };
+    struct CapturedShape {
+        StepKey key;
+        std::unique_ptr<CapturedStep> step;
+        int64_t kernels = 0;  // what a replay launches
+        uint64_t last_used = 0;
+    };
+    static constexpr size_t kMaxCapturedShapes = 8;
+    StepKey step_key(int32_t n) const;
+    // The captured step for this step's key, captured now when there is none; null when
+    // capture is off or failed (the step is then launched plainly).
+    CapturedShape* captured_step(int32_t n);
+    std::vector<CapturedShape> captured_;
+    bool capture_failed_ = false;
+    uint64_t steps_seen_ = 0;  // the clock of last_used
     int64_t replayed_steps_ = 0, launched_steps_ = 0;
     // Kernels launched per step, and per launch kind with option profile=1 (whose steps
     // are launched plainly: per-launch timing inside a captured step would change it).
