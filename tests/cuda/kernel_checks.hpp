@@ -64,9 +64,12 @@ inline constexpr double kBoundF16Gemv = 1e-6;
 inline constexpr double kBoundQ8Gemv = 2e-4;
 // Attention over an F16 cache: float arithmetic on the exact cache values.
 inline constexpr double kBoundF16Attention = 1e-8;
-// INT8 cache: the same, the exact dequantized values in float arithmetic.
-inline constexpr double kBoundQ8Attention = 1e-8;
-// INT8 cache against an F16 cache of the same K/V: 8-bit K and V.
+// INT8 cache, decode steps: the kernel also quantizes q to 8 bits per 32 for dp4a scores;
+// score errors of ~|q||k|/254 per term move the softmax weights slightly.
+inline constexpr double kBoundQ8Attention = 1e-3;
+// INT8 cache, steps of several rows: the exact dequantized values in float arithmetic.
+inline constexpr double kBoundQ8RowsAttention = 1e-8;
+// INT8 cache against an F16 cache of the same K/V: 8-bit K, V and q together.
 inline constexpr double kBoundQ8VsF16Attention = 2e-3;
 
 // Activations of x on the device, prepared by the kernel (no norm).

@@ -19,11 +19,15 @@ inline void gemv(const GemvLaunch& l, int blocks) {
 // The split flash-decode kernel, then the merge of its splits; `g` from plan_attention.
 inline void attention(const AttentionParams& p, const AttentionGrid& g) {
     const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows), block(kAttentionWarps * 32);
-    const bool f16 = p.cache.type == kKvF16;
-    if (p.cache.head_dim == 64)
-        emu::launch(grid, block, [&] { f16 ? attention_split_kernel<64, kKvF16>(p) : attention_split_kernel<64, kKvQ8>(p); });
-    else
-        emu::launch(grid, block, [&] { f16 ? attention_split_kernel<128, kKvF16>(p) : attention_split_kernel<128, kKvQ8>(p); });
+    const bool f16 = p.cache.type == kKvF16, dp4a = p.n_rows == 1;  // as launch_attention chooses
+    emu::launch(grid, block, [&] {
+        if (p.cache.head_dim == 64)
+            f16 ? attention_split_kernel<64, kKvF16>(p)
+                : dp4a ? attention_split_kernel<64, kKvQ8>(p) : attention_split_kernel<64, kKvQ8FloatQuery>(p);
+        else
+            f16 ? attention_split_kernel<128, kKvF16>(p)
+                : dp4a ? attention_split_kernel<128, kKvQ8>(p) : attention_split_kernel<128, kKvQ8FloatQuery>(p);
+    });
     emu::launch(dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); });
 }
 
