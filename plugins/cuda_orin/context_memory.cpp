@@ -2,6 +2,7 @@
 // feeds into the memory report are checked in CI on the emulated device, which reports a
 // context share of its own (tests/cuda/emu/emulated_device.cpp).
 #include "context_memory.hpp"
+#include "cuda_check.hpp"
 
 #include <edgerun/plugin_sdk.hpp>
 
@@ -28,8 +29,6 @@ uint64_t host_mem_available() {
 }
 
 namespace {
-
-using sdk::Failure;
 
 // The NVML entries used, declared here: nvml.h is not part of every CUDA Toolkit install
 // (the library comes with the driver). nvmlReturn_t is an enum of int size, 0 = success;
@@ -125,13 +124,6 @@ bool primary_context_active(int32_t index) {
                        get_state(device, &flags, &active) == CUDA_SUCCESS;
     dlclose(library);  // NOLOAD took a reference: give it back
     return known && active != 0;
-}
-
-void check(cudaError_t status, const char* call) {
-    if (status == cudaSuccess) return;
-    throw Failure(status == cudaErrorMemoryAllocation ? ER_E_OUT_OF_MEMORY : ER_E_INTERNAL,
-                  std::string("cuda_orin: ") + call + " failed: " + cudaGetErrorName(status) + " (" +
-                      cudaGetErrorString(status) + ")");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // which CI runs the same backend code on.
 #include "context_memory.hpp"
 #include "cublas_gemm.hpp"
+#include "cuda_check.hpp"
 #include "device.hpp"
 #include "device_selection.hpp"
 #include "kernels.hpp"
@@ -23,14 +24,6 @@ namespace edgerun::cuda_orin {
 namespace {
 
 using sdk::Failure;
-
-// A failed CUDA call as one line naming the call and the error.
-void check(cudaError_t status, const char* call) {
-    if (status == cudaSuccess) return;
-    const er_status code = status == cudaErrorMemoryAllocation ? ER_E_OUT_OF_MEMORY : ER_E_INTERNAL;
-    throw Failure(code, std::string("cuda_orin: ") + call + " failed: " + cudaGetErrorName(status) + " (" +
-                            cudaGetErrorString(status) + ")");
-}
 
 // An instantiated CUDA Graph, replayed on the device's stream.
 class CudaGraphStep final : public CapturedStep {
