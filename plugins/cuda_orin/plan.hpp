@@ -18,7 +18,8 @@ namespace edgerun::cuda_orin {
 // dims it is built for over F16 or INT8 caches; an F32 cache (a debugging choice, twice
 // the bytes of F16) and other head dims take the general row kernel.
 inline bool takes_split_attention(const er_attention_params& a, int32_t kv_type) {
-    return (a.head_dim_k == 64 || a.head_dim_k == 128) && (kv_type == ER_KV_F16 || kv_type == ER_KV_Q8);
+    static_assert(int(ER_KV_F16) == int(kKvF16) && int(ER_KV_Q8) == int(kKvQ8));
+    return split_attention_supports(a.head_dim_k, kv_type);
 }
 
 class Plan {

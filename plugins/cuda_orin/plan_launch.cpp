@@ -136,7 +136,7 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
         const int64_t first_row = row_index ? row_index[first] : first;
         bool consecutive = true;
         for (int32_t j = 1; j < group && row_index; ++j) consecutive = consecutive && row_index[first + j] == first_row + j;
-        const bool norm_staged = stage_x && group == 1 && int64_t(n_pad) * 4 <= kGemvMaxStageBytes;
+        const bool norm_staged = stage_x && group == 1 && gemv_stage_fits(1, n_pad);
         const bool in_place = !q8 && n_pad == width && consecutive && (!in.norm || norm_staged);
         for (int32_t j = 0; j < group && !in_place; ++j) {
             const int64_t r = row_index ? row_index[first + j] : first + j;

@@ -314,6 +314,10 @@ __global__ void attention_merge_kernel(const AttentionParams p) {
         static_cast<float*>(p.out)[query * dim + d] = result;
 }
 
+// INT8 caches: which KeyScorer a launch takes, dp4a for decode steps, the float query for
+// steps of several rows.
+inline bool scores_by_dp4a(const AttentionParams& p) { return p.n_rows == 1; }
+
 // The six instantiations (head dim x cache type and query form), named so NVRTC compiles them too.
 template __global__ void attention_split_kernel<64, kKvF16>(const AttentionParams);
 template __global__ void attention_split_kernel<128, kKvF16>(const AttentionParams);
@@ -330,8 +334,7 @@ cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream) {
     if (g.splits == 0) return cudaErrorInvalidValue;
     const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows);
     const int threads = kWarps * 32;
-    // INT8: dp4a for decode steps, the float query for steps of several rows (see KeyScorer).
-    const bool f16 = p.cache.type == kKvF16, dp4a = p.n_rows == 1;
+    const bool f16 = p.cache.type == kKvF16, dp4a = scores_by_dp4a(p);
     if (p.cache.head_dim == 64)
         (f16 ? attention_split_kernel<64, kKvF16>
              : dp4a ? attention_split_kernel<64, kKvQ8> : attention_split_kernel<64, kKvQ8FloatQuery>)<<<grid, threads, 0, stream>>>(p);

@@ -98,14 +98,10 @@ __global__ void kv_append_kernel(const KvAppendParams p) {
     if (pos < 0 || pos >= c.n_ctx) return;  // the whole block agrees
     const size_t token = size_t(kv_head) * c.n_ctx + pos;
     const size_t src = size_t(r) * c.n_head_kv * c.head_dim + size_t(kv_head) * c.head_dim + d;
-    const int bytes = kv_value_bytes(c.type);
-    uint8_t* k = static_cast<uint8_t*>(c.k) + size_t(seq) * p.cache.seq_stride_values * bytes;
-    uint8_t* v = static_cast<uint8_t*>(c.v) + size_t(seq) * p.cache.seq_stride_values * bytes;
-    uint16_t* k_scales = c.k_scales ? c.k_scales + size_t(seq) * p.cache.seq_stride_scales : nullptr;
-    uint16_t* v_scales = c.v_scales ? c.v_scales + size_t(seq) * p.cache.seq_stride_scales : nullptr;
+    const KvCacheLayer own = sequence_cache(c, seq, p.cache.seq_stride_values, p.cache.seq_stride_scales);
     const bool inside = d < c.head_dim;
-    store_cache_value(c, k, k_scales, token, d, inside ? p.k[src] : 0.0f);
-    store_cache_value(c, v, v_scales, token, d, inside ? p.v[src] : 0.0f);
+    store_cache_value(c, own.k, own.k_scales, token, d, inside ? p.k[src] : 0.0f);
+    store_cache_value(c, own.v, own.v_scales, token, d, inside ? p.v[src] : 0.0f);
 }
 
 __device__ float cache_value(const KvCacheLayer& c, const void* values, const uint16_t* scales, size_t token, int d) {
@@ -123,11 +119,7 @@ __global__ void attention_rows_kernel(const AttentionRowsParams p) {
     const KvCacheLayer& c = p.cache.layer;
     const int dim = c.head_dim, kv_head = head / (p.n_head / c.n_head_kv);
     const int kv_len = min(max(p.rows.kv_len[r], 0), c.n_ctx), seq = p.rows.seq[r];
-    const int bytes = kv_value_bytes(c.type);
-    const uint8_t* k = static_cast<const uint8_t*>(c.k) + size_t(seq) * p.cache.seq_stride_values * bytes;
-    const uint8_t* v = static_cast<const uint8_t*>(c.v) + size_t(seq) * p.cache.seq_stride_values * bytes;
-    const uint16_t* k_scales = c.k_scales ? c.k_scales + size_t(seq) * p.cache.seq_stride_scales : nullptr;
-    const uint16_t* v_scales = c.v_scales ? c.v_scales + size_t(seq) * p.cache.seq_stride_scales : nullptr;
+    const KvCacheLayer own = sequence_cache(c, seq, p.cache.seq_stride_values, p.cache.seq_stride_scales);
     const float* q = p.q + (size_t(r) * p.n_head + head) * dim;
     float* scores = p.scores + (size_t(r) * p.n_head + head) * c.n_ctx;
 
@@ -135,7 +127,7 @@ __global__ void attention_rows_kernel(const AttentionRowsParams p) {
     for (int t = threadIdx.x; t < kv_len; t += blockDim.x) {
         const size_t token = size_t(kv_head) * c.n_ctx + t;
         float s = 0.0f;
-        for (int d = 0; d < dim; ++d) s += q[d] * cache_value(c, k, k_scales, token, d);
+        for (int d = 0; d < dim; ++d) s += q[d] * cache_value(c, own.k, own.k_scales, token, d);
         s *= p.scale;
         scores[t] = s;
         m = fmaxf(m, s);
@@ -151,7 +143,7 @@ __global__ void attention_rows_kernel(const AttentionRowsParams p) {
     float* out = p.out + (size_t(r) * p.n_head + head) * dim;
     for (int d = threadIdx.x; d < dim; d += blockDim.x) {
         float acc = 0.0f;
-        for (int t = 0; t < kv_len; ++t) acc += scores[t] * cache_value(c, v, v_scales, size_t(kv_head) * c.n_ctx + t, d);
+        for (int t = 0; t < kv_len; ++t) acc += scores[t] * cache_value(c, own.v, own.v_scales, size_t(kv_head) * c.n_ctx + t, d);
         out[d] = l > 0.0f ? acc / l : 0.0f;
     }
 }

@@ -75,6 +75,11 @@ inline constexpr int kGemvMaxRows = 8;
 // (tests/cuda/check_kernel_resources.py checks the sum).
 inline constexpr int kGemvMaxStageBytes = 47 * 1024;
 
+// Whether n_x_rows rows of float x (n_pad values apart) fit a GEMV block's stage.
+inline bool gemv_stage_fits(int n_x_rows, int n_pad) {
+    return n_pad % 32 == 0 && int64_t(n_x_rows) * n_pad * 4 <= kGemvMaxStageBytes;
+}
+
 // Several outputs sharing one input in one launch; their weight types may differ
 // (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
 struct GemvLaunch {
@@ -134,9 +139,8 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         if (i < n_ranges && planted(PlantedFault::GemvRowTail)) blocks = std::max(1, rows / rows_per_block);
         launch.block_begin[i + 1] = launch.block_begin[i] + blocks;
     }
-    const int64_t stage_bytes = int64_t(launch.n_x_rows) * launch.x.n_pad * 4;
-    const bool stage = launch.stage_x && reads_float_x && launch.x.n_pad % 32 == 0 && stage_bytes <= kGemvMaxStageBytes;
-    launch.x_stage_bytes = stage ? int32_t(stage_bytes) : 0;
+    const bool stage = launch.stage_x && reads_float_x && gemv_stage_fits(launch.n_x_rows, launch.x.n_pad);
+    launch.x_stage_bytes = stage ? launch.n_x_rows * launch.x.n_pad * 4 : 0;
     if (launch.x.norm && (!stage || launch.n_x_rows != 1 || launch.x.q8.q || launch.x.n != launch.x.n_pad)) return 0;
     return launch.block_begin[n_ranges];
 }
@@ -234,6 +238,12 @@ struct AttentionParams {
     void* out = nullptr;         // [n_rows][n_head][head_dim]
     int32_t out_is_f16 = 0;
 };
+// The head dims and cache types the split kernel is built for; other attention takes the
+// general row kernel (attention_rows, graph_ops.cu).
+ER_HD bool split_attention_supports(int head_dim, int32_t kv_type) {
+    return (head_dim == 64 || head_dim == 128) && (kv_type == kKvF16 || kv_type == kKvQ8);
+}
+
 // Grid of the split kernel for valid params: (n_splits, n_head_kv, query-head chunks x
 // n_rows); {0,0,0,0} when the params are invalid. head_dim 64 or 128; n_head a multiple
 // of n_head_kv.
@@ -243,8 +253,8 @@ struct AttentionGrid {
 inline AttentionGrid plan_attention(const AttentionParams& p) {
     const KvCacheLayer& c = p.cache;
     if (!p.q || !p.kv_len || !p.workspace || !p.out || !c.k || !c.v || c.n_head_kv <= 0 || p.n_head <= 0 ||
-        p.n_head % c.n_head_kv != 0 || p.n_splits < 1 || (c.head_dim != 64 && c.head_dim != 128) ||
-        c.n_ctx <= 0 || (c.type == kKvQ8 && (!c.k_scales || !c.v_scales)) || (c.type != kKvF16 && c.type != kKvQ8) ||
+        p.n_head % c.n_head_kv != 0 || p.n_splits < 1 || !split_attention_supports(c.head_dim, c.type) ||
+        c.n_ctx <= 0 || (c.type == kKvQ8 && (!c.k_scales || !c.v_scales)) ||
         p.n_rows < 1 || (p.row_seq && p.seq_stride_values < int64_t(c.n_head_kv) * c.n_ctx * c.head_dim))
         return {0, 0, 0, 0};
     const int group = p.n_head / c.n_head_kv, chunks = (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup;

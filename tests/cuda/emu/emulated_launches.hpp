@@ -19,7 +19,7 @@ inline void gemv(const GemvLaunch& l, int blocks) {
 // The split flash-decode kernel, then the merge of its splits; `g` from plan_attention.
 inline void attention(const AttentionParams& p, const AttentionGrid& g) {
     const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows), block(kAttentionWarps * 32);
-    const bool f16 = p.cache.type == kKvF16, dp4a = p.n_rows == 1;  // as launch_attention chooses
+    const bool f16 = p.cache.type == kKvF16, dp4a = scores_by_dp4a(p);
     emu::launch(grid, block, [&] {
         if (p.cache.head_dim == 64)
             f16 ? attention_split_kernel<64, kKvF16>(p)
