@@ -18,6 +18,12 @@ class DeviceBuffer {
 public:
     DeviceBuffer() = default;
     DeviceBuffer(Device& device, uint64_t bytes) : device_(&device), bytes_(bytes), data_(device.allocate(bytes)) {}
+    // Device::allocate_host_filled's memory, for the host to fill before handing it over.
+    static DeviceBuffer host_filled(Device& device, uint64_t bytes) {
+        DeviceBuffer b;
+        b.device_ = &device, b.bytes_ = bytes, b.data_ = device.allocate_host_filled(bytes);
+        return b;
+    }
     DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
     DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
         reset();
@@ -65,6 +71,12 @@ struct Backend {
     // halves, x rounded to halves, F32 accumulation) runs on tensor cores; F32 is plain
     // SGEMM, the reference's products to float rounding. The suite's bounds hold for both.
     bool gemm_f16 = true;
+    // Option weights=shared|device: weights written by the host in place into memory the
+    // device reads (managed memory: on a Jetson, which shares its DRAM, no second copy even
+    // while loading), or repacked on the host and copied to device memory. Default: shared
+    // on an integrated GPU, device otherwise; shared on a discrete GPU is for testing that
+    // path (its pages move to the GPU at load).
+    bool weights_shared = false;
     // Option profile=1: every launch timed on the device, a table per plan at its end
     // (launch_profile.hpp); decode steps are then launched plainly, not replayed.
     bool profile = false;

@@ -88,6 +88,11 @@ public:
         int integrated = 0;
         check(cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, index), "cudaDeviceGetAttribute(Integrated)");
         description_.integrated = integrated != 0;
+        int managed = 0;
+        check(cudaDeviceGetAttribute(&managed, cudaDevAttrManagedMemory, index), "cudaDeviceGetAttribute(ManagedMemory)");
+        description_.host_filled_memory = managed != 0;
+        check(cudaDeviceGetAttribute(&concurrent_managed_, cudaDevAttrConcurrentManagedAccess, index),
+              "cudaDeviceGetAttribute(ConcurrentManagedAccess)");
         const ContextMemory context = make_context_measured(index, description_.integrated);
         description_.context_bytes = context.bytes;
         description_.context_unmeasured = context.unmeasured;
@@ -128,6 +133,30 @@ public:
             check(zero, "cudaMemsetAsync");
         }
         return p;
+    }
+    // Managed memory attached to the host: the CPU may write it whatever the GPU runs
+    // meanwhile (without concurrent managed access, as on Jetson, a CPU access to managed
+    // memory the GPU may use faults while any kernel runs).
+    void* allocate_host_filled(uint64_t bytes) override {
+        void* p = nullptr;
+        check(cudaMallocManaged(&p, bytes, cudaMemAttachHost), "cudaMallocManaged");
+        return p;
+    }
+    // Attached globally, not to the stream: a captured step's kernels belong to no stream.
+    // On a discrete GPU the pages are moved to it now, not at the first step's faults.
+    void hand_over_to_device(void* p, uint64_t bytes) override {
+        check(cudaStreamAttachMemAsync(stream_, p, 0, cudaMemAttachGlobal), "cudaStreamAttachMemAsync");
+        if (!description_.integrated && concurrent_managed_) {
+#if CUDART_VERSION >= 13000
+            cudaMemLocation device{};
+            device.type = cudaMemLocationTypeDevice;
+            device.id = index_;
+            check(cudaMemPrefetchAsync(p, bytes, device, 0, stream_), "cudaMemPrefetchAsync");
+#else
+            check(cudaMemPrefetchAsync(p, bytes, index_, stream_), "cudaMemPrefetchAsync");
+#endif
+        }
+        check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after handing memory to the device)");
     }
     void release(void* p) noexcept override { cudaFree(p); }
     void copy_to_device(void* dst, const void* src, uint64_t bytes) override {
@@ -233,6 +262,7 @@ private:
     }
 
     int32_t index_;
+    int concurrent_managed_ = 0;  // the GPU may use managed memory while the CPU does
     DeviceDescription description_;
     cudaStream_t stream_ = nullptr;
     std::unique_ptr<CublasGemm> cublas_;

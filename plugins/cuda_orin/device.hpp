@@ -29,6 +29,7 @@ struct DeviceDescription {
     std::string name;
     uint64_t memory_total = 0;
     bool integrated = false;  // shares DRAM with the host (Jetson)
+    bool host_filled_memory = false;  // allocate_host_filled works (CUDA managed memory)
     int sm_count = 0;
     int score = 0;  // er_device_info's: the backend chosen by default is the highest-scoring
     // Why Device::gemm cannot run here ("" when it can): steps then keep the multi-row GEMV.
@@ -76,6 +77,12 @@ public:
     virtual DeviceMemory memory() = 0;
 
     virtual void* allocate(uint64_t bytes) = 0;  // zero-filled
+    // Memory the host fills in place and the device then reads, with no device copy of its
+    // own: the weights of an integrated GPU (Jetson), whose DRAM the host shares, so they
+    // are never held twice. The host may write it until hand_over_to_device(p); from then
+    // on only launches touch it. Contents undefined until written; freed by release().
+    virtual void* allocate_host_filled(uint64_t bytes) = 0;
+    virtual void hand_over_to_device(void* p, uint64_t bytes) = 0;
     virtual void release(void* p) noexcept = 0;
     virtual void copy_to_device(void* dst, const void* src, uint64_t bytes) = 0;
     virtual void copy_to_host(void* dst, const void* src, uint64_t bytes) = 0;

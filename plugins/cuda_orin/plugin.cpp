@@ -12,6 +12,8 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace edgerun::cuda_orin {
@@ -108,6 +110,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
         if (!params || params->struct_size < sizeof(er_backend_params))
             throw Failure(ER_E_INVALID_ARGUMENT, "create: backend params missing or too small");
         auto backend = std::make_unique<Backend>();
+        std::optional<bool> weights_shared;  // the device's default until it is open
         for (std::string_view rest = params->options ? params->options : ""; !rest.empty();) {
             const size_t comma = rest.find(',');
             const std::string_view item = rest.substr(0, comma);
@@ -126,11 +129,18 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "gemm=f32") backend->gemm_f16 = false;
             else if (item == "fuse=1") backend->fuse = true;
             else if (item == "fuse=0") backend->fuse = false;
+            else if (item == "weights=shared") weights_shared = true;
+            else if (item == "weights=device") weights_shared = false;
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
-                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, profile=0|1, stage_x=0|1, fuse=0|1)");
+                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, profile=0|1, "
+                                   "stage_x=0|1, fuse=0|1, weights=shared|device)");
         }
         backend->device = open_device(params->device);
+        const DeviceDescription& device = backend->device->description();
+        if (weights_shared.value_or(false) && !device.host_filled_memory)
+            throw Failure(ER_E_UNSUPPORTED, "option weights=shared: " + device.name + " has no managed memory");
+        backend->weights_shared = weights_shared.value_or(device.integrated && device.host_filled_memory);
         backend->device->set_launch_timing(backend->profile);
         *out = reinterpret_cast<er_backend*>(backend.release());
     });
@@ -151,6 +161,34 @@ Uses uses_of(uint32_t usage, int64_t rows) {
 struct Forms {
     bool table = false, packed = false, floats = false;
 };
+
+// One form of a weight on the device: `bytes` that are either `ready` (the file's own) or
+// made by `fill`. Shared (option weights=): written in place into memory the device reads,
+// so a Jetson never holds the form twice; otherwise made on the host, copied to device
+// memory, and the host's copy freed.
+DeviceBuffer upload_form(Device& device, bool shared, uint64_t bytes, const uint8_t* ready,
+                         const std::function<void(uint8_t*)>& fill) {
+    if (shared) {
+        DeviceBuffer form = DeviceBuffer::host_filled(device, bytes);
+        // Every byte is written (repack_matrix zeroes its padding): the memory comes
+        // with no promised contents, and the emulated device fills it with 0xFF.
+        if (ready)
+            std::memcpy(form.data(), ready, bytes);
+        else
+            fill(form.as<uint8_t>());
+        device.hand_over_to_device(form.data(), bytes);
+        return form;
+    }
+    DeviceBuffer form(device, bytes);
+    if (ready) {
+        device.copy_to_device(form.data(), ready, bytes);
+    } else {
+        std::vector<uint8_t> staging(bytes);
+        fill(staging.data());
+        device.copy_to_device(form.data(), staging.data(), bytes);
+    }
+    return form;
+}
 
 er_status model_load(er_backend* handle, const er_model_params* params, er_model** out, er_error* err) {
     return guard(err, [&] {
@@ -209,26 +247,22 @@ er_status model_load(er_backend* handle, const er_model_params* params, er_model
             DeviceWeight& w = model->weights[size_t(i)];
             const Forms& f = forms[size_t(i)];
             const uint64_t file_bytes = w.row_bytes * uint64_t(w.rows);
-            if (f.table) {
-                w.table = DeviceBuffer(device, file_bytes);
-                device.copy_to_device(w.table.data(), t.data, file_bytes);
-            }
+            const auto* file = static_cast<const uint8_t*>(t.data);
+            if (f.table)
+                w.table = upload_form(device, backend.weights_shared, file_bytes, file, nullptr);
             if (f.packed) {
                 const PackedLayout layout = packed_layout(t.dtype, w.rows, w.cols);
-                std::vector<uint8_t> staging(layout.total_bytes);  // freed once copied
-                repack_matrix(t.dtype, t.data, w.rows, w.cols, staging.data());
-                w.packed_bytes = DeviceBuffer(device, layout.total_bytes);
-                device.copy_to_device(w.packed_bytes.data(), staging.data(), layout.total_bytes);
+                w.packed_bytes = upload_form(device, backend.weights_shared, layout.total_bytes, nullptr, [&](uint8_t* to) {
+                    repack_matrix(t.dtype, t.data, w.rows, w.cols, to);
+                });
                 w.packed = packed_view(layout, t.dtype, int32_t(w.rows), int32_t(w.cols), w.packed_bytes.data());
             }
-            if (f.floats) {
-                std::vector<float> values(size_t(w.rows * w.cols));
-                for (int64_t r = 0; r < w.rows; ++r)
-                    quant::dequantize_row(t.dtype, static_cast<const uint8_t*>(t.data) + r * w.row_bytes,
-                                          values.data() + r * w.cols, w.cols);
-                w.floats = DeviceBuffer(device, values.size() * 4);
-                device.copy_to_device(w.floats.data(), values.data(), values.size() * 4);
-            }
+            if (f.floats)
+                w.floats = upload_form(device, backend.weights_shared, uint64_t(w.rows * w.cols) * 4, nullptr, [&](uint8_t* to) {
+                    for (int64_t r = 0; r < w.rows; ++r)
+                        quant::dequantize_row(t.dtype, file + r * w.row_bytes, reinterpret_cast<float*>(to) + r * w.cols,
+                                              w.cols);
+                });
             model->bytes += w.table.bytes() + w.packed_bytes.bytes() + w.floats.bytes();
             // The device holds its own copy now: the host may drop the file's pages.
             if ((f.table || f.packed || f.floats) && params->release)

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <set>
 
 namespace edgerun::cuda_orin {
 
@@ -140,6 +141,7 @@ public:
         description_.name = "CUDA emulation on the host CPU (tests/cuda/emu)";
         description_.memory_total = emulated_memory_total();
         description_.integrated = true;
+        description_.host_filled_memory = true;
         description_.sm_count = kEmulatedSms;
         description_.context_bytes = emulated_context_bytes();
         if (description_.context_bytes > description_.memory_total)
@@ -171,7 +173,21 @@ public:
         used_ += rounded;
         return p;
     }
+    // Filled with 0xFF bytes, not zeros (managed memory promises no contents), so a layout
+    // that relied on bytes the host never wrote reads NaNs and garbage here.
+    void* allocate_host_filled(uint64_t bytes) override {
+        void* p = allocate(bytes);
+        std::memset(p, 0xFF, allocations_[p]);
+        not_handed_over_.insert(p);
+        return p;
+    }
+    void hand_over_to_device(void* p, uint64_t) override {
+        check_not_capturing("hand_over_to_device");
+        if (not_handed_over_.erase(p) != 1)
+            throw Failure(ER_E_INTERNAL, "emulated hand_over_to_device of memory allocate_host_filled did not give, or given twice");
+    }
     void release(void* p) noexcept override {
+        not_handed_over_.erase(p);
         auto it = allocations_.find(p);
         if (it == allocations_.end()) return;
         used_ -= it->second;
@@ -290,6 +306,10 @@ private:
         run(LaunchKind(entry), [p, shape, kernel] { emu::launch(shape.grid, shape.block, [&] { kernel(p); }); });
     }
     void run(const LaunchKind& kind, std::function<void()> launch) {
+        // On a Jetson the host's writes to managed memory are not ordered with a kernel's
+        // reads until the memory is handed over (attached to the device).
+        if (!not_handed_over_.empty())
+            throw Failure(ER_E_INTERNAL, "emulated launch while memory filled by the host was not handed over to the device");
         timer_.run(kind, [&] {
             if (capturing_)
                 recording_.push_back(std::move(launch));
@@ -300,6 +320,7 @@ private:
 
     DeviceDescription description_;
     std::map<void*, uint64_t> allocations_;
+    std::set<void*> not_handed_over_;  // allocate_host_filled's, still the host's to write
     uint64_t used_ = 0;  // the context's share included
     bool capturing_ = false;
     std::vector<std::function<void()>> recording_;
