@@ -176,7 +176,7 @@ public:
         timer_.run(gemv_kind(launch), [&] { check(launch_gemv(launch, description_.sm_count, stream_), "launch of gemv"); });
     }
     void attention(const AttentionParams& p) override {
-        timer_.run(LaunchKind(Kernel::attention), [&] { check(launch_attention(p, stream_), "launch of attention"); });
+        timer_.run(attention_kind(p), [&] { check(launch_attention(p, stream_), "launch of attention"); });
     }
     void embed(const EmbedParams& p) override {
         timer_.run(LaunchKind(Kernel::embed), [&] { check(launch_embed(p, stream_), "launch of embed"); });

@@ -1,5 +1,7 @@
 #include "launch_profile.hpp"
 
+#include "weight_layout.hpp"
+
 #include <edgerun/plugin_sdk.hpp>
 
 #include <algorithm>
@@ -34,6 +36,21 @@ std::string per_step(double value) {
     return text;
 }
 
+// MB of 10^6 bytes and GB/s of 10^9, as bandwidths are quoted; "-" for launches not counted.
+std::string megabytes(double bytes) {
+    if (bytes <= 0) return "-";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", bytes / 1e6);
+    return text;
+}
+
+std::string gigabytes_per_second(double bytes, double ms) {
+    if (bytes <= 0 || ms <= 0) return "-";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", bytes / (ms * 1e6));
+    return text;
+}
+
 }  // namespace
 
 std::string LaunchKind::label() const {
@@ -49,7 +66,27 @@ LaunchKind gemv_kind(const GemvLaunch& launch) {
     kind.x_rows = launch.n_x_rows;
     kind.outputs = launch.n_outputs;
     kind.width = launch.x.n;
-    for (int32_t j = 0; j < launch.n_outputs && j < kMaxGemvOutputs; ++j) kind.out_rows += launch.out[j].w.n_rows;
+    const uint64_t rows_of_x = uint64_t(std::max(launch.n_x_rows, 1));
+    // x once per launch: floats, or bytes and a float scale per 32 (activation.hpp).
+    kind.bytes = rows_of_x * (launch.x.q8.q ? uint64_t(launch.x.n_pad) / 32 * (32 + 4) : uint64_t(launch.x.n_pad) * 4);
+    const bool swiglu = launch.epilogue == kEpilogueSwiGLU;  // two weights, one y
+    for (int32_t j = 0; j < launch.n_outputs && j < kMaxGemvOutputs; ++j) {
+        const GemvOutput& out = launch.out[j];
+        kind.out_rows += out.w.n_rows;
+        kind.bytes += packed_layout(out.w.type, out.w.n_rows, out.w.n_cols).total_bytes;
+        if (swiglu && j > 0) continue;
+        kind.bytes += rows_of_x * uint64_t(out.w.n_rows) * ((out.y_is_f16 ? 2 : 4) + (out.residual ? 4 : 0));
+    }
+    return kind;
+}
+
+LaunchKind attention_kind(const AttentionParams& p) {
+    LaunchKind kind(Kernel::attention);
+    const KvCacheLayer& c = p.cache;
+    const uint64_t values = uint64_t(std::max<int64_t>(p.positions_read, 0)) * uint64_t(c.n_head_kv) * uint64_t(c.head_dim);
+    const uint64_t kv = 2 * (values * uint64_t(kv_value_bytes(c.type)) + (c.type == kKvQ8 ? values / 32 * 2 : 0));
+    const uint64_t q_and_out = 2 * uint64_t(p.n_rows) * uint64_t(p.n_head) * uint64_t(c.head_dim) * 4;
+    kind.bytes = kv + q_and_out;
     return kind;
 }
 
@@ -64,7 +101,9 @@ void LaunchProfile::add_step(int32_t rows, int64_t kernels, const std::vector<Ti
         Totals& totals = s.by_kind[t.kind];
         totals.kernels += t.kind.kernels();
         totals.ms += t.ms;
+        totals.bytes += double(t.kind.bytes);
         s.kernel_ms += t.ms;
+        s.bytes += double(t.kind.bytes);
     }
 }
 
@@ -89,18 +128,24 @@ void LaunchProfile::log_tables() const {
                   "per step (launch to synchronized)",
                   static_cast<long long>(s->timed), s == &decode_ ? "decode" : "prefill",
                   s == &decode_ ? "one row" : "several rows", s->kernel_ms / n, s->wall_ms / n);
-        sdk::logf(ER_LOG_INFO, "cuda_orin:   %-44s %13s %11s %11s %7s", "launch", "launches/step", "total ms",
-                  "ms/step", "share");
+        sdk::logf(ER_LOG_INFO, "cuda_orin:   %-44s %13s %11s %11s %7s %11s %9s", "launch", "launches/step", "total ms",
+                  "ms/step", "share", "MB/step", "GB/s");
         std::vector<std::pair<LaunchKind, Totals>> rows(s->by_kind.begin(), s->by_kind.end());
         std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
         int64_t timed_kernels = 0;
         for (const auto& [kind, totals] : rows) {
-            sdk::logf(ER_LOG_INFO, "cuda_orin:   %-44s %13s %11.3f %11.4f %6.1f%%", kind.label().c_str(),
+            sdk::logf(ER_LOG_INFO, "cuda_orin:   %-44s %13s %11.3f %11.4f %6.1f%% %11s %9s", kind.label().c_str(),
                       per_step(double(totals.kernels) / n).c_str(), totals.ms, totals.ms / n,
-                      s->kernel_ms > 0 ? 100.0 * totals.ms / s->kernel_ms : 0.0);
+                      s->kernel_ms > 0 ? 100.0 * totals.ms / s->kernel_ms : 0.0,
+                      megabytes(totals.bytes / n).c_str(), gigabytes_per_second(totals.bytes, totals.ms).c_str());
             timed_kernels += totals.kernels;
         }
         sdk::logf(ER_LOG_INFO, "cuda_orin: launches per step: %s", per_step(double(timed_kernels) / n).c_str());
+        sdk::logf(ER_LOG_INFO,
+                  "cuda_orin: bytes per step: %s MB counted (GEMVs and attention); %s GB/s over the kernel time, "
+                  "%s GB/s over the wall time",
+                  megabytes(s->bytes / n).c_str(), gigabytes_per_second(s->bytes, s->kernel_ms).c_str(),
+                  gigabytes_per_second(s->bytes, s->wall_ms).c_str());
     }
 }
 

@@ -32,6 +32,10 @@ struct LaunchKind {
     Kernel kernel = Kernel::prepare;
     int32_t x_rows = 0, outputs = 0, width = 0;  // GEMV only: rows of x, outputs, row length
     int64_t out_rows = 0;                        // GEMV only: rows of all outputs together
+    // The bytes this launch must move at least (GEMV: weights, x and y; attention: the
+    // keys and values it reads, q and out), from which the table's GB/s; 0 for the small
+    // kernels not counted. Not part of the key: an attention launch's grows with the cache.
+    uint64_t bytes = 0;
 
     explicit LaunchKind(Kernel k = Kernel::prepare) : kernel(k) {}
     // Kernels one launch makes: the split flash-decode kernel is followed by its merge.
@@ -44,6 +48,7 @@ struct LaunchKind {
 };
 
 LaunchKind gemv_kind(const GemvLaunch& launch);
+LaunchKind attention_kind(const AttentionParams& p);
 
 struct TimedLaunch {
     LaunchKind kind;
@@ -111,10 +116,11 @@ private:
     struct Totals {
         int64_t kernels = 0;
         double ms = 0;
+        double bytes = 0;
     };
     struct Steps {
         int64_t steps = 0, kernels = 0, timed = 0;
-        double kernel_ms = 0, wall_ms = 0;
+        double kernel_ms = 0, wall_ms = 0, bytes = 0;
         std::map<LaunchKind, Totals> by_kind;
     };
     Steps decode_, other_;  // one row; several rows

@@ -66,6 +66,8 @@ private:
     void launch_logits(size_t index, int32_t n);
     RopeConfig rope_config(const er_node& rope) const;
     void launch_attention(size_t index, int32_t n);
+    // Cache positions a step of n rows reads, each once: per sequence, up to its last row.
+    int64_t positions_read(int32_t n) const;
     // What a GEMV multiplies: rows of x, normalised first when norm is given (a fused
     // RMS_NORM's weight).
     struct GemvInput {

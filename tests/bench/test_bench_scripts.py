@@ -4,6 +4,7 @@
   test_bench_scripts.py plot ROOT WORK      bench/plot_results.py on the hand-made fixture
   test_bench_scripts.py compare ROOT WORK   bench/compare_llamacpp_gpu.py driven through
                                             stand-ins for llama-bench and edgerun
+  test_bench_scripts.py project ROOT WORK   bench/project_orin.py on a hand-made profile
 
 The fixture's figures are made up (the file says so); what is checked is that the PNGs
 are written and that the table says what the JSON says, and that the comparison turns the
@@ -262,11 +263,65 @@ def test_compare(root, work):
     check("no model: refused before any work", r.returncode == 2 and "no model" in r.stderr, r.stderr)
 
 
+PROFILE_LOG = """\
+info: [cuda_orin] cuda_orin: launch profile of 63 decode steps (one row): 0.015 ms of kernel time per step, 1.000 ms wall per step (launch to synchronized)
+info: [cuda_orin] cuda_orin:   launch                                       launches/step    total ms     ms/step   share     MB/step      GB/s
+info: [cuda_orin] cuda_orin:   gemv 2048->16384, 2 outputs, 1 row                      16       0.630      0.0100   66.7%      30.000    3000.0
+info: [cuda_orin] cuda_orin:   gemv 2048->2048, 1 output, 1 row                        16       0.126      0.0020   13.3%       2.000    1000.0
+info: [cuda_orin] cuda_orin:   gemv 2048->128256, 1 output, 1 row                       1       0.063      0.0010    6.7%       5.000    5000.0
+info: [cuda_orin] cuda_orin:   attention (split + merge)                               32       0.063      0.0010    6.7%       0.500     500.0
+info: [cuda_orin] cuda_orin:   rope_append                                             16       0.063      0.0010    6.7%           -         -
+info: [cuda_orin] cuda_orin: launches per step: 81
+info: [cuda_orin] cuda_orin: bytes per step: 37.500 MB counted (GEMVs and attention); 2884.6 GB/s over the kernel time, 37.5 GB/s over the wall time
+info: [cuda_orin] cuda_orin: launch profile of 1 prefill steps (several rows): 9.000 ms of kernel time per step, 9.000 ms wall per step (launch to synchronized)
+info: [cuda_orin] cuda_orin:   launch                                       launches/step    total ms     ms/step   share     MB/step      GB/s
+info: [cuda_orin] cuda_orin:   gemv 2048->16384, 2 outputs, 5 rows                     16       9.000      9.0000  100.0%      30.000       3.3
+info: [cuda_orin] cuda_orin: launches per step: 16
+"""
+
+
+def test_project(root, work):
+    """bench/project_orin.py on a hand-made profile: the issue's formula, computed here apart."""
+    script = os.path.join(root, "bench", "project_orin.py")
+    log = os.path.join(work, "profile.log")
+    with open(log, "w") as f:
+        f.write(PROFILE_LOG)
+    out = os.path.join(work, "projection.json")
+    r = subprocess.run([sys.executable, script, log, "--peak-gbs", "4000", "--orin", "Test Orin=100", "--json", out],
+                       capture_output=True, text=True)
+    check("projection runs", r.returncode == 0, r.stderr)
+    if r.returncode != 0:
+        return
+    doc = json.load(open(out))
+    # Efficiencies 3000/4000, 1000/4000, min(5000/4000, 1), 500/4000: the bytes over them.
+    effective = 30 / 0.75 + 2 / 0.25 + 5 / 1.0 + 0.5 / 0.125
+    check("bytes over efficiency, the L2-fed logits capped at the peak", close(doc["effective_mb_per_step"], effective),
+          doc["effective_mb_per_step"])
+    check("projected tok/s = bandwidth / sum(bytes / efficiency)",
+          close(doc["projected_tok_s"]["Test Orin"], 100e3 / effective)
+          and close(doc["projected_tok_s"]["Jetson AGX Orin 64GB"], 204.8e3 / effective), doc["projected_tok_s"])
+    check("roofline tok/s = bandwidth / counted bytes", close(doc["roofline_tok_s"]["Test Orin"], 100e3 / 37.5),
+          doc["roofline_tok_s"])
+    check("the decode table, not the prefill one after it", len(doc["kinds"]) == 4 and close(doc["mb_per_step"], 37.5),
+          doc["kinds"])
+    check("the uncounted launches' share of the kernel time is said",
+          close(doc["uncounted_share_of_kernel_time"], 0.001 / 0.015), doc["uncounted_share_of_kernel_time"])
+    check("the table says it is a projection", "projection (not a measurement)" in r.stdout, r.stdout)
+
+    with open(log, "w") as f:
+        f.write("generate: 3 tokens\n")
+    r = subprocess.run([sys.executable, script, log, "--peak-gbs", "4000"], capture_output=True, text=True)
+    check("a log without a decode profile: refused in one line", r.returncode != 0 and
+          "no decode launch profile" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr)
+    r = subprocess.run([sys.executable, script, log, "--peak-gbs", "0"], capture_output=True, text=True)
+    check("a peak of 0: refused", r.returncode == 2 and "--peak-gbs" in r.stderr, r.stderr)
+
+
 def main():
     mode, root, work = sys.argv[1:4]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    {"plot": test_plot, "compare": test_compare}[mode](root, work)
+    {"plot": test_plot, "compare": test_compare, "project": test_project}[mode](root, work)
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
 

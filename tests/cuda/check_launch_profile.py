@@ -14,6 +14,10 @@ when it ends:
     rope_append and no kv_append, RoPE, RMSNorm or elementwise launch, so 7 launches per
     layer (Q/K/V, rope_append, split attention and its merge, O, gate/up, down) plus the
     embedding and the logits (and the prepares of activations=q8); with fuse=0 one kv_append per layer and no rope_append;
+  - the bytes each launch must move (GEMVs and attention; other kinds show "-"): the rows'
+    MB per step add up to the "bytes per step" line, and a decode step's GEMVs move the
+    model's weights once, plus x and y (the model's embedding is tied, so every weight but
+    the norm vectors is a GEMV matrix: between 0.99 and 1.05 times the weights' bytes);
   - the replay line: with profile=1 every step launched plainly and none replayed; without
     it the decode steps replayed, at the same launches per step as the profiled ones.
 """
@@ -23,8 +27,11 @@ import subprocess
 import sys
 
 TABLE = re.compile(r"cuda_orin: launch profile of (\d+) (decode|prefill) steps")
-ROW = re.compile(r"cuda_orin:   (.+?)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%$")
+ROW = re.compile(r"cuda_orin:   (.+?)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%\s+([0-9.]+|-)\s+([0-9.]+|-)$")
 TOTAL = re.compile(r"cuda_orin: launches per step: ([0-9.]+)$")
+BYTES = re.compile(r"cuda_orin: bytes per step: ([0-9.]+|-) MB counted")
+WEIGHTS = re.compile(r"cuda_orin: weights on the device: (\d+) bytes")
+COUNTED = ("gemv ", "attention (split + merge)")  # the launch kinds whose bytes are counted
 REPLAY = re.compile(r"cuda_orin: (\d+) steps replayed from a CUDA Graph, (\d+) launched plainly; (.*)$")
 GENERATED = re.compile(r"^generate: (\d+) tokens", re.M)
 PROMPT = re.compile(r"^prompt: (\d+) tokens", re.M)
@@ -48,26 +55,54 @@ def run(args, options, n_tokens):
     return output
 
 
+def megabytes(text):
+    return None if text == "-" else float(text)
+
+
 def parse_tables(output):
-    """The profile's tables: [(kind, steps, {label: (launches, total_ms, ms_per_step, share)}, total)]."""
+    """The profile's tables: [(kind, steps, {label: (launches, total_ms, ms_per_step, share, MB_per_step)},
+    total, MB_per_step)]."""
     tables = []
     for line in output.splitlines():
         if m := TABLE.search(line):
-            tables.append([m.group(2), int(m.group(1)), {}, None])
+            tables.append([m.group(2), int(m.group(1)), {}, None, None])
         elif tables and (m := TOTAL.search(line)):
             tables[-1][3] = float(m.group(1))
+        elif tables and (m := BYTES.search(line)):
+            tables[-1][4] = megabytes(m.group(1))
         elif tables and tables[-1][3] is None and (m := ROW.search(line)) and m.group(1).strip() != "launch":
-            tables[-1][2][m.group(1).strip()] = tuple(float(m.group(k)) for k in range(2, 6))
+            tables[-1][2][m.group(1).strip()] = tuple(float(m.group(k)) for k in range(2, 6)) + (megabytes(m.group(6)),)
     return tables
 
 
-def check_table(kind, steps, rows, total, layers, q8, fused, output):
+def check_bytes(kind, rows, step_mb, weight_bytes, output):
+    where = f"{kind} table"
+    for label, row in rows.items():
+        counted = label.startswith(COUNTED)
+        if counted != (row[4] is not None and row[4] > 0):
+            fail(f"{where}: '{label}' shows {row[4]} MB per step; bytes are counted for {COUNTED} only", output)
+    rows_mb = sum(r[4] for r in rows.values() if r[4] is not None)
+    if step_mb is None or abs(step_mb - rows_mb) > 0.001 * len(rows) + 0.001:
+        fail(f"{where}: the rows' {rows_mb:.3f} MB per step are not the 'bytes per step' line's {step_mb}", output)
+    if kind == "decode":
+        gemv_mb = sum(r[4] for label, r in rows.items() if label.startswith("gemv "))
+        ratio = gemv_mb * 1e6 / weight_bytes
+        if not 0.99 <= ratio <= 1.05:
+            fail(f"{where}: the GEMVs move {gemv_mb:.3f} MB per decode step, {ratio:.3f} x the weights' "
+                 f"{weight_bytes} bytes (each matrix once, plus x and y)", output)
+
+
+def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output):
     where = f"{kind} table"
     if total is None or not rows:
         fail(f"{where}: no rows or no 'launches per step' line", output)
     if abs(sum(r[0] for r in rows.values()) - total) > 0.05 * len(rows):
         fail(f"{where}: launches per kind add up to {sum(r[0] for r in rows.values())}, not {total}", output)
-    for label, (launches, total_ms, per_step, share) in rows.items():
+    weights = WEIGHTS.search(output)
+    if not weights:
+        fail("no 'weights on the device' line", output)
+    check_bytes(kind, rows, step_mb, int(weights.group(1)), output)
+    for label, (launches, total_ms, per_step, share, _) in rows.items():
         if launches <= 0 or total_ms <= 0 or per_step <= 0:
             fail(f"{where}: '{label}' has no launches or no time", output)
         if abs(per_step * steps - total_ms) > 0.01 * total_ms + 0.002 * steps:
@@ -156,7 +191,7 @@ def main():
             fail(f"without profile=1: '{m.group(3)}', profiled decode steps: {sorted(decode_launches)}", plain)
     print(f"ok: {sorted(decode_launches)} launches per decode step with and without profile=1; "
           f"{sum(t[1] for t in decode)} decode steps profiled")
-    for kind, steps, rows, total in tables:
+    for kind, steps, rows, total, _ in tables:
         top = sorted(rows.items(), key=lambda r: -r[1][1])[:3]
         print(f"{kind}: " + ", ".join(f"{label} {r[3]:.1f}%" for label, r in top))
 

@@ -237,6 +237,9 @@ struct AttentionParams {
     float* workspace = nullptr;  // attention_workspace_floats(n_rows * n_head, head_dim, n_splits)
     void* out = nullptr;         // [n_rows][n_head][head_dim]
     int32_t out_is_f16 = 0;
+    // Cached positions the launch reads, each once, summed over its rows' sequences (the
+    // host's count; kernels read lengths from kv_len): the launch profile's bytes only.
+    int64_t positions_read = 0;
 };
 // The head dims and cache types the split kernel is built for; other attention takes the
 // general row kernel (attention_rows, graph_ops.cu).

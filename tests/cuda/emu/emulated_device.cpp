@@ -217,7 +217,7 @@ public:
     void attention(const AttentionParams& p) override {
         const AttentionGrid g = plan_attention(p);
         require(g.splits > 0, "attention");
-        run(LaunchKind(Kernel::attention), [p, g] { emulated::attention(p, g); });
+        run(attention_kind(p), [p, g] { emulated::attention(p, g); });
     }
     void embed(const EmbedParams& p) override {
         require(valid(p), "embed");
