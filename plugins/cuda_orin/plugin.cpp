@@ -126,12 +126,17 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "gemm=f32") backend->gemm_f16 = false;
             else if (item == "fuse=1") backend->fuse = true;
             else if (item == "fuse=0") backend->fuse = false;
+            else if (item == "prefetch=1") backend->prefetch = true;
+            else if (item == "prefetch=0") backend->prefetch = false;
+            else if (item == "pdl=1") backend->pdl = true;
+            else if (item == "pdl=0") backend->pdl = false;
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
-                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, profile=0|1, stage_x=0|1, fuse=0|1)");
+                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, pdl=0|1)");
         }
         backend->device = open_device(params->device);
         backend->device->set_launch_timing(backend->profile);
+        backend->device->set_programmatic_launch(backend->pdl);
         *out = reinterpret_cast<er_backend*>(backend.release());
     });
 }
