@@ -2,7 +2,10 @@
 // with the programmatic-dependent-launch attribute when the stream asks for it
 // (LaunchStream::pdl, kernels.hpp; what the kernels do for it: grid_dependency.cuh).
 // Stream capture keeps the attribute as a programmatic edge of the graph (CUDA 12.3 and
-// later), so a captured step overlaps its launches as a plain one does.
+// later), so a captured step overlaps its launches as a plain one does. Launches of other
+// libraries between ours (cuBLAS's GEMM) carry no attribute, so they wait for our kernel
+// in full; ours after theirs waits in wait_for_prior_grids, and their kernels, which
+// never trigger early, let ours be scheduled only as they end.
 #pragma once
 
 #include "kernels.hpp"
