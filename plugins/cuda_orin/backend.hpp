@@ -63,6 +63,12 @@ struct Backend {
     // Option fuse=0: every node launched on its own (fusion.hpp's patterns off), to measure
     // what the fusions save and to tell a fused path's fault from an unfused one's.
     bool fuse = true;
+    // Option prefetch=0: GEMV warps do not first ask L2 for their weights (GemvLaunch::
+    // prefetch), to measure what the prefetch is worth.
+    bool prefetch = true;
+    // Option pdl=1: programmatic dependent launch on GPUs of compute capability 9.0 and
+    // later (Device::set_programmatic_launch); off by default until measured on a GPU.
+    bool pdl = false;
     // Option gemm_rows=N: steps of at least N rows multiply through dequantized weight
     // tiles and a GEMM (cuBLAS) instead of the multi-row GEMV; 0 turns that off. The
     // default is a guess until measured on a GPU.

@@ -93,6 +93,8 @@ public:
         description_.host_filled_memory = managed != 0;
         check(cudaDeviceGetAttribute(&concurrent_managed_, cudaDevAttrConcurrentManagedAccess, index),
               "cudaDeviceGetAttribute(ConcurrentManagedAccess)");
+        compute_major_ = prop.major;
+        compute_minor_ = prop.minor;
         const ContextMemory context = make_context_measured(index, description_.integrated);
         description_.context_bytes = context.bytes;
         description_.context_unmeasured = context.unmeasured;
@@ -170,42 +172,42 @@ public:
     }
 
     void prepare(const PrepareParams& p) override {
-        timer_.run(LaunchKind(Kernel::prepare), [&] { check(launch_prepare(p, stream_), "launch of prepare"); });
+        timer_.run(LaunchKind(Kernel::prepare), [&] { check(launch_prepare(p, launch_stream()), "launch of prepare"); });
     }
     void gemv(const GemvLaunch& launch) override {
-        timer_.run(gemv_kind(launch), [&] { check(launch_gemv(launch, description_.sm_count, stream_), "launch of gemv"); });
+        timer_.run(gemv_kind(launch), [&] { check(launch_gemv(launch, description_.sm_count, launch_stream()), "launch of gemv"); });
     }
     void attention(const AttentionParams& p) override {
-        timer_.run(attention_kind(p), [&] { check(launch_attention(p, stream_), "launch of attention"); });
+        timer_.run(attention_kind(p), [&] { check(launch_attention(p, launch_stream()), "launch of attention"); });
     }
     void embed(const EmbedParams& p) override {
-        timer_.run(LaunchKind(Kernel::embed), [&] { check(launch_embed(p, stream_), "launch of embed"); });
+        timer_.run(LaunchKind(Kernel::embed), [&] { check(launch_embed(p, launch_stream()), "launch of embed"); });
     }
     void rms_norm(const RmsNormParams& p) override {
-        timer_.run(LaunchKind(Kernel::rms_norm), [&] { check(launch_rms_norm(p, stream_), "launch of rms_norm"); });
+        timer_.run(LaunchKind(Kernel::rms_norm), [&] { check(launch_rms_norm(p, launch_stream()), "launch of rms_norm"); });
     }
     void rope_rows(const RopeRowsParams& p) override {
-        timer_.run(LaunchKind(Kernel::rope_rows), [&] { check(launch_rope_rows(p, stream_), "launch of rope_rows"); });
+        timer_.run(LaunchKind(Kernel::rope_rows), [&] { check(launch_rope_rows(p, launch_stream()), "launch of rope_rows"); });
     }
     void elementwise(const ElementwiseParams& p) override {
-        timer_.run(LaunchKind(Kernel::elementwise), [&] { check(launch_elementwise(p, stream_), "launch of elementwise"); });
+        timer_.run(LaunchKind(Kernel::elementwise), [&] { check(launch_elementwise(p, launch_stream()), "launch of elementwise"); });
     }
     void rope_append(const RopeAppendParams& p) override {
-        timer_.run(LaunchKind(Kernel::rope_append), [&] { check(launch_rope_append(p, stream_), "launch of rope_append"); });
+        timer_.run(LaunchKind(Kernel::rope_append), [&] { check(launch_rope_append(p, launch_stream()), "launch of rope_append"); });
     }
     void kv_append(const KvAppendParams& p) override {
-        timer_.run(LaunchKind(Kernel::kv_append), [&] { check(launch_kv_append(p, stream_), "launch of kv_append"); });
+        timer_.run(LaunchKind(Kernel::kv_append), [&] { check(launch_kv_append(p, launch_stream()), "launch of kv_append"); });
     }
     void attention_rows(const AttentionRowsParams& p) override {
         timer_.run(LaunchKind(Kernel::attention_rows),
-                   [&] { check(launch_attention_rows(p, stream_), "launch of attention_rows"); });
+                   [&] { check(launch_attention_rows(p, launch_stream()), "launch of attention_rows"); });
     }
     void dequantize_rows(const DequantizeRowsParams& p) override {
         timer_.run(LaunchKind(Kernel::dequantize_rows),
-                   [&] { check(launch_dequantize_rows(p, stream_), "launch of dequantize_rows"); });
+                   [&] { check(launch_dequantize_rows(p, launch_stream()), "launch of dequantize_rows"); });
     }
     void half_rows(const HalfRowsParams& p) override {
-        timer_.run(LaunchKind(Kernel::half_rows), [&] { check(launch_half_rows(p, stream_), "launch of half_rows"); });
+        timer_.run(LaunchKind(Kernel::half_rows), [&] { check(launch_half_rows(p, launch_stream()), "launch of half_rows"); });
     }
     void gemm(const GemmParams& p) override {
         if (!cublas_) throw Failure(ER_E_INTERNAL, "cuda_orin: gemm without cuBLAS: " + description_.gemm_unavailable);
@@ -222,6 +224,24 @@ public:
     int64_t kernels_launched() const override { return timer_.kernels_launched(); }
     void set_launch_timing(bool on) override { timer_.set_timing(on); }
     std::vector<TimedLaunch> take_launch_times() override { return timer_.take_times(); }
+
+    // PDL only where the launched kernels wait for the prior grid (grid_dependency.cuh):
+    // compute capability 9.0 or later, running code built for it (not the compute_87 PTX).
+    void set_programmatic_launch(bool on) override {
+        pdl_ = false;
+        if (!on) return;
+        std::string why;
+        if (compute_major_ < 9)
+            why = "compute capability " + std::to_string(compute_major_) + "." + std::to_string(compute_minor_) +
+                  " has no programmatic dependent launch (9.0 and later)";
+        else if (!kernels_wait_for_prior_grids(&why))
+            why = "on this GPU " + why;
+        if (!why.empty()) {
+            sdk::logf(ER_LOG_INFO, "cuda_orin: option pdl=1 ignored: %s", why.c_str());
+            return;
+        }
+        pdl_ = true;
+    }
 
     void begin_capture() override {
         if (timer_.timing()) throw Failure(ER_E_INTERNAL, "cuda_orin: a capture while launches are timed");
@@ -242,6 +262,8 @@ public:
     }
 
 private:
+    LaunchStream launch_stream() const { return {stream_, pdl_}; }
+
     // cuBLAS's workspace, allocated here so that it is counted (DeviceDescription) and no
     // GEMM allocates. Without one, the GEMM path is off rather than running uncounted.
     void give_cublas_a_workspace(uint64_t bytes) {
@@ -265,6 +287,8 @@ private:
     int concurrent_managed_ = 0;  // the GPU may use managed memory while the CPU does
     DeviceDescription description_;
     cudaStream_t stream_ = nullptr;
+    bool pdl_ = false;  // set_programmatic_launch
+    int compute_major_ = 0, compute_minor_ = 0;
     std::unique_ptr<CublasGemm> cublas_;
     void* gemm_workspace_ = nullptr;
     LaunchTimer<EventClock> timer_;

@@ -116,6 +116,12 @@ public:
     virtual void set_launch_timing(bool on) = 0;
     virtual std::vector<TimedLaunch> take_launch_times() = 0;
 
+    // Option pdl=1: later launches may start before the one ahead of them has finished
+    // (programmatic dependent launch, kernels/grid_dependency.cuh), where the device can
+    // (compute capability 9.0 and kernels built for it; else one info line says why not).
+    // Called once, right after the device is opened.
+    virtual void set_programmatic_launch(bool on) = 0;
+
     // Capture of a step's launches for replay (CUDA Graphs). Between begin_capture and
     // end_capture launches are recorded, not run; replaying the returned step runs the
     // recording again with the parameters as they were recorded, so anything that changes

@@ -163,6 +163,7 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
         }
         g.n_x_rows = group;
         g.stage_x = ctx_.model->backend->stage_x;
+        g.prefetch = ctx_.model->backend->prefetch;
         g.epilogue = epilogue;
         g.n_outputs = int32_t(weights.size());
         for (size_t j = 0; j < weights.size(); ++j) {

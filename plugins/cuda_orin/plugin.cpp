@@ -129,12 +129,16 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "gemm=f32") backend->gemm_f16 = false;
             else if (item == "fuse=1") backend->fuse = true;
             else if (item == "fuse=0") backend->fuse = false;
+            else if (item == "prefetch=1") backend->prefetch = true;
+            else if (item == "prefetch=0") backend->prefetch = false;
+            else if (item == "pdl=1") backend->pdl = true;
+            else if (item == "pdl=0") backend->pdl = false;
             else if (item == "weights=shared") weights_shared = true;
             else if (item == "weights=device") weights_shared = false;
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
                                    "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, profile=0|1, "
-                                   "stage_x=0|1, fuse=0|1, weights=shared|device)");
+                                   "stage_x=0|1, fuse=0|1, prefetch=0|1, pdl=0|1, weights=shared|device)");
         }
         backend->device = open_device(params->device);
         const DeviceDescription& device = backend->device->description();
@@ -142,6 +146,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             throw Failure(ER_E_UNSUPPORTED, "option weights=shared: " + device.name + " has no managed memory");
         backend->weights_shared = weights_shared.value_or(device.integrated && device.host_filled_memory);
         backend->device->set_launch_timing(backend->profile);
+        backend->device->set_programmatic_launch(backend->pdl);
         *out = reinterpret_cast<er_backend*>(backend.release());
     });
 }

@@ -4,12 +4,15 @@
 //
 // Usage: cuda_orin_capture_check BACKEND MODEL PLUGIN_DIR...
 //
-// Runs the same steps of four sequences in one context twice, with the backend's default
-// options (steps captured and replayed) and with graphs=0 (every step launched plainly),
+// Runs the same steps of four sequences in one context with the backend's default
+// options (steps captured and replayed), with graphs=0 (every step launched plainly) and
+// with pdl=1,prefetch=0 (captured),
 // greedy tokens from each step's logits feeding the next, and requires:
-//   - every logit of every step bit-identical between the two runs;
+//   - every logit of every step bit-identical among the three runs (under pdl=1 the
+//     emulated device also requires every thread of every launch to wait for the prior
+//     grids);
 //   - the replay line of the plan that ran them: every step replayed (none launched
-//     plainly) with graphs on, none replayed with graphs=0.
+//     plainly) with graphs on (both captured runs), none replayed with graphs=0.
 // The steps cover the shapes the key must tell apart: the decode step of every sequence
 // (4 rows, all logits; run twice, so the second is a replay of the first's capture), a
 // verification step (two rows of one sequence with both logits, plus one row of another)
@@ -156,6 +159,10 @@ int main(int argc, char** argv) {
         const PluginRegistry registry = PluginRegistry::discover(std::vector<std::string>(argv + 3, argv + argc));
         const Run graphs = run(registry, backend, model, "", log);
         const Run plain = run(registry, backend, model, "graphs=0", log);
+        // Programmatic dependent launch on and the GEMV's prefetch off: on the emulated
+        // device pdl=1 also makes every launch, replays included, check that each of its
+        // threads waited for the prior grids (tests/cuda/emu/cuda_emulation.hpp).
+        const Run pdl = run(registry, backend, model, "pdl=1,prefetch=0", log);
         if (graphs.replayed != kSteps || graphs.plain != 0)
             return fail("with graphs on, " + std::to_string(graphs.replayed) + " of " + std::to_string(kSteps) +
                             " steps replayed and " + std::to_string(graphs.plain) + " launched plainly",
@@ -165,14 +172,24 @@ int main(int argc, char** argv) {
         if (graphs.logits.size() != plain.logits.size() || graphs.logits.empty())
             return fail("the runs gave " + std::to_string(graphs.logits.size()) + " and " +
                         std::to_string(plain.logits.size()) + " logits");
+        if (pdl.replayed != kSteps || pdl.plain != 0)
+            return fail("with pdl=1, " + std::to_string(pdl.replayed) + " of " + std::to_string(kSteps) +
+                            " steps replayed and " + std::to_string(pdl.plain) + " launched plainly",
+                        pdl.log);
         const size_t n_vocab = graphs.n_vocab;
-        for (size_t i = 0; i < graphs.logits.size(); ++i)
-            if (std::memcmp(&graphs.logits[i], &plain.logits[i], sizeof(float)) != 0)
-                return fail("logit row " + std::to_string(i / n_vocab) + ", token " + std::to_string(i % n_vocab) +
-                            ": " + std::to_string(graphs.logits[i]) + " replayed, " + std::to_string(plain.logits[i]) +
-                            " launched plainly");
+        for (const Run* other : {&graphs, &pdl}) {
+            const char* how = other == &graphs ? " replayed, " : " replayed with pdl=1,prefetch=0, ";
+            if (other->logits.size() != plain.logits.size())
+                return fail(std::string("the runs gave different numbers of logits:") + how);
+            for (size_t i = 0; i < plain.logits.size(); ++i)
+                if (std::memcmp(&other->logits[i], &plain.logits[i], sizeof(float)) != 0)
+                    return fail("logit row " + std::to_string(i / n_vocab) + ", token " + std::to_string(i % n_vocab) +
+                                ": " + std::to_string(other->logits[i]) + how + std::to_string(plain.logits[i]) +
+                                " launched plainly");
+        }
         std::cout << "ok: " << kSteps << " steps of 4, 3, 3, 1 and 1 rows replayed from captures, "
-                  << graphs.logits.size() / n_vocab << " logit rows bit-identical to graphs=0\n";
+                  << graphs.logits.size() / n_vocab
+                  << " logit rows bit-identical to graphs=0, with the defaults and with pdl=1,prefetch=0\n";
     } catch (const std::exception& e) {
         return fail(e.what(), log.str());
     }

@@ -17,6 +17,7 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 using namespace edgerun::cuda_orin;
@@ -315,4 +317,173 @@ TEST_CASE("emulation: a misaligned vector load aborts, as it faults on a GPU") {
     CHECK(aborts([&] { load_2B(bytes + 1); }));
     CHECK_FALSE(aborts([&] { load_16B(bytes + 16); }));
     CHECK_FALSE(aborts([&] { load_8B(bytes + 8); }));
+}
+
+// ------------------------------------------------- programmatic dependent launch --
+
+namespace {
+
+// A kernel that forgets to wait for the prior grids in one thread of its last block, and
+// one that lets the next grid go before it waits: on a GPU under PDL either could read
+// its input before the previous launch wrote it.
+void forgetful_kernel(int* out) {
+    if (!(blockIdx.x == 1 && threadIdx.x == 37)) wait_for_prior_grids();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = 1;
+}
+void hasty_kernel(int* out) {
+    allow_next_grid();
+    wait_for_prior_grids();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = 1;
+}
+void careful_kernel(int* out) {
+    begin_after_prior_grids();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = 1;
+}
+
+}  // namespace
+
+TEST_CASE("emulation: under pdl=1 a kernel that does not wait for the prior grids in every thread fails") {
+    std::vector<int> out(128, 0);
+    auto run = [&](void (*kernel)(int*), const char* name) { emu::launch(dim3(2), dim3(64), [&] { kernel(out.data()); }, 0, name); };
+    {
+        emu::RequirePriorGridWaits require(true);
+        CHECK_THROWS_WITH_AS(run(forgetful_kernel, "forgetful"),
+                             doctest::Contains("kernel forgetful ended without calling wait_for_prior_grids()"),
+                             std::logic_error);
+        CHECK_THROWS_WITH_AS(run(forgetful_kernel, "forgetful"), doctest::Contains("thread 37,0,0 of block 1,0,0"),
+                             std::logic_error);
+        CHECK_THROWS_WITH_AS(run(hasty_kernel, "hasty"),
+                             doctest::Contains("kernel hasty called allow_next_grid() before wait_for_prior_grids()"),
+                             std::logic_error);
+        CHECK_NOTHROW(run(careful_kernel, "careful"));
+    }
+    CHECK_NOTHROW(run(forgetful_kernel, "forgetful"));  // pdl=0: nothing is required
+}
+
+TEST_CASE("emulated: every kernel of a decode step waits for the prior grids (pdl=1)") {
+    emu::RequirePriorGridWaits require(true);
+    EmulatedDevice dev;
+    for (int32_t kv : {kKvF16, kKvQ8})
+        check_decode_chain(dev, doctest_report(), {256, 4, 2, 64, 512, 64, 3}, kv, 120 + kv);
+    check_swiglu(dev, doctest_report(), kQ4_K, kQ4_K, 40, 256, 130);
+    check_gemv_rows(dev, doctest_report(), {kQ4_K, kQ6_K}, {24, 8}, 256, 3, false, true, 131);
+    StepCounters c{1, 2, 3};
+    CHECK_NOTHROW(dev.advance(&c));
+}
+
+// ------------------------------------------------------------ L2 prefetch --
+
+namespace {
+
+// `bytes` of zeros between two pages that fault on any access: placed to end where the
+// upper one begins (at_end) or to begin where the lower one ends, so a read past either
+// end of the buffer faults.
+class GuardedBytes {
+public:
+    GuardedBytes(size_t bytes, bool at_end) {
+        page_ = size_t(sysconf(_SC_PAGESIZE));
+        inner_ = (bytes + page_ - 1) / page_ * page_;
+        base_ = static_cast<uint8_t*>(mmap(nullptr, inner_ + 2 * page_, PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        REQUIRE(base_ != MAP_FAILED);
+        mprotect(base_, page_, PROT_NONE);
+        mprotect(base_ + page_ + inner_, page_, PROT_NONE);
+        data_ = base_ + page_ + (at_end ? inner_ - bytes : 0);
+    }
+    ~GuardedBytes() { munmap(base_, inner_ + 2 * page_); }
+    GuardedBytes(const GuardedBytes&) = delete;
+    GuardedBytes& operator=(const GuardedBytes&) = delete;
+    const uint8_t* data() const { return data_; }
+
+private:
+    size_t page_ = 0, inner_ = 0;
+    uint8_t* base_ = nullptr;
+    uint8_t* data_ = nullptr;
+};
+
+// A matrix of zeros whose every plane lies in its own guarded buffer, exactly its bytes.
+struct GuardedMatrix {
+    PackedMatrix view;
+    std::vector<std::unique_ptr<GuardedBytes>> planes;
+};
+GuardedMatrix guarded_matrix(int32_t type, int n_rows, int n_cols, bool at_end) {
+    const PackedLayout layout = packed_layout(type, n_rows, n_cols);
+    REQUIRE(layout.total_bytes > 0);
+    GuardedMatrix m;
+    m.view = packed_view(layout, type, n_rows, n_cols, nullptr);
+    for (int p = 0; p < layout.geometry.n_planes; ++p) {
+        const size_t bytes = size_t(n_rows) * layout.blocks_per_row * layout.geometry.plane_bytes[p];
+        m.planes.push_back(std::make_unique<GuardedBytes>(bytes, at_end));
+        m.view.plane[p] = m.planes.back()->data();
+    }
+    return m;
+}
+
+// Runs `body` in a child process; true when it exited normally with 0 (a fault, or
+// AddressSanitizer's report of one, ends it otherwise).
+template <class Body>
+bool runs_cleanly(Body body, bool quiet) {
+    const pid_t child = fork();
+    if (child == 0) {
+        if (quiet) std::freopen("/dev/null", "w", stderr);
+        body();
+        std::_Exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// One GEMV launch (prefetch on) over guarded matrices; the outputs are thrown away.
+void guarded_gemv(const std::vector<int32_t>& types, const std::vector<int>& rows, int n_cols, int n_x, bool swiglu,
+                  bool at_end) {
+    std::vector<GuardedMatrix> matrices;
+    const int n_pad = padded_length(n_cols);
+    std::vector<float> x(size_t(n_x) * n_pad, 0.5f);
+    std::vector<std::vector<float>> y;
+    GemvLaunch l;
+    l.x.q8 = {nullptr, nullptr};
+    l.x.f = x.data();
+    l.x.n = n_cols;
+    l.x.n_pad = n_pad;
+    l.n_x_rows = n_x;
+    l.n_outputs = int32_t(types.size());
+    l.epilogue = swiglu ? kEpilogueSwiGLU : kEpilogueStore;
+    l.prefetch = 1;
+    for (size_t i = 0; i < types.size(); ++i) {
+        matrices.push_back(guarded_matrix(types[i], rows[i], n_cols, at_end));
+        y.emplace_back(size_t(rows[i]) * n_x);
+        l.out[i].w = matrices.back().view;
+        l.out[i].y = y.back().data();
+        l.out[i].y_row_stride = rows[i];
+    }
+    const int blocks = plan_gemv(l, EmulatedDevice::kSms);
+    if (blocks == 0) std::_Exit(3);
+    emulated::gemv(l, blocks);
+}
+
+}  // namespace
+
+TEST_CASE("emulated: a GEMV's L2 prefetch stays inside the weights it reads, every plane of every output") {
+    for (bool at_end : {true, false}) {
+        CAPTURE(at_end);
+        CHECK(runs_cleanly([&] {
+            for (int32_t type : kAllTypes) {
+                const int n_cols = plane_geometry(type).block_elems == 256 ? 512 : 96;
+                guarded_gemv({type}, {19}, n_cols, 1, false, at_end);
+                guarded_gemv({type}, {9}, n_cols, 3, false, at_end);  // the multi-row kernel
+            }
+            guarded_gemv({kQ4_K}, {12}, 4096, 1, false, at_end);  // split across warps
+            guarded_gemv({kF16}, {5}, 100, 1, false, at_end);     // padded plain rows
+            guarded_gemv({kQ4_K, kQ4_K, kQ6_K}, {24, 8, 8}, 256, 1, false, at_end);
+            guarded_gemv({kQ4_K, kQ6_K}, {17, 17}, 256, 1, true, at_end);  // SwiGLU: gate and up
+        }, false));
+    }
+    // The check itself: a prefetch one byte past a buffer, or starting one byte before
+    // it, is a fault the test sees.
+    GuardedBytes tail(300, true), head(300, false);
+    CHECK(runs_cleanly([&] { prefetch_l2(tail.data(), 300, 0, 1); }, true));
+    CHECK_FALSE(runs_cleanly([&] { prefetch_l2(tail.data() + 200, 101, 0, 1); }, true));
+    CHECK(runs_cleanly([&] { prefetch_l2(head.data(), 300, 0, 1); }, true));
+    CHECK_FALSE(runs_cleanly([&] { prefetch_l2(head.data() - 1, 2, 0, 1); }, true));
 }

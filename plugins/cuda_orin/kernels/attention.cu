@@ -18,9 +18,10 @@
 // STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
-#include "kernels.hpp"
+#include "launch_kernel.cuh"
 #endif
 #include "device_math.hpp"
+#include "grid_dependency.cuh"
 #include "softmax_merge.hpp"
 #include "warp.cuh"
 
@@ -152,6 +153,7 @@ __device__ void load_value_dims(const KvCacheLayer& c, int kv_head, int key, int
 
 template <int Dim, int Kv>
 __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const AttentionParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     using Scorer = KeyScorer<Dim, Kv>;
     constexpr int kKeysPerPass = 32 / Scorer::kLanesPerKey;
     constexpr int kValueLanes = Dim / 8;         // lanes covering one V row
@@ -286,6 +288,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
 
 // One block per query head and row, one thread per dim: merges the non-empty splits.
 __global__ void attention_merge_kernel(const AttentionParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     const int head = blockIdx.x, row = blockIdx.y, d = threadIdx.x, dim = p.cache.head_dim;
     const SplitGeometry geo = split_geometry(p, row);
     const size_t query = size_t(row) * p.n_head + head;
@@ -329,22 +332,20 @@ template __global__ void attention_split_kernel<128, kKvQ8FloatQuery>(const Atte
 }  // namespace
 
 #if ER_KERNEL_LAUNCHERS
-cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream) {
+cudaError_t launch_attention(const AttentionParams& p, LaunchStream stream) {
     const AttentionGrid g = plan_attention(p);
     if (g.splits == 0) return cudaErrorInvalidValue;
     const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows);
     const int threads = kWarps * 32;
     const bool f16 = p.cache.type == kKvF16, dp4a = scores_by_dp4a(p);
-    if (p.cache.head_dim == 64)
-        (f16 ? attention_split_kernel<64, kKvF16>
-             : dp4a ? attention_split_kernel<64, kKvQ8> : attention_split_kernel<64, kKvQ8FloatQuery>)<<<grid, threads, 0, stream>>>(p);
-    else
-        (f16 ? attention_split_kernel<128, kKvF16>
-             : dp4a ? attention_split_kernel<128, kKvQ8> : attention_split_kernel<128, kKvQ8FloatQuery>)<<<grid, threads, 0, stream>>>(p);
-    const cudaError_t err = cudaGetLastError();
+    const auto split = p.cache.head_dim == 64
+                           ? (f16 ? attention_split_kernel<64, kKvF16>
+                                  : dp4a ? attention_split_kernel<64, kKvQ8> : attention_split_kernel<64, kKvQ8FloatQuery>)
+                           : (f16 ? attention_split_kernel<128, kKvF16>
+                                  : dp4a ? attention_split_kernel<128, kKvQ8> : attention_split_kernel<128, kKvQ8FloatQuery>);
+    const cudaError_t err = launch_kernel(split, grid, dim3(threads), 0, stream, p);
     if (err != cudaSuccess) return err;
-    attention_merge_kernel<<<dim3(p.n_head, p.n_rows), p.cache.head_dim, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_kernel(attention_merge_kernel, dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), 0, stream, p);
 }
 #endif
 

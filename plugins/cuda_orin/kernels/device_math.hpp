@@ -130,6 +130,33 @@ ER_HD float load_f32(const float* p) {
 #endif
 }
 
+// Asks L2 for the bytes [begin, begin + bytes), one prefetch.global.L2 per 128-byte line
+// they touch; the caller numbered `first` of `stride` takes lines first, first + stride,
+// ... Every address given lies inside the range (a line's first byte in it), so a range
+// that overruns its buffer is the caller's bug: the host twin touches the first and the
+// last byte of each line's part of the range with a real read, which AddressSanitizer
+// (the emulated tests run under it) reports when it lies outside the allocation.
+inline constexpr uint64_t kCacheLineBytes = 128;
+
+ER_HD void prefetch_l2(const void* begin, uint64_t bytes, int first, int stride) {
+    if (bytes == 0) return;
+    const uintptr_t start = reinterpret_cast<uintptr_t>(begin), end = start + bytes;
+    const uintptr_t first_line = start / kCacheLineBytes;
+    const uintptr_t n_lines = (end - 1) / kCacheLineBytes - first_line + 1;
+    for (uintptr_t i = uintptr_t(first); i < n_lines; i += uintptr_t(stride)) {
+        const uintptr_t line = (first_line + i) * kCacheLineBytes;
+        const uintptr_t at = line > start ? line : start;
+#if defined(__CUDA_ARCH__)
+        // A global-space address: a generic pointer converted (identical on today's GPUs).
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(reinterpret_cast<const void*>(at))));
+#else
+        const uintptr_t last = line + kCacheLineBytes < end ? line + kCacheLineBytes - 1 : end - 1;
+        [[maybe_unused]] const uint8_t touched = *reinterpret_cast<const volatile uint8_t*>(at) ^
+                                                 *reinterpret_cast<const volatile uint8_t*>(last);
+#endif
+    }
+}
+
 // Sum of the four signed-byte products of a and b, plus c.
 ER_HD int32_t dp4a(uint32_t a, uint32_t b, int32_t c) {
 #if defined(__CUDA_ARCH__)

@@ -15,17 +15,47 @@
 // lines. Staged, a warp's load is four conflict-free shared-memory wavefronts
 // (staged_unit). The products and their order are the same either way.
 //
+// Before anything else each warp asks L2 for the weight bytes of its row (prefetch_row;
+// GemvLaunch::prefetch): a launch of a small model is under one wave, and without it the
+// weights' DRAM latency came only after the staging of x (and, under programmatic
+// dependent launch, after the previous kernel's end); with it the three overlap.
+//
 // STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
-#include "kernels.hpp"
+#include "launch_kernel.cuh"
 #endif
+#include "grid_dependency.cuh"
 #include "quant_tasks.hpp"
 #include "warp.cuh"
 #include "weight_type_switch.cuh"
 
 namespace edgerun::cuda_orin {
 namespace {
+
+// Prefetches row `row` of w (every plane) into L2 for the warps of that row: the row's
+// `warps_per_row` warps share its 128-byte lines, lanes spread over them. With one warp
+// per row that is exactly the bytes the warp reads; with several (split-K) the warps of
+// the row together ask for the row, which they read together. A row past the matrix asks
+// for nothing. Weights are written only at load, so this needs no wait for an earlier
+// launch (grid_dependency.cuh).
+__device__ __forceinline__ void prefetch_row(const PackedMatrix& w, int row, int slice, int warps_per_row, int lane) {
+    if (row >= w.n_rows) return;
+    const PlaneGeometry g = plane_geometry(w.type);
+#pragma unroll
+    for (int p = 0; p < kMaxPlanes; ++p)
+        if (p < g.n_planes)
+            prefetch_l2(plane_row(w, p, row, g.plane_bytes[p]), uint64_t(w.blocks_per_row) * g.plane_bytes[p],
+                        slice * 32 + lane, 32 * warps_per_row);
+}
+
+// v, unknown to the compiler from here on (an empty asm on the device).
+__device__ __forceinline__ int opaque(int v) {
+#if defined(__CUDA_ARCH__)
+    asm("" : "+r"(v));
+#endif
+    return v;
+}
 
 // Copies n_x rows of float activations into `stage`, each row's 16-byte units at their
 // staged_unit places, and waits for the whole block's copy.
@@ -132,6 +162,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const __grid_cons
     const int slice = warp % p.warps_per_row;
     const int first_task = slice * 32 + lane, stride = 32 * p.warps_per_row;
 
+    if (p.prefetch) {
+        prefetch_row(out.w, row, slice, p.warps_per_row, lane);
+        if (swiglu) prefetch_row(p.out[1].w, row, slice, p.warps_per_row, lane);
+    }
+    wait_for_prior_grids();  // x (and the residual) come from earlier launches
+    allow_next_grid();
+
     ER_DYNAMIC_SHARED(Words4, x_stage);
     const bool staged = p.x_stage_bytes != 0;
     if (staged) stage_x_row(p.x, x_stage);
@@ -233,6 +270,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const __grid
     const int slice = warp % p.warps_per_row;
     const int first_task = slice * 32 + lane, stride = 32 * p.warps_per_row;
 
+    // The prefetch reads its output's fields through an index the compiler cannot see
+    // through: reused by the main loop, those loads stayed live across it and made ptxas
+    // spill here (tests/cuda/check_kernel_resources.py).
+    if (p.prefetch) prefetch_row(p.out[opaque(o)].w, row, slice, p.warps_per_row, lane);
+    wait_for_prior_grids();
+    allow_next_grid();
+
     ER_DYNAMIC_SHARED(Words4, x_stage);
     const bool staged = p.x_stage_bytes != 0;
     if (staged) stage_x(p.x, n_x, x_stage);
@@ -272,14 +316,23 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const __grid
 }  // namespace
 
 #if ER_KERNEL_LAUNCHERS
-cudaError_t launch_gemv(GemvLaunch launch, int n_sms, cudaStream_t stream) {
+cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream) {
     const int n_blocks = plan_gemv(launch, n_sms);
     if (n_blocks == 0) return cudaErrorInvalidValue;
-    if (launch.n_x_rows > 1)
-        gemv_rows_kernel<<<n_blocks, kGemvWarps * 32, launch.x_stage_bytes, stream>>>(launch);
-    else
-        gemv_kernel<<<n_blocks, kGemvWarps * 32, launch.x_stage_bytes, stream>>>(launch);
-    return cudaGetLastError();
+    return launch_kernel(launch.n_x_rows > 1 ? gemv_rows_kernel : gemv_kernel, dim3(n_blocks), dim3(kGemvWarps * 32),
+                         size_t(launch.x_stage_bytes), stream, launch);
+}
+
+bool kernels_wait_for_prior_grids(std::string* why) {
+    cudaFuncAttributes attributes{};
+    if (const cudaError_t err = cudaFuncGetAttributes(&attributes, gemv_kernel); err != cudaSuccess) {
+        *why = std::string("cudaFuncGetAttributes: ") + cudaGetErrorString(err);
+        return false;
+    }
+    if (attributes.ptxVersion >= 90) return true;
+    *why = "the kernels running here come from compute_" + std::to_string(attributes.ptxVersion) +
+           " code, which has no griddepcontrol.wait (built for sm_90 and later only)";
+    return false;
 }
 #endif
 

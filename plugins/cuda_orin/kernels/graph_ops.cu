@@ -7,9 +7,10 @@
 // STATUS: see kernels.hpp (dequantize_rows has run only on the CPU emulation).
 #include "graph_op_params.hpp"
 #if ER_KERNEL_LAUNCHERS
-#include "kernels.hpp"
+#include "launch_kernel.cuh"
 #endif
 #include "device_math.hpp"
+#include "grid_dependency.cuh"
 #include "embed_rows.hpp"
 #include "planted_faults.hpp"
 #include "warp.cuh"
@@ -33,6 +34,7 @@ __device__ float block_max(float v, float* scratch) {
 
 // Block (group, row): one group of `group` values of one row.
 __global__ void rms_norm_kernel(const RmsNormParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     __shared__ float scratch[32];
     ER_SHARED_ARRAY(scratch);
     const size_t base = size_t(blockIdx.y) * p.width + size_t(blockIdx.x) * p.group;
@@ -48,6 +50,7 @@ __global__ void rms_norm_kernel(const RmsNormParams p) {
 // Block (head, row), one thread per pair of dims: rotated pairs first, then the copied
 // dims past n_rot, two per thread.
 __global__ void rope_rows_kernel(const RopeRowsParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     const int t = threadIdx.x, dim = p.rope.head_dim, half_rot = p.rope.n_rot / 2;
     if (t >= dim / 2) return;
     const size_t base = size_t(blockIdx.y) * p.width + size_t(blockIdx.x) * dim;
@@ -68,6 +71,7 @@ __global__ void rope_rows_kernel(const RopeRowsParams p) {
 }
 
 __global__ void elementwise_kernel(const ElementwiseParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= p.n) return;
     const float a = p.a[i], b = p.b[p.b_period > 0 ? i % p.b_period : i];
@@ -92,6 +96,7 @@ __device__ void store_cache_value(const KvCacheLayer& c, void* values, uint16_t*
 
 // Block (kv head, row), a thread per dim (rounded up to whole warps).
 __global__ void kv_append_kernel(const KvAppendParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     const int kv_head = blockIdx.x, r = blockIdx.y, d = threadIdx.x;
     const KvCacheLayer& c = p.cache.layer;
     const int pos = p.rows.pos[r], seq = p.rows.seq[r];
@@ -113,6 +118,7 @@ __device__ float cache_value(const KvCacheLayer& c, const void* values, const ui
 
 // Block (query head, row): scores of every visible key, a two-pass softmax, then p * V.
 __global__ void attention_rows_kernel(const AttentionRowsParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     __shared__ float scratch[32];
     ER_SHARED_ARRAY(scratch);
     const int head = blockIdx.x, r = blockIdx.y;
@@ -151,6 +157,7 @@ __global__ void attention_rows_kernel(const AttentionRowsParams p) {
 // Block per row, threads over the row's tasks: the weights exactly as cpu_ref dequantizes
 // them (embed_rows.hpp, shared with the embedding lookup).
 __global__ void dequantize_rows_kernel(const DequantizeRowsParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     const int r = blockIdx.x, row = p.row0 + r;
     const int64_t at = int64_t(r) * p.w.n_cols;
     for (int task = threadIdx.x; task < tasks_per_row(p.w); task += blockDim.x) {
@@ -166,6 +173,7 @@ __global__ void dequantize_rows_kernel(const DequantizeRowsParams p) {
 
 // Block per row, threads over its values.
 __global__ void half_rows_kernel(const HalfRowsParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     const int r = blockIdx.x;
     for (int i = threadIdx.x; i < p.cols; i += blockDim.x)
         p.out[int64_t(r) * p.cols + i] = float_to_half(p.x[int64_t(r) * p.ld + i]);
@@ -230,33 +238,32 @@ inline bool valid(const AttentionRowsParams& p) {
 #if ER_KERNEL_LAUNCHERS
 namespace {
 template <class Params, class Shape, class Kernel>
-cudaError_t launch_checked(const Params& p, Shape shape, Kernel kernel, cudaStream_t stream) {
+cudaError_t launch_checked(const Params& p, Shape shape, Kernel kernel, LaunchStream stream) {
     if (!valid(p)) return cudaErrorInvalidValue;
     const GraphOpShape s = shape(p);
-    kernel<<<s.grid, s.block, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_kernel(kernel, s.grid, s.block, 0, stream, p);
 }
 }  // namespace
 
-cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream) {
+cudaError_t launch_rms_norm(const RmsNormParams& p, LaunchStream stream) {
     return launch_checked(p, rms_norm_shape, rms_norm_kernel, stream);
 }
-cudaError_t launch_rope_rows(const RopeRowsParams& p, cudaStream_t stream) {
+cudaError_t launch_rope_rows(const RopeRowsParams& p, LaunchStream stream) {
     return launch_checked(p, rope_rows_shape, rope_rows_kernel, stream);
 }
-cudaError_t launch_elementwise(const ElementwiseParams& p, cudaStream_t stream) {
+cudaError_t launch_elementwise(const ElementwiseParams& p, LaunchStream stream) {
     return launch_checked(p, elementwise_shape, elementwise_kernel, stream);
 }
-cudaError_t launch_kv_append(const KvAppendParams& p, cudaStream_t stream) {
+cudaError_t launch_kv_append(const KvAppendParams& p, LaunchStream stream) {
     return launch_checked(p, kv_append_shape, kv_append_kernel, stream);
 }
-cudaError_t launch_attention_rows(const AttentionRowsParams& p, cudaStream_t stream) {
+cudaError_t launch_attention_rows(const AttentionRowsParams& p, LaunchStream stream) {
     return launch_checked(p, attention_rows_shape, attention_rows_kernel, stream);
 }
-cudaError_t launch_dequantize_rows(const DequantizeRowsParams& p, cudaStream_t stream) {
+cudaError_t launch_dequantize_rows(const DequantizeRowsParams& p, LaunchStream stream) {
     return launch_checked(p, dequantize_rows_shape, dequantize_rows_kernel, stream);
 }
-cudaError_t launch_half_rows(const HalfRowsParams& p, cudaStream_t stream) {
+cudaError_t launch_half_rows(const HalfRowsParams& p, LaunchStream stream) {
     return launch_checked(p, half_rows_shape, half_rows_kernel, stream);
 }
 #endif

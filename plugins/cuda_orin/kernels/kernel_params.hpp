@@ -96,6 +96,11 @@ struct GemvLaunch {
     // (kGemvMaxStageBytes); 0: always read in place (the backend's option stage_x=0, to
     // compare the two). The results are the same.
     int32_t stage_x = 1;
+    // 1: each warp first asks L2 for the weight bytes its rows will read (every plane),
+    // before the staging of x and before waiting for the previous launch (gemv.cu), so the
+    // weights' DRAM latency overlaps both; 0: not (the backend's option prefetch=0, to
+    // compare). The results are the same.
+    int32_t prefetch = 1;
     // Filled by launch_gemv: split-K width, the first block of each output, and the
     // shared memory the staged rows of x take (0: read in place).
     int32_t warps_per_row = 1;

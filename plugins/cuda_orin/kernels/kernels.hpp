@@ -4,7 +4,9 @@
 // tests/cuda/gpu/ and the backend's conformance pass with both builds), not yet tuned.
 // Since that run (commit a42a643), dequantize_rows (the GEMM path's), the embedding from
 // the packed layout (embed_packed_kernel, any number of rows) and the float-activation
-// GEMV's 16-byte loads of x have run only on the emulation. The math the kernels
+// GEMV's 16-byte loads of x have run only on the emulation, as have the GEMV's L2 prefetch
+// of its weights and programmatic dependent launch (grid_dependency.cuh; its sm_90
+// instructions are compiled, never run). The math the kernels
 // are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp); the kernels
 // themselves also run on the CPU emulation in CI (tests/cuda/test_kernels_emulated.cpp,
 // and the whole backend under edgerun-conformance as cuda_orin_emu).
@@ -20,32 +22,50 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 namespace edgerun::cuda_orin {
+
+// Where a launch goes: the stream, and whether it may start before the launch ahead of it
+// on that stream has finished (programmatic dependent launch, compute capability 9.0 and
+// later; grid_dependency.cuh). The device sets pdl only on a GPU whose kernels carry
+// griddepcontrol (kernels_wait_for_prior_grids). A plain stream converts to one without.
+struct LaunchStream {
+    cudaStream_t stream = nullptr;
+    bool pdl = false;
+    LaunchStream(cudaStream_t s = nullptr, bool programmatic = false) : stream(s), pdl(programmatic) {}
+};
 
 // What each launch computes is documented at its parameter struct (kernel_params.hpp).
 // Each returns cudaErrorInvalidValue for parameters it cannot run, else the launch error.
-cudaError_t launch_prepare(const PrepareParams& p, cudaStream_t stream);
+cudaError_t launch_prepare(const PrepareParams& p, LaunchStream stream);
 
 // n_sms: the device's multiprocessor count (device_sm_count()).
-cudaError_t launch_gemv(GemvLaunch launch, int n_sms, cudaStream_t stream);
+cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream);
 
-cudaError_t launch_rope_append(const RopeAppendParams& p, cudaStream_t stream);
+cudaError_t launch_rope_append(const RopeAppendParams& p, LaunchStream stream);
 
-cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream);
+cudaError_t launch_attention(const AttentionParams& p, LaunchStream stream);
 
-cudaError_t launch_embed(const EmbedParams& p, cudaStream_t stream);
+cudaError_t launch_embed(const EmbedParams& p, LaunchStream stream);
 
-cudaError_t launch_advance_step(StepCounters* counters, cudaStream_t stream);
+cudaError_t launch_advance_step(StepCounters* counters, LaunchStream stream);
 
 // The general graph ops (graph_op_params.hpp, graph_ops.cu).
-cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream);
-cudaError_t launch_rope_rows(const RopeRowsParams& p, cudaStream_t stream);
-cudaError_t launch_elementwise(const ElementwiseParams& p, cudaStream_t stream);
-cudaError_t launch_kv_append(const KvAppendParams& p, cudaStream_t stream);
-cudaError_t launch_attention_rows(const AttentionRowsParams& p, cudaStream_t stream);
-cudaError_t launch_dequantize_rows(const DequantizeRowsParams& p, cudaStream_t stream);
-cudaError_t launch_half_rows(const HalfRowsParams& p, cudaStream_t stream);
+cudaError_t launch_rms_norm(const RmsNormParams& p, LaunchStream stream);
+cudaError_t launch_rope_rows(const RopeRowsParams& p, LaunchStream stream);
+cudaError_t launch_elementwise(const ElementwiseParams& p, LaunchStream stream);
+cudaError_t launch_kv_append(const KvAppendParams& p, LaunchStream stream);
+cudaError_t launch_attention_rows(const AttentionRowsParams& p, LaunchStream stream);
+cudaError_t launch_dequantize_rows(const DequantizeRowsParams& p, LaunchStream stream);
+cudaError_t launch_half_rows(const HalfRowsParams& p, LaunchStream stream);
 
 int device_sm_count(int device);
+
+// Whether the kernels that run on the current device wait for the prior grid when launched
+// with PDL: true when their code was built for compute capability 9.0 or later (the sm_90
+// SASS); false when it comes from older PTX (compute_87, JIT-compiled on a newer GPU),
+// whose kernels have no griddepcontrol.wait. *why: the reason when false.
+bool kernels_wait_for_prior_grids(std::string* why);
 
 }  // namespace edgerun::cuda_orin

@@ -8,9 +8,10 @@
 // STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
-#include "kernels.hpp"
+#include "launch_kernel.cuh"
 #endif
 #include "device_math.hpp"
+#include "grid_dependency.cuh"
 #include "warp.cuh"
 
 namespace edgerun::cuda_orin {
@@ -23,6 +24,7 @@ __device__ float load_input(const PrepareParams& p, int i) {
 }
 
 __global__ void __launch_bounds__(kPrepareThreads) prepare_kernel(const PrepareParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     __shared__ float scratch[32];
     ER_SHARED_ARRAY(scratch);
     float sum_sq = 0.0f;
@@ -58,11 +60,10 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_kernel(const PrepareP
 }  // namespace
 
 #if ER_KERNEL_LAUNCHERS
-cudaError_t launch_prepare(const PrepareParams& p, cudaStream_t stream) {
+cudaError_t launch_prepare(const PrepareParams& p, LaunchStream stream) {
     if (!p.x || p.n <= 0 || !p.out_f || !p.out_q || !p.out_d || (p.residual && !p.residual_out))
         return cudaErrorInvalidValue;
-    prepare_kernel<<<1, kPrepareThreads, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_kernel(prepare_kernel, dim3(1), dim3(kPrepareThreads), 0, stream, p);
 }
 #endif
 

@@ -6,9 +6,10 @@
 // STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
-#include "kernels.hpp"
+#include "launch_kernel.cuh"
 #endif
 #include "device_math.hpp"
+#include "grid_dependency.cuh"
 #include "warp.cuh"
 
 namespace edgerun::cuda_orin {
@@ -31,6 +32,7 @@ __device__ void store_kv(const KvCacheLayer& c, void* values, uint16_t* scales, 
 }
 
 __global__ void __launch_bounds__(kMaxHeadDim) rope_append_kernel(const RopeAppendParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     __shared__ float row[kMaxHeadDim];
     ER_SHARED_ARRAY(row);
     __shared__ float scratch[32];
@@ -83,10 +85,9 @@ inline bool valid(const RopeAppendParams& p) {
 inline dim3 rope_append_grid(const RopeAppendParams& p) { return dim3(p.n_head + p.cache.n_head_kv); }
 
 #if ER_KERNEL_LAUNCHERS
-cudaError_t launch_rope_append(const RopeAppendParams& p, cudaStream_t stream) {
+cudaError_t launch_rope_append(const RopeAppendParams& p, LaunchStream stream) {
     if (!valid(p)) return cudaErrorInvalidValue;
-    rope_append_kernel<<<rope_append_grid(p), p.rope.head_dim, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_kernel(rope_append_kernel, rope_append_grid(p), dim3(p.rope.head_dim), 0, stream, p);
 }
 #endif
 

@@ -3,11 +3,12 @@
 //
 // STATUS: see kernels.hpp (embed_packed_kernel has run only on the CPU emulation).
 #include "device_math.hpp"
+#include "grid_dependency.cuh"
 #include "embed_rows.hpp"
 #include "kernel_params.hpp"
 #include "weight_type_switch.cuh"
 #if ER_KERNEL_LAUNCHERS
-#include "kernels.hpp"
+#include "launch_kernel.cuh"
 #endif
 
 #include <edgerun/quant/blocks.hpp>
@@ -47,6 +48,7 @@ __host__ __device__ RowUnit row_unit(int32_t type) {
 // Block (units, token): one thread per unit of the row; dequantize_row is the shared
 // dequantizer of blocks.hpp.
 __global__ void embed_kernel(const EmbedParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     const RowUnit unit = row_unit(p.type);
     const int u = blockIdx.x * blockDim.x + threadIdx.x;
     const int start = u * unit.elems;
@@ -70,6 +72,7 @@ __global__ void embed_kernel(const EmbedParams p) {
 
 // Block (tasks, token): one thread per task (32 weights) of the packed row.
 __global__ void embed_packed_kernel(const EmbedParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     const PackedMatrix& w = p.packed;
     const int task = blockIdx.x * blockDim.x + threadIdx.x;
     if (task >= tasks_per_row(w)) return;
@@ -86,6 +89,7 @@ __global__ void embed_packed_kernel(const EmbedParams p) {
 }
 
 __global__ void advance_step_kernel(StepCounters* c) {
+    begin_after_prior_grids();  // grid_dependency.cuh
     c->pos += 1;
     c->kv_len = c->pos + 1;
 }
@@ -116,18 +120,14 @@ inline dim3 embed_grid(const EmbedParams& p) {
 }
 
 #if ER_KERNEL_LAUNCHERS
-cudaError_t launch_embed(const EmbedParams& p, cudaStream_t stream) {
+cudaError_t launch_embed(const EmbedParams& p, LaunchStream stream) {
     if (!valid(p)) return cudaErrorInvalidValue;
-    if (embeds_packed(p))
-        embed_packed_kernel<<<embed_grid(p), kEmbedThreads, 0, stream>>>(p);
-    else
-        embed_kernel<<<embed_grid(p), kEmbedThreads, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_kernel(embeds_packed(p) ? embed_packed_kernel : embed_kernel, embed_grid(p), dim3(kEmbedThreads), 0,
+                         stream, p);
 }
 
-cudaError_t launch_advance_step(StepCounters* counters, cudaStream_t stream) {
-    advance_step_kernel<<<1, 1, 0, stream>>>(counters);
-    return cudaGetLastError();
+cudaError_t launch_advance_step(StepCounters* counters, LaunchStream stream) {
+    return launch_kernel(advance_step_kernel, dim3(1), dim3(1), 0, stream, counters);
 }
 #endif
 

@@ -16,6 +16,8 @@
 #include <new>
 #include <numeric>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace emu {
@@ -31,6 +33,8 @@ struct Fiber {
     dim3 index;
     int linear = 0;
     State state = State::Ready;
+    bool waited = false;         // called wait_for_prior_grids()
+    bool allowed_early = false;  // called allow_next_grid() before that
 };
 
 struct Block {
@@ -45,6 +49,7 @@ struct Block {
 };
 
 Block* g_block = nullptr;
+bool g_require_prior_grid_waits = false;
 
 // Fiber stacks, kept across launches (allocating and zeroing them per launch dominated
 // the run time); never freed.
@@ -163,6 +168,7 @@ void init_fiber(Fiber& f, int linear, const dim3& block) {
     f.linear = linear;
     f.index = dim3(linear % block.x, (linear / block.x) % block.y, linear / (block.x * block.y));
     f.state = State::Ready;
+    f.waited = f.allowed_early = false;
     getcontext(&f.context);
     f.context.uc_stack.ss_sp = f.stack;
     f.context.uc_stack.ss_size = kStackBytes;
@@ -194,6 +200,19 @@ bool register_shared(void* array, size_t bytes) {
     return true;
 }
 
+void prior_grids_waited() {
+    if (g_block && g_block->current) g_block->current->waited = true;
+}
+
+void next_grid_allowed() {
+    if (g_block && g_block->current && !g_block->current->waited) g_block->current->allowed_early = true;
+}
+
+RequirePriorGridWaits::RequirePriorGridWaits(bool on) : previous_(g_require_prior_grid_waits) {
+    g_require_prior_grid_waits = on;
+}
+RequirePriorGridWaits::~RequirePriorGridWaits() { g_require_prior_grid_waits = previous_; }
+
 void* dynamic_shared() {
     if (!g_block) {
         std::fprintf(stderr, "cuda emulation: dynamic shared memory asked for outside a launch\n");
@@ -202,7 +221,29 @@ void* dynamic_shared() {
     return g_block->dynamic_shared;
 }
 
-void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dynamic_shared_bytes) {
+namespace {
+
+// Under RequirePriorGridWaits: "" when every thread of the block that ran waited for the
+// prior grids before allowing the next one, else what went wrong.
+std::string grid_wait_fault(const Block& b, const char* kernel) {
+    for (const Fiber& f : b.fibers) {
+        const char* fault = !f.waited ? "ended without calling wait_for_prior_grids()"
+                            : f.allowed_early ? "called allow_next_grid() before wait_for_prior_grids()"
+                                              : nullptr;
+        if (!fault) continue;
+        char where[160];
+        std::snprintf(where, sizeof where, " (thread %u,%u,%u of block %u,%u,%u)", f.index.x, f.index.y, f.index.z,
+                      b.index.x, b.index.y, b.index.z);
+        return std::string("cuda emulation: kernel ") + kernel + " " + fault +
+               " under programmatic dependent launch (pdl=1)" + where;
+    }
+    return "";
+}
+
+}  // namespace
+
+void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dynamic_shared_bytes,
+            const char* kernel) {
     Block b;
     b.dim = block;
     b.grid = grid;
@@ -243,6 +284,12 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dyn
                                                       [](const Fiber& f) { return f.state == State::Done; });
                     if (all_done) break;
                     if (!release_barriers(b) && !ran) die("deadlock: threads wait at barriers that never complete");
+                }
+                if (g_require_prior_grid_waits) {
+                    if (std::string fault = grid_wait_fault(b, kernel); !fault.empty()) {
+                        g_block = nullptr;
+                        throw std::logic_error(fault);
+                    }
                 }
             }
     g_block = nullptr;

@@ -41,8 +41,10 @@ void syncwarp();
 // Every lane of the warp deposits `value`; each gets the value lane `src_lane` deposited.
 uint64_t warp_exchange(uint64_t value, int src_lane);
 // Runs body once per thread of every block of the grid, with `dynamic_shared_bytes` of
-// dynamic shared memory per block (the third <<<>>> argument).
-void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dynamic_shared_bytes = 0);
+// dynamic shared memory per block (the third <<<>>> argument). `kernel` names it in the
+// errors of the launch (see RequirePriorGridWaits).
+void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dynamic_shared_bytes = 0,
+            const char* kernel = "a kernel");
 // The running block's dynamic shared memory: 16-byte aligned, NaN bytes at the block's
 // start like the static arrays; null when the launch asked for none.
 void* dynamic_shared();
@@ -50,6 +52,25 @@ void* dynamic_shared();
 // -1 as an integer) at each block's start, and fills it now (its first use is in the
 // block running). Returns true, to initialise the static that registers it once.
 bool register_shared(void* array, size_t bytes);
+
+// Programmatic dependent launch (plugins/cuda_orin/kernels/grid_dependency.cuh): the host
+// twins of wait_for_prior_grids() and allow_next_grid() report here. While a
+// RequirePriorGridWaits(true) lives (the emulated device's pdl=1), a launch in which some
+// thread of some block never waited, or allowed the next grid before waiting, throws
+// std::logic_error naming the kernel, the block and the thread once the block has run: on
+// a GPU such a kernel could read its input before the previous launch wrote it.
+void prior_grids_waited();
+void next_grid_allowed();
+class RequirePriorGridWaits {
+public:
+    explicit RequirePriorGridWaits(bool on);
+    ~RequirePriorGridWaits();
+    RequirePriorGridWaits(const RequirePriorGridWaits&) = delete;
+    RequirePriorGridWaits& operator=(const RequirePriorGridWaits&) = delete;
+
+private:
+    bool previous_;
+};
 
 }  // namespace emu
 
@@ -59,6 +80,8 @@ bool register_shared(void* array, size_t bytes);
 #define ER_SHARED_ARRAY(name) \
     [[maybe_unused]] static const bool name##_emu_registered = ::emu::register_shared(&(name), sizeof(name))
 #define ER_DYNAMIC_SHARED(type, name) type* const name = static_cast<type*>(::emu::dynamic_shared())
+#define ER_PRIOR_GRIDS_WAITED() ::emu::prior_grids_waited()
+#define ER_NEXT_GRID_ALLOWED() ::emu::next_grid_allowed()
 
 namespace emu {
 

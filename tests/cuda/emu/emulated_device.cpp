@@ -277,6 +277,10 @@ public:
 
     int64_t kernels_launched() const override { return timer_.kernels_launched(); }
     void set_launch_timing(bool on) override { timer_.set_timing(on); }
+    // The emulation runs launches one after another, so PDL changes no result here; what
+    // it checks is the kernels' side: with pdl=1 every thread of every launch must wait for
+    // the prior grids (cuda_emulation.hpp's RequirePriorGridWaits), replays included.
+    void set_programmatic_launch(bool on) override { pdl_ = on; }
     std::vector<TimedLaunch> take_launch_times() override { return timer_.take_times(); }
 
     void begin_capture() override {
@@ -303,13 +307,18 @@ private:
     template <class Params, class KernelFunction>
     void run_op(Kernel entry, const Params& p, GraphOpShape shape, KernelFunction kernel, const char* name) {
         require(valid(p), name);
-        run(LaunchKind(entry), [p, shape, kernel] { emu::launch(shape.grid, shape.block, [&] { kernel(p); }); });
+        run(LaunchKind(entry),
+            [p, shape, kernel, name] { emu::launch(shape.grid, shape.block, [&] { kernel(p); }, 0, name); });
     }
-    void run(const LaunchKind& kind, std::function<void()> launch) {
+    void run(const LaunchKind& kind, std::function<void()> body) {
         // On a Jetson the host's writes to managed memory are not ordered with a kernel's
         // reads until the memory is handed over (attached to the device).
         if (!not_handed_over_.empty())
             throw Failure(ER_E_INTERNAL, "emulated launch while memory filled by the host was not handed over to the device");
+        std::function<void()> launch = [pdl = pdl_, body = std::move(body)] {
+            emu::RequirePriorGridWaits require(pdl);
+            body();
+        };
         timer_.run(kind, [&] {
             if (capturing_)
                 recording_.push_back(std::move(launch));
@@ -323,6 +332,7 @@ private:
     std::set<void*> not_handed_over_;  // allocate_host_filled's, still the host's to write
     uint64_t used_ = 0;  // the context's share included
     bool capturing_ = false;
+    bool pdl_ = false;
     std::vector<std::function<void()>> recording_;
     LaunchTimer<HostClock> timer_;
 };

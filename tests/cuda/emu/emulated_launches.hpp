@@ -7,13 +7,13 @@
 namespace edgerun::cuda_orin::emulated {
 
 inline void prepare(const PrepareParams& p) {
-    emu::launch(dim3(1), dim3(1024), [&] { prepare_kernel(p); });
+    emu::launch(dim3(1), dim3(1024), [&] { prepare_kernel(p); }, 0, "prepare");
 }
 
 // `l` as plan_gemv filled it in; `blocks` what it returned.
 inline void gemv(const GemvLaunch& l, int blocks) {
     emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { l.n_x_rows > 1 ? gemv_rows_kernel(l) : gemv_kernel(l); },
-                size_t(l.x_stage_bytes));
+                size_t(l.x_stage_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
 }
 
 // The split flash-decode kernel, then the merge of its splits; `g` from plan_attention.
@@ -27,21 +27,22 @@ inline void attention(const AttentionParams& p, const AttentionGrid& g) {
         else
             f16 ? attention_split_kernel<128, kKvF16>(p)
                 : dp4a ? attention_split_kernel<128, kKvQ8>(p) : attention_split_kernel<128, kKvQ8FloatQuery>(p);
-    });
-    emu::launch(dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); });
+    }, 0, "attention_split");
+    emu::launch(dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); }, 0,
+                "attention_merge");
 }
 
 // The packed or the table form, as launch_embed chooses; `p` must be valid(p).
 inline void embed(const EmbedParams& p) {
     if (embeds_packed(p))
-        emu::launch(embed_grid(p), dim3(kEmbedThreads), [&] { embed_packed_kernel(p); });
+        emu::launch(embed_grid(p), dim3(kEmbedThreads), [&] { embed_packed_kernel(p); }, 0, "embed_packed");
     else
-        emu::launch(embed_grid(p), dim3(kEmbedThreads), [&] { embed_kernel(p); });
+        emu::launch(embed_grid(p), dim3(kEmbedThreads), [&] { embed_kernel(p); }, 0, "embed");
 }
 
 // `p` must be valid(p).
 inline void rope_append(const RopeAppendParams& p) {
-    emu::launch(rope_append_grid(p), dim3(p.rope.head_dim), [&] { rope_append_kernel(p); });
+    emu::launch(rope_append_grid(p), dim3(p.rope.head_dim), [&] { rope_append_kernel(p); }, 0, "rope_append");
 }
 
 }  // namespace edgerun::cuda_orin::emulated
