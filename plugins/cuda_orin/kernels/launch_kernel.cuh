@@ -4,8 +4,8 @@
 // Stream capture keeps the attribute as a programmatic edge of the graph (CUDA 12.3 and
 // later), so a captured step overlaps its launches as a plain one does. Launches of other
 // libraries between ours (cuBLAS's GEMM) carry no attribute, so they wait for our kernel
-// in full; ours after theirs waits in wait_for_prior_grids, and their kernels, which
-// never trigger early, let ours be scheduled only as they end.
+// in full; ours after theirs may be scheduled early only if their kernels trigger, and
+// still passes wait_for_prior_grids only once they have completed.
 #pragma once
 
 #include "kernels.hpp"
