@@ -1,10 +1,15 @@
 #!/bin/bash
 # The device call after speed_ab.sh (within 30 s, so the bundle and the models made there
-# are still on the machine; else it makes them again): prefill and conformance.
+# are still on the machine; else it makes them again): correctness of this session's
+# options on the GPU, then prefill.
+#   conformance_pdl        --require-full with pdl=1 (acceptance.sh runs it with the defaults)
+#   capture_pdl            cuda_orin_capture_check: steps of four sequences, a verification
+#                          step, one-row steps, captured and replayed, with graphs=0 and with
+#                          pdl=1,prefetch=0: every logit bit-identical among the three
+#   weights_shared         the managed-memory weights of an integrated GPU (forced here):
+#                          the same greedy text as device memory
 #   gemm_rows=0 / 32 / 8   pp512 through the multi-row GEMV or cuBLAS (the crossover)
 #   gemm=f32               pp512 through cuBLAS SGEMM instead of F16 GemmEx
-#   conformance            --require-full with the defaults, then with pdl=1: it must stay
-#                          green after every speed change
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsPP; mkdir -p $L
 source bench/device/common.sh
 [ -d .device-bundle ] || tar -xJf .device-carry/bundle.tar.xz
@@ -13,7 +18,15 @@ E=.device-bundle/bin/edgerun; mkdir -p build-models
 echo "commit $(cat .device-bundle/COMMIT)"
 M1=build-models/llama3.2-1b-Q4_K_M.gguf
 [ -f $M1 ] || $E synth --preset llama3.2-1b --type Q4_K_M -o $M1
-TAILN=3 run conformance 200 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin --require-full -t 8
+M0=build-models/capture-smollm2-135m-Q8_0-l1-v4096.gguf
+[ -f $M0 ] || $E synth --preset smollm2-135m --type Q8_0 --layers 1 --vocab 4096 -o $M0
+TAILN=6 run capture_pdl 90 .device-bundle/bin/cuda_orin_capture_check cuda_orin $M0 .device-bundle/plugins
+for w in device shared; do
+  timeout 60 $E --backend cuda_orin --backend-options weights=$w -m $M1 -p "The capital of France is" -n 32 --temp 0 \
+    > $L/text_weights_$w.txt 2> $L/text_weights_$w.log
+done
+[ -s $L/text_weights_device.txt ] && cmp $L/text_weights_device.txt $L/text_weights_shared.txt && echo "weights=shared: the same text as weights=device" \
+  | tee -a $L/summary.txt || echo "weights=shared: text differs or failed (see text_weights_*)" | tee -a $L/summary.txt
 TAILN=3 run conformance_pdl 200 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
   --candidate-options pdl=1 --require-full -t 8
 for g in 32 0 8; do run "pp512_gemm_rows_$g" 90 $E bench --backend cuda_orin --backend-options gemm_rows=$g -m $M1 -p 512 -n 0 -r 2; done
