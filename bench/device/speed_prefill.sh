@@ -10,7 +10,8 @@
 #                          the same greedy text as device memory
 #   gemm_rows=0 / 32 / 8   pp512 through the multi-row GEMV or cuBLAS (the crossover)
 #   gemm=f32               pp512 through cuBLAS SGEMM instead of F16 GemmEx
-set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsPP; mkdir -p $L
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsPP; mkdir -p $L /root/stash
+cp .smol-a/* /root/stash/ 2>/dev/null  # carried here for smollm2.sh: the bundle and it exceed one call's 64 MiB
 source bench/device/common.sh
 [ -d .device-bundle ] || tar -xJf .device-carry/bundle.tar.xz
 source .device-bundle/env.sh
