@@ -273,6 +273,7 @@ void Plan::read_rows(const er_step& step) {
             row_pos_[r] = step.pos0 + r;
             if (step.logits_all || r == n - 1) logit_rows_[n_logit_rows_++] = r;
         }
+        positions_read_ = int64_t{step.pos0} + n;
         return;
     }
     std::fill(ctx_.next_pos.begin(), ctx_.next_pos.end(), -1);
@@ -295,6 +296,10 @@ void Plan::read_rows(const er_step& step) {
         row_pos_[r] = row.pos;
         if (row.logits) logit_rows_[n_logit_rows_++] = r;
     }
+    // A sequence's rows are consecutive, so its next position is the count it reads.
+    positions_read_ = 0;
+    for (const int32_t next : ctx_.next_pos)
+        if (next > 0) positions_read_ += next;
 }
 
 void Plan::execute(const er_step& step) {

@@ -66,8 +66,6 @@ private:
     void launch_logits(size_t index, int32_t n);
     RopeConfig rope_config(const er_node& rope) const;
     void launch_attention(size_t index, int32_t n);
-    // Cache positions a step of n rows reads, each once: per sequence, up to its last row.
-    int64_t positions_read(int32_t n) const;
     // What a GEMV multiplies: rows of x, normalised first when norm is given (a fused
     // RMS_NORM's weight).
     struct GemvInput {
@@ -96,6 +94,9 @@ private:
     // The step's rows: host copies and the device table (seq, pos, kv_len per row).
     std::vector<int32_t> row_seq_, row_pos_, logit_rows_;
     int32_t n_logit_rows_ = 0;
+    // Cache positions the step's attention reads, each once: per sequence, up to its last
+    // row (read_rows; the launch profile's bytes only).
+    int64_t positions_read_ = 0;
     DeviceBuffer row_table_;
     DeviceRows device_rows_{};
     // GEMV input: the q8 and float forms of up to gemv_slots_ rows (prepare's outputs),

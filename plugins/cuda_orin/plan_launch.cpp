@@ -5,7 +5,6 @@
 #include <edgerun/plugin_sdk.hpp>
 
 #include <algorithm>
-#include <map>
 
 namespace edgerun::cuda_orin {
 
@@ -278,17 +277,6 @@ void Plan::launch_logits(size_t index, int32_t n) {
               n_logit_rows_, logit_rows_.data());
 }
 
-int64_t Plan::positions_read(int32_t n) const {
-    std::map<int32_t, int32_t> last;  // sequence -> its rows' furthest position
-    for (int32_t r = 0; r < n; ++r) {
-        int32_t& p = last.try_emplace(row_seq_[size_t(r)], -1).first->second;
-        p = std::max(p, row_pos_[size_t(r)]);
-    }
-    int64_t positions = 0;
-    for (const auto& [seq, pos] : last) positions += int64_t(pos) + 1;
-    return positions;
-}
-
 // A step's attention: first its keys and values into the cache, by rope_append (one-row
 // steps, with the norms and RoPEs fused; fusion.hpp) or kv_append (the graph's own nodes
 // ran before); then the split flash-decode kernel over every row (each row's sequence and
@@ -346,7 +334,7 @@ void Plan::launch_attention(size_t index, int32_t n) {
         p.n_splits = attention_splits(n);
         p.workspace = split_workspace_.as<float>();
         p.out = out;
-        p.positions_read = positions_read(n);
+        p.positions_read = positions_read_;
         device_.attention(p);
         return;
     }
