@@ -73,6 +73,11 @@ struct Backend {
     // tiles and a GEMM (cuBLAS) instead of the multi-row GEMV; 0 turns that off. The
     // default is a guess until measured on a GPU.
     int32_t gemm_rows = 32;
+    // Option tiled_attention=N: steps of at least N rows take the tiled attention
+    // (kernels/attention_tiles.cu: rows of a sequence share each K/V load, tensor cores)
+    // instead of the split kernel's block per row; 0 turns it off. One-row steps always
+    // take the split kernel. The default is a guess until measured on a GPU.
+    int32_t tiled_attention_rows = 16;
     // Option gemm=f16 (default) or gemm=f32: the GEMM's inputs. F16 (weights dequantized to
     // halves, x rounded to halves, F32 accumulation) runs on tensor cores; F32 is plain
     // SGEMM, the reference's products to float rounding. The suite's bounds hold for both.

@@ -15,6 +15,7 @@ const char* entry_name(Kernel k) {
         case Kernel::prepare: return "prepare";
         case Kernel::gemv: return "gemv";
         case Kernel::attention: return "attention (split + merge)";
+        case Kernel::attention_tiles: return "attention (tiled)";
         case Kernel::embed: return "embed";
         case Kernel::rms_norm: return "rms_norm";
         case Kernel::rope_rows: return "rope_rows";
@@ -54,6 +55,7 @@ std::string gigabytes_per_second(double bytes, double ms) {
 }  // namespace
 
 std::string LaunchKind::label() const {
+    if (merged) return "attention (tiled + merge)";
     if (kernel != Kernel::gemv) return entry_name(kernel);
     char text[96];
     std::snprintf(text, sizeof text, "gemv %d->%lld, %d output%s, %d row%s", width, static_cast<long long>(out_rows),
@@ -80,8 +82,11 @@ LaunchKind gemv_kind(const GemvLaunch& launch) {
     return kind;
 }
 
+// Each cached position once per sequence (positions_read) even for the tiled kernel,
+// whose tiles of one sequence each read up to their own longest row.
 LaunchKind attention_kind(const AttentionParams& p) {
-    LaunchKind kind(Kernel::attention);
+    LaunchKind kind(p.tiles ? Kernel::attention_tiles : Kernel::attention);
+    kind.merged = p.tiles && p.n_splits > 1;
     const KvCacheLayer& c = p.cache;
     const uint64_t values = uint64_t(std::max<int64_t>(p.positions_read, 0)) * uint64_t(c.n_head_kv) * uint64_t(c.head_dim);
     const uint64_t kv = 2 * (values * uint64_t(kv_value_bytes(c.type)) + (c.type == kKvQ8 ? values / 32 * 2 : 0));

@@ -23,7 +23,8 @@ namespace edgerun::cuda_orin {
 // The Device interface's launch entries.
 // gemm counts as one kernel (cuBLAS may launch more than one for it).
 enum class Kernel : uint8_t {
-    prepare, gemv, attention, embed, rms_norm, rope_rows, elementwise, kv_append, rope_append, attention_rows, dequantize_rows, half_rows, gemm
+    prepare, gemv, attention, attention_tiles, embed, rms_norm, rope_rows, elementwise, kv_append, rope_append,
+    attention_rows, dequantize_rows, half_rows, gemm
 };
 
 // What a launch was: its entry and, for a GEMV, its shape (so the table tells the logits
@@ -32,18 +33,20 @@ struct LaunchKind {
     Kernel kernel = Kernel::prepare;
     int32_t x_rows = 0, outputs = 0, width = 0;  // GEMV only: rows of x, outputs, row length
     int64_t out_rows = 0;                        // GEMV only: rows of all outputs together
+    bool merged = false;                         // tiled attention only: its splits merged by a second kernel
     // The bytes this launch must move at least (GEMV: weights, x and y; attention: the
     // keys and values it reads, q and out), from which the table's GB/s; 0 for the small
     // kernels not counted. Not part of the key: an attention launch's grows with the cache.
     uint64_t bytes = 0;
 
     explicit LaunchKind(Kernel k = Kernel::prepare) : kernel(k) {}
-    // Kernels one launch makes: the split flash-decode kernel is followed by its merge.
-    int32_t kernels() const { return kernel == Kernel::attention ? 2 : 1; }
+    // Kernels one launch makes: the split flash-decode kernel is followed by its merge,
+    // the tiled one when it splits.
+    int32_t kernels() const { return kernel == Kernel::attention || merged ? 2 : 1; }
     std::string label() const;
     bool operator<(const LaunchKind& o) const {
-        return std::tie(kernel, x_rows, outputs, width, out_rows) <
-               std::tie(o.kernel, o.x_rows, o.outputs, o.width, o.out_rows);
+        return std::tie(kernel, x_rows, outputs, width, out_rows, merged) <
+               std::tie(o.kernel, o.x_rows, o.outputs, o.width, o.out_rows, o.merged);
     }
 };
 

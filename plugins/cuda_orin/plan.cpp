@@ -34,7 +34,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
         values_[v] = {graph.values[v].type, graph.values[v].flags, graph.values[v].width, nullptr, nullptr, 0};
 
     // Each weight must be held in the form its node reads.
-    int32_t max_heads = 0;
+    int32_t max_heads = 0, tile_rows = kTiledAttentionVectors;
     bool split_attention = false, row_attention = false;
     uint64_t max_matmul_floats = 0;  // the largest MATMUL weight, rows x cols
     for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -70,6 +70,10 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
                 max_heads = std::max(max_heads, a.n_head);
                 split_attention |= takes_split_attention(a, ctx.params.kv_type);
                 row_attention |= !takes_split_attention(a, ctx.params.kv_type);
+                tile_rows = std::min(tile_rows, takes_split_attention(a, ctx.params.kv_type) && a.n_head_kv > 0 &&
+                                                        a.n_head % a.n_head_kv == 0
+                                                    ? tiled_attention_rows_per_tile(a.n_head / a.n_head_kv)
+                                                    : 0);
                 if (size_t(node.layer) >= ctx.layers.size())
                     throw Failure(ER_E_INVALID_ARGUMENT, label + ": layer " + std::to_string(node.layer) +
                                                              " has no KV cache in this context");
@@ -84,10 +88,15 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     // Scratch, counted and checked against free device memory before anything is allocated.
     const int64_t n_pad = padded_length(int32_t(max_gemv_width_));
     n_splits_ = choose_kv_splits(ctx.params.n_ctx, ctx.params.n_head_kv, device_.description().sm_count);
+    rows_per_tile_ = split_attention ? tile_rows : 0;
+    max_tiles_ = takes_tiled_attention(max_tokens_) ? attention_tiles(max_tokens_) : 0;
+    // Partials per head: the split kernel's rows share n_splits_ (attention_splits); the
+    // tiled kernel's each take tiled_splits(n).
+    int64_t partials = n_splits_ + max_tokens_ - 1;
+    for (int32_t n = 2; n <= max_tokens_; ++n)
+        if (takes_tiled_attention(n)) partials = std::max<int64_t>(partials, int64_t(n) * tiled_splits(n));
     const uint64_t split_bytes =
-        split_attention
-            ? uint64_t(attention_workspace_floats(max_heads, ctx.params.head_dim_k, n_splits_ + max_tokens_ - 1)) * 4
-            : 0;
+        split_attention ? uint64_t(attention_workspace_floats(max_heads, ctx.params.head_dim_k, int(partials))) * 4 : 0;
     // The general row kernel's scores: every row's against the whole context.
     const uint64_t score_bytes = row_attention ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
     // GEMV input: prepared rows of x, as many as one GEMV launch multiplies.
@@ -109,7 +118,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t gemm_value_bytes = backend.gemm_f16 ? 2 : 4;
     const uint64_t gemm_x_bytes =
         gemm_tile_floats_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
-    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 3 * 4 * uint64_t(max_tokens_) +
+    const uint64_t table_ints = 4 * uint64_t(max_tokens_) + 2 * uint64_t(max_tiles_);  // rows, tile rows, tiles
+    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 4 * table_ints +
                            gemm_tile_floats_ * gemm_value_bytes + gemm_x_bytes;
     fusions_ = find_fusions(graph);
     // Checks values + fixed before allocating.
@@ -125,9 +135,11 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
     if (gemm_tile_floats_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_floats_ * gemm_value_bytes);
     if (gemm_x_bytes) gemm_x_ = DeviceBuffer(device_, gemm_x_bytes);
-    row_table_ = DeviceBuffer(device_, 3 * 4 * uint64_t(max_tokens_));
+    row_table_ = DeviceBuffer(device_, 4 * table_ints);
     device_rows_ = {row_table_.as<int32_t>(), row_table_.as<int32_t>() + max_tokens_,
                     row_table_.as<int32_t>() + 2 * max_tokens_};
+    device_tile_rows_ = row_table_.as<int32_t>() + 3 * max_tokens_;
+    device_tiles_ = row_table_.as<int32_t>() + 4 * max_tokens_;
     scratch_bytes_ = need + fixed;
     row_seq_.assign(size_t(max_tokens_), 0);
     row_pos_.assign(size_t(max_tokens_), 0);
@@ -324,12 +336,15 @@ void Plan::execute(const er_step& step) {
     }
     // The per-row table goes to device memory before any launch: kernels read positions,
     // sequences and KV lengths from it, so a replayed capture sees this step's values.
-    std::vector<int32_t> table(size_t(3 * max_tokens_), 0);
+    std::vector<int32_t> table(size_t(4 * max_tokens_ + 2 * max_tiles_), 0);
     for (int32_t r = 0; r < n; ++r) {
         table[r] = row_seq_[r];
         table[max_tokens_ + r] = row_pos_[r];
         table[2 * max_tokens_ + r] = row_pos_[r] + 1;
     }
+    if (takes_tiled_attention(n))
+        fill_attention_tiles(row_seq_.data(), n, ctx_.n_seqs, rows_per_tile_, &table[size_t(4 * max_tokens_)],
+                             &table[size_t(3 * max_tokens_)], attention_tiles(n));
     device_.copy_to_device(row_table_.data(), table.data(), table.size() * 4);
 
     const Backend& backend = *ctx_.model->backend;
@@ -367,14 +382,15 @@ void Plan::execute(const er_step& step) {
 //     (takes_gemm); which nodes are absorbed into fused launches (absorbed: the GEMV
 //     epilogues, SwiGLU's for one row only, the norm prologue of one-row GEMVs,
 //     rope_append for one row); gemv_rows' groups and in-place reads; the split
-//     attention's row count and KV splits (attention_splits(n));
+//     attention's row count and KV splits (attention_splits(n)), or the tiled one's
+//     tiles and splits (takes_tiled_attention(n), attention_tiles(n), tiled_splits(n));
 //   - the logit rows (their count and which rows): LOGITS' GEMV rows (gemv_rows'
 //     row_index: the rows prepare reads, whether x is read in place, from which row), its
 //     fused RMS_NORM prologue for a single logit row (norm_fused), and no launch at all for
 //     none.
 // Not in it because kernels read them from device memory, copied before every step: the
 // row table's positions, sequences and KV lengths (every attention kernel and
-// rope_append find a row's sequence there), the token ids and other inputs (set_input's
+// rope_append find a row's sequence there), the tiled attention's tile table, the token ids and other inputs (set_input's
 // copies into fixed buffers).
 Plan::StepKey Plan::step_key(int32_t n) const {
     StepKey key;

@@ -61,6 +61,11 @@ private:
     // KV splits of the split attention in a step of n rows: the rows share the splits a
     // decode step takes, so the workspace stays within n_splits_ + max_tokens_ per head.
     int32_t attention_splits(int32_t n) const { return std::max(1, (n_splits_ + n - 1) / n); }
+    // Whether a step of n rows takes the tiled attention (option tiled_attention), in how
+    // many tiles at most (its grid) and KV splits.
+    bool takes_tiled_attention(int32_t n) const;
+    int32_t attention_tiles(int32_t n) const { return max_attention_tiles(n, ctx_.n_seqs, rows_per_tile_); }
+    int32_t tiled_splits(int32_t n) const;
     // x: the step's rows, floats (row stride width) or, for F16 GEMMs, halves (dense).
     void matmul_by_gemm(const void* x, int64_t width, const DeviceWeight& w, const float* bias, float* out, int32_t n);
     void launch_logits(size_t index, int32_t n);
@@ -99,6 +104,13 @@ private:
     int64_t positions_read_ = 0;
     DeviceBuffer row_table_;
     DeviceRows device_rows_{};
+    // The tiled attention's tables, in row_table_ after the rows (fill_attention_tiles):
+    // tile rows for max_tokens_ rows and (first, count) pairs for max_tiles_ tiles.
+    // rows_per_tile_: for the widest query-head group of the graph's attention; 0 when
+    // some attention cannot take the tiled kernel.
+    const int32_t* device_tile_rows_ = nullptr;
+    const int32_t* device_tiles_ = nullptr;
+    int32_t rows_per_tile_ = 0, max_tiles_ = 0;
     // GEMV input: the q8 and float forms of up to gemv_slots_ rows (prepare's outputs),
     // n_pad apart; one GEMV launch multiplies them all.
     DeviceBuffer act_f_, act_q_, act_d_;

@@ -30,6 +30,16 @@ const float* Plan::norm_fused(size_t matmul, int32_t n, float* eps) const {
     return weight(nodes_[size_t(norm)].weights[0]).floats.as<float>();
 }
 
+bool Plan::takes_tiled_attention(int32_t n) const {
+    const int32_t from = ctx_.model->backend->tiled_attention_rows;
+    return rows_per_tile_ > 0 && from > 0 && n >= std::max(from, 2);
+}
+
+int32_t Plan::tiled_splits(int32_t n) const {
+    return choose_tiled_kv_splits(attention_tiles(n), ctx_.params.n_head_kv, ctx_.params.n_ctx,
+                                  device_.description().sm_count);
+}
+
 bool Plan::rope_append_fused(size_t attention, int32_t n) const {
     return ctx_.model->backend->fuse && fusions_.attention[attention].q_rope >= 0 && n == 1 &&
            takes_split_attention(nodes_[attention].params.attention, ctx_.params.kv_type);
@@ -281,7 +291,9 @@ void Plan::launch_logits(size_t index, int32_t n) {
 // steps, with the norms and RoPEs fused; fusion.hpp) or kv_append (the graph's own nodes
 // ran before); then the split flash-decode kernel over every row (each row's sequence and
 // causal length read from the device row table, so a captured step serves any sequence),
-// or the general row kernel for the head dims and cache types the split kernel lacks.
+// in steps of tiled_attention rows or more the tiled kernel over tiles of rows of one
+// sequence (the tile table is device data too), or the general row kernel for the head
+// dims and cache types the split kernel lacks.
 void Plan::launch_attention(size_t index, int32_t n) {
     const er_node& node = nodes_[index];
     const er_attention_params& a = node.params.attention;
@@ -332,6 +344,12 @@ void Plan::launch_attention(size_t index, int32_t n) {
         p.n_head = a.n_head;
         p.scale = a.scale;
         p.n_splits = attention_splits(n);
+        if (takes_tiled_attention(n)) {
+            p.tiles = device_tiles_;
+            p.tile_rows = device_tile_rows_;
+            p.n_tiles = attention_tiles(n);
+            p.n_splits = tiled_splits(n);
+        }
         p.workspace = split_workspace_.as<float>();
         p.out = out;
         p.positions_read = positions_read_;

@@ -93,12 +93,12 @@ er_status device_info(int32_t index, er_device_info* out, er_error* err) {
     });
 }
 
-// gemm_rows=N: a whole number from 0 (never) to 65536.
-int32_t parse_gemm_rows(std::string_view text) {
+// gemm_rows=N, tiled_attention=N: a whole number from 0 (never) to 65536.
+int32_t parse_rows(std::string_view option, std::string_view text) {
     int32_t value = -1;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > 65536)
-        throw Failure(ER_E_INVALID_ARGUMENT, "option gemm_rows: '" + std::string(text) +
+        throw Failure(ER_E_INVALID_ARGUMENT, "option " + std::string(option) + ": '" + std::string(text) +
                                                  "' is not a number of rows from 0 (never) to 65536");
     return value;
 }
@@ -120,7 +120,9 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "graphs=1") backend->use_graphs = true;
             else if (item == "activations=q8") backend->q8_activations = true;
             else if (item == "activations=f32") backend->q8_activations = false;
-            else if (item.substr(0, 10) == "gemm_rows=") backend->gemm_rows = parse_gemm_rows(item.substr(10));
+            else if (item.substr(0, 10) == "gemm_rows=") backend->gemm_rows = parse_rows("gemm_rows", item.substr(10));
+            else if (item.substr(0, 16) == "tiled_attention=")
+                backend->tiled_attention_rows = parse_rows("tiled_attention", item.substr(16));
             else if (item == "profile=1") backend->profile = true;
             else if (item == "profile=0") backend->profile = false;
             else if (item == "stage_x=1") backend->stage_x = true;
@@ -137,8 +139,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "weights=device") weights_shared = false;
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
-                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, profile=0|1, "
-                                   "stage_x=0|1, fuse=0|1, prefetch=0|1, pdl=0|1, weights=shared|device)");
+                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
+                                   "tiled_attention=N, profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, pdl=0|1, weights=shared|device)");
         }
         backend->device = open_device(params->device);
         const DeviceDescription& device = backend->device->description();

@@ -107,12 +107,16 @@ inline void check_attention(DeviceApi& api, const Report& report, int n_head, in
     api.reset();
 }
 
+// Which kernel a step of several rows takes: the split kernel (a block per row) or the
+// tiled one (a block per tile of rows of one sequence; attention_tiles.cu).
+enum class RowsKernel { split, tiled };
+
 // A step of several rows in one launch: rows of two sequences held one after another in
 // the layer (as a context of several sequences holds them), each row with its own causal
 // length, against the reference per row.
 inline void check_attention_rows(DeviceApi& api, const Report& report, int n_head, int n_head_kv, int dim, int n_ctx,
                                  int32_t kv_type, const std::vector<int32_t>& seqs, const std::vector<int32_t>& lengths,
-                                 int n_splits, uint32_t seed) {
+                                 int n_splits, uint32_t seed, RowsKernel kernel = RowsKernel::split) {
     std::mt19937 rng(seed);
     const int n_rows = int(seqs.size());
     const TestCache t = make_cache(api, kv_type, 2 * n_head_kv, n_ctx, dim, rng);  // sequences 0 and 1
@@ -131,11 +135,19 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
     p.n_splits = n_splits;
     p.workspace = static_cast<float*>(api.alloc(attention_workspace_floats(n_rows * n_head, dim, n_splits) * 4));
     p.out = api.alloc(size_t(n_rows) * n_head * dim * 4);
+    const int group = n_head / n_head_kv;
+    if (kernel == RowsKernel::tiled) {
+        const int rows_per_tile = tiled_attention_rows_per_tile(group);
+        p.n_tiles = max_attention_tiles(n_rows, 2, rows_per_tile);
+        std::vector<int32_t> tiles(size_t(2 * p.n_tiles)), tile_rows(static_cast<size_t>(n_rows));
+        fill_attention_tiles(seqs.data(), n_rows, 2, rows_per_tile, tiles.data(), tile_rows.data(), p.n_tiles);
+        p.tiles = api.upload_vector(tiles);
+        p.tile_rows = api.upload_vector(tile_rows);
+    }
     api.attention(p);
     const std::vector<float> out =
         api.download_vector(static_cast<const float*>(p.out), size_t(n_rows) * n_head * dim);
     std::vector<double> ref;
-    const int group = n_head / n_head_kv;
     for (int r = 0; r < n_rows; ++r)
         for (int h = 0; h < n_head; ++h) {
             const size_t base = (size_t(seqs[size_t(r)]) * n_head_kv + h / group) * n_ctx * dim;
@@ -146,11 +158,15 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
                                                              1.0 / std::sqrt(double(dim)));
             ref.insert(ref.end(), o.begin(), o.end());
         }
-    char name[160];
-    std::snprintf(name, sizeof name, "attention of %d rows, 2 sequences, %s heads %d/%d dim %d n_ctx %d splits %d", n_rows,
-                  kv_name(kv_type), n_head, n_head_kv, dim, n_ctx, n_splits);
+    char name[200];
+    std::snprintf(name, sizeof name, "attention (%s) of %d rows, 2 sequences, %s heads %d/%d dim %d n_ctx %d splits %d",
+                  kernel == RowsKernel::tiled ? "tiled" : "split", n_rows, kv_name(kv_type), n_head, n_head_kv, dim,
+                  n_ctx, n_splits);
     const double q8_bound = n_rows == 1 ? kBoundQ8Attention : kBoundQ8RowsAttention;
-    report({name, nmse(out, ref), kv_type == kKvF16 ? kBoundF16Attention : q8_bound});
+    const double bound = kernel == RowsKernel::tiled ? kBoundTiledAttention
+                         : kv_type == kKvF16         ? kBoundF16Attention
+                                                     : q8_bound;
+    report({name, nmse(out, ref), bound});
     api.reset();
 }
 

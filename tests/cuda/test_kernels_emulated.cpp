@@ -6,6 +6,7 @@
 
 // The kernel sources themselves, compiled as C++ (their launchers need nvcc and drop out).
 #include "attention.cu"
+#include "attention_tiles.cu"
 #include "gemv.cu"
 #include "prepare.cu"
 #include "rope_append.cu"
@@ -195,6 +196,47 @@ TEST_CASE("emulated: split flash-decode attention against a double softmax") {
         check_attention_rows(dev, doctest_report(), 4, 2, 64, 96, kv, {1, 1, 1, 0, 0}, {5, 6, 7, 96, 1}, 2, seed++);
         check_attention_rows(dev, doctest_report(), 6, 2, 128, 64, kv, {0, 1, 0}, {64, 33, 2}, 1, seed++);
     }
+}
+
+// A prompt chunk of `n` rows of sequence `seq` at positions first..first+n-1 (causal
+// lengths), after `others` decode rows of the other sequence at its length other_len.
+static void prompt_rows(int n, int seq, int first, int others, int other_len, std::vector<int32_t>& seqs,
+                        std::vector<int32_t>& lengths) {
+    for (int r = 0; r < others; ++r) {
+        seqs.push_back(1 - seq);
+        lengths.push_back(other_len + r);
+    }
+    for (int r = 0; r < n; ++r) {
+        seqs.push_back(seq);
+        lengths.push_back(first + r + 1);
+    }
+}
+
+TEST_CASE("emulated: tiled attention (mma) against a double softmax") {
+    EmulatedDevice dev;
+    uint32_t seed = 900;
+    struct Case {
+        int n_head, n_head_kv, dim, n_ctx, rows, first, others, splits;
+    };
+    const Case cases[] = {
+        {8, 2, 64, 96, 40, 0, 0, 1},     // group 4: 16 rows a tile, a ragged last tile, causal from 0
+        {8, 2, 64, 96, 20, 50, 3, 3},    // behind three decode rows of the other sequence; splits
+        {6, 2, 128, 80, 30, 17, 2, 2},   // group 3: 21 rows a tile, vectors of a row across warps
+        {2, 2, 64, 100, 70, 5, 1, 1},    // no GQA: 64 rows a tile
+        {14, 2, 128, 48, 12, 20, 0, 4},  // group 7 (Qwen2.5): 9 rows a tile; splits past short rows
+    };
+    for (int32_t kv : {kKvF16, kKvQ8})
+        for (const Case& c : cases) {
+            std::vector<int32_t> seqs, lengths;
+            prompt_rows(c.rows, 1, c.first, c.others, c.n_ctx - c.others, seqs, lengths);
+            check_attention_rows(dev, doctest_report(), c.n_head, c.n_head_kv, c.dim, c.n_ctx, kv, seqs, lengths,
+                                 c.splits, seed++, RowsKernel::tiled);
+        }
+    // Rows of the two sequences interleaved (a batch of decode rows and one of a prompt
+    // each): tiles gather each sequence's rows.
+    for (int32_t kv : {kKvF16, kKvQ8})
+        check_attention_rows(dev, doctest_report(), 8, 2, 64, 64, kv, {0, 1, 0, 1, 1, 0}, {7, 30, 8, 31, 32, 9}, 2,
+                             seed++, RowsKernel::tiled);
 }
 
 TEST_CASE("emulated: embedding rows of every weight type from the packed layout, bit for bit") {

@@ -286,7 +286,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
     }
 }
 
-// One block per query head and row, one thread per dim: merges the non-empty splits.
+// One block per query head and row, one thread per dim: merges the non-empty splits (of
+// the split kernel or of the tiled one, attention_tiles.cu).
 __global__ void attention_merge_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
     const int head = blockIdx.x, row = blockIdx.y, d = threadIdx.x, dim = p.cache.head_dim;
@@ -297,10 +298,14 @@ __global__ void attention_merge_kernel(const AttentionParams p) {
     SoftmaxPartial total = empty_partial();
     float o = 0.0f, unscaled_l = 0.0f;
     for (int s = 0; s < p.n_splits; ++s) {
-        int begin, end;
-        split_range(geo.kv_len, p.n_splits, kTile, s, &begin, &end);
-        if (begin >= end) break;  // empty splits are all at the end
         const size_t slot = query * p.n_splits + s;
+        if (p.tiles) {  // the tiled kernel writes every split, an empty one as m = -inf
+            if (part_ml[2 * slot] == -INFINITY) continue;
+        } else {  // the split kernel writes the splits of the row's own range
+            int begin, end;
+            split_range(geo.kv_len, p.n_splits, kTile, s, &begin, &end);
+            if (begin >= end) break;  // empty splits are all at the end
+        }
         float w_total, w_part;
         total = merge_partials(total, {part_ml[2 * slot], part_ml[2 * slot + 1]}, &w_total, &w_part);
         if (planted(PlantedFault::SplitMerge)) {  // the partials added as if their maxima were equal
@@ -336,6 +341,11 @@ cudaError_t launch_attention(const AttentionParams& p, LaunchStream stream) {
     const AttentionGrid g = plan_attention(p);
     if (g.splits == 0) return cudaErrorInvalidValue;
     const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows);
+    if (p.tiles) {
+        const cudaError_t err = launch_attention_tiles(p, grid, stream);
+        if (err != cudaSuccess || p.n_splits == 1) return err;
+        return launch_kernel(attention_merge_kernel, dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), 0, stream, p);
+    }
     const int threads = kWarps * 32;
     const bool f16 = p.cache.type == kKvF16, dp4a = scores_by_dp4a(p);
     const auto split = p.cache.head_dim == 64

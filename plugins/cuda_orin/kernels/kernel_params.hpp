@@ -245,15 +245,26 @@ struct AttentionParams {
     // Cached positions the launch reads, each once, summed over its rows' sequences (the
     // host's count; kernels read lengths from kv_len): the launch profile's bytes only.
     int64_t positions_read = 0;
+    // Tiled attention (attention_tiles.cu, tensor cores), for steps of many rows: with a
+    // tile table the rows are taken in n_tiles tiles of rows of one sequence, whose
+    // blocks load each K/V tile once for all the tile's rows and query heads
+    // (fill_attention_tiles makes the table). Tile t's rows are tile_rows[tiles[2t] ..
+    // tiles[2t] + tiles[2t + 1]), at most tiled_attention_rows_per_tile of them; tiles a
+    // step leaves unused have none. n_splits > 1 splits each tile's KV range as the split
+    // kernel does, merged by the same merge kernel.
+    const int32_t* tiles = nullptr;
+    const int32_t* tile_rows = nullptr;
+    int32_t n_tiles = 0;
 };
 // The head dims and cache types the split kernel is built for; other attention takes the
-// general row kernel (attention_rows, graph_ops.cu).
+// general row kernel (attention_rows, graph_ops.cu). The tiled kernel takes the same.
 ER_HD bool split_attention_supports(int head_dim, int32_t kv_type) {
     return (head_dim == 64 || head_dim == 128) && (kv_type == kKvF16 || kv_type == kKvQ8);
 }
 
 // Grid of the split kernel for valid params: (n_splits, n_head_kv, query-head chunks x
-// n_rows); {0,0,0,0} when the params are invalid. head_dim 64 or 128; n_head a multiple
+// n_rows), of the tiled one (n_splits, n_head_kv, n_tiles); {0,0,0,0} when the params
+// are invalid. head_dim 64 or 128; n_head a multiple
 // of n_head_kv.
 struct AttentionGrid {
     int splits, kv_heads, chunks, rows;
@@ -265,7 +276,13 @@ inline AttentionGrid plan_attention(const AttentionParams& p) {
         c.n_ctx <= 0 || (c.type == kKvQ8 && (!c.k_scales || !c.v_scales)) ||
         p.n_rows < 1 || (p.row_seq && p.seq_stride_values < int64_t(c.n_head_kv) * c.n_ctx * c.head_dim))
         return {0, 0, 0, 0};
-    const int group = p.n_head / c.n_head_kv, chunks = (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup;
+    const int group = p.n_head / c.n_head_kv;
+    if (p.tiles) {  // a block per split, KV head and tile, all query heads of the KV head
+        if (!p.tile_rows || tiled_attention_rows_per_tile(group) == 0 || p.n_tiles < 1 || p.n_tiles > 65535)
+            return {0, 0, 0, 0};
+        return {p.n_splits, c.n_head_kv, 1, p.n_tiles};
+    }
+    const int chunks = (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup;
     if (int64_t(chunks) * p.n_rows > 65535) return {0, 0, 0, 0};  // gridDim.z
     return {p.n_splits, c.n_head_kv, chunks, p.n_rows};
 }

@@ -45,7 +45,11 @@ cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream);
 
 cudaError_t launch_rope_append(const RopeAppendParams& p, LaunchStream stream);
 
+// The split kernel and its merge, or with p.tiles the tiled kernel (and the merge when
+// p.n_splits > 1).
 cudaError_t launch_attention(const AttentionParams& p, LaunchStream stream);
+// The tiled kernel alone, on the grid plan_attention gives (attention_tiles.cu).
+cudaError_t launch_attention_tiles(const AttentionParams& p, dim3 grid, LaunchStream stream);
 
 cudaError_t launch_embed(const EmbedParams& p, LaunchStream stream);
 

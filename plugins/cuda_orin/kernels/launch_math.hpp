@@ -33,6 +33,60 @@ inline int choose_kv_splits(int n_ctx, int n_head_kv, int n_sms) {
     return std::clamp(want, 1, most);
 }
 
+// The tiled attention (attention_tiles.cu): a block of 4 warps takes 64 query vectors
+// (rows x the query heads of one KV head), 16 per warp (the M of an m16n8k16 mma), and
+// walks the KV range 32 keys at a time.
+inline constexpr int kTiledAttentionWarps = 4;
+inline constexpr int kTiledAttentionVectors = 16 * kTiledAttentionWarps;
+inline constexpr int kTiledAttentionKeys = 32;
+
+// Step rows one tile holds, all query heads of a KV head for each: 64 / group (16 for
+// Llama's and Qwen3's groups of 4); 0 when a group is wider than a block.
+inline int tiled_attention_rows_per_tile(int group) {
+    return group > 0 && group <= kTiledAttentionVectors ? kTiledAttentionVectors / group : 0;
+}
+
+// Tiles a step of n_rows needs at most: each sequence's rows fill whole tiles but its
+// last, so ceil(n_rows / rows_per_tile) plus one per further sequence, of which a step
+// has at most min(n_rows, n_seqs) - 1.
+inline int max_attention_tiles(int n_rows, int n_seqs, int rows_per_tile) {
+    if (n_rows < 1 || rows_per_tile < 1) return 0;
+    const int sequences = std::max(1, std::min(n_rows, n_seqs));
+    return (n_rows + rows_per_tile - 1) / rows_per_tile + sequences - 1;
+}
+
+// The tiled attention's table for a step (AttentionParams::tiles, tile_rows): the rows
+// (row_seq[r] in [0, n_seqs)) grouped by sequence, in step order within each, into
+// tile_rows[n_rows]; each sequence's rows cut into tiles of rows_per_tile, into
+// tiles[2 * max_tiles] as (first index into tile_rows, row count), unused tiles (0, 0).
+// Returns the tiles used, at most max_attention_tiles(n_rows, n_seqs, rows_per_tile).
+inline int fill_attention_tiles(const int32_t* row_seq, int n_rows, int n_seqs, int rows_per_tile, int32_t* tiles,
+                                int32_t* tile_rows, int max_tiles) {
+    int placed = 0, used = 0;
+    for (int seq = 0; seq < n_seqs && placed < n_rows; ++seq) {
+        const int first = placed;
+        for (int r = 0; r < n_rows; ++r)
+            if (row_seq[r] == seq) tile_rows[placed++] = r;
+        for (int begin = first; begin < placed && used < max_tiles; begin += rows_per_tile, ++used) {
+            tiles[2 * used] = begin;
+            tiles[2 * used + 1] = std::min(rows_per_tile, placed - begin);
+        }
+    }
+    for (int t = used; t < max_tiles; ++t) tiles[2 * t] = tiles[2 * t + 1] = 0;
+    return used;
+}
+
+// KV splits of the tiled attention: like choose_kv_splits, about four blocks per SM over
+// the tiles and KV heads, each split at least 8 key tiles at full context. A prompt chunk
+// of hundreds of rows has enough tiles for one split; a verification step of a few rows
+// over a long context needs many.
+inline int choose_tiled_kv_splits(int n_tiles, int n_head_kv, int n_ctx, int n_sms) {
+    const int64_t blocks = int64_t(std::max(n_tiles, 1)) * std::max(n_head_kv, 1);
+    const int64_t want = (4 * int64_t(std::max(n_sms, 1)) + blocks - 1) / blocks;
+    const int most = std::max(1, n_ctx / (8 * kTiledAttentionKeys));
+    return int(std::clamp<int64_t>(want, 1, most));
+}
+
 // Floats of scratch the split attention needs: o per head and split, then (m, l) pairs.
 inline int64_t attention_workspace_floats(int n_head, int head_dim, int n_splits) {
     return int64_t(n_head) * n_splits * (head_dim + 2);

@@ -1,6 +1,8 @@
 // Fiber scheduler of the CUDA emulation (see cuda_emulation.hpp).
 #include "cuda_emulation.hpp"
 
+#include <edgerun/quant/blocks.hpp>
+
 #include <ucontext.h>
 
 // AddressSanitizer builds (EDGERUN_SANITIZE): every stack switch is announced, so ASan
@@ -37,6 +39,11 @@ struct Fiber {
     bool allowed_early = false;  // called allow_next_grid() before that
 };
 
+// One lane's operands of a warp's mma (warp_mma_m16n8k16).
+struct MmaFragments {
+    uint32_t a[4], b[2];
+};
+
 struct Block {
     std::vector<Fiber> fibers;
     ucontext_t scheduler;
@@ -44,6 +51,7 @@ struct Block {
     dim3 index, dim, grid;
     const std::function<void()>* body = nullptr;
     std::vector<uint64_t> exchange;  // one slot per thread
+    std::vector<MmaFragments> mma;   // one per thread
     void* dynamic_shared = nullptr;  // dynamic_bytes, 16-byte aligned
     size_t dynamic_bytes = 0;
 };
@@ -194,6 +202,33 @@ uint64_t warp_exchange(uint64_t value, int src_lane) {
     return out;
 }
 
+void warp_mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b) {
+    const int me = g_block->current->linear, warp0 = me / 32 * 32, lane = me % 32;
+    MmaFragments& mine = g_block->mma[size_t(me)];
+    std::copy(a, a + 4, mine.a);
+    std::copy(b, b + 2, mine.b);
+    syncwarp();
+    // Where element (row, k) of A and (k, col) of B are held (mma.cuh's layout, inverted).
+    auto half_at = [](uint32_t word, int i) { return edgerun::quant::fp16_to_fp32(uint16_t(word >> (16 * (i % 2)))); };
+    auto a_at = [&](int row, int k) {
+        const int i = (k % 2) + 2 * (row / 8) + 4 * (k / 8);
+        return half_at(g_block->mma[size_t(warp0 + (row % 8) * 4 + (k % 8) / 2)].a[i / 2], i);
+    };
+    auto b_at = [&](int k, int col) {
+        const int i = (k % 2) + 2 * (k / 8);
+        return half_at(g_block->mma[size_t(warp0 + col * 4 + (k % 8) / 2)].b[i / 2], i);
+    };
+    float out[4];
+    for (int i = 0; i < 4; ++i) {
+        const int row = lane / 4 + 8 * (i / 2), col = 2 * (lane % 4) + i % 2;
+        float acc = d[i];
+        for (int k = 0; k < 16; ++k) acc += a_at(row, k) * b_at(k, col);
+        out[i] = acc;
+    }
+    syncwarp();  // every lane has read the others' fragments before any lane's next mma
+    std::copy(out, out + 4, d);
+}
+
 bool register_shared(void* array, size_t bytes) {
     shared_arrays().push_back({array, bytes});
     std::memset(array, 0xFF, bytes);
@@ -259,6 +294,7 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dyn
     const int n = int(block.x * block.y * block.z);
     b.fibers.resize(n);
     b.exchange.assign(n, 0);
+    b.mma.assign(size_t(n), MmaFragments{});
     for (int i = 0; i < n; ++i) b.fibers[i].stack = fiber_stack(i);
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);

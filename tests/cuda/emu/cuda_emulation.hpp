@@ -40,6 +40,12 @@ void syncthreads();
 void syncwarp();
 // Every lane of the warp deposits `value`; each gets the value lane `src_lane` deposited.
 uint64_t warp_exchange(uint64_t value, int src_lane);
+// mma.sync m16n8k16 with F16 inputs and F32 accumulation, for the running warp (the host
+// twin of plugins/cuda_orin/kernels/mma.cuh): every lane passes its A, B and D fragments
+// as the PTX ISA lays them out; each gets its own four elements of D = A B + D back,
+// computed from the whole A and B the warp holds. The products of halves are exact in
+// float and are added in k order (a GPU's order and rounding may differ in the last bits).
+void warp_mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b);
 // Runs body once per thread of every block of the grid, with `dynamic_shared_bytes` of
 // dynamic shared memory per block (the third <<<>>> argument). `kernel` names it in the
 // errors of the launch (see RequirePriorGridWaits).
@@ -82,6 +88,7 @@ private:
 #define ER_DYNAMIC_SHARED(type, name) type* const name = static_cast<type*>(::emu::dynamic_shared())
 #define ER_PRIOR_GRIDS_WAITED() ::emu::prior_grids_waited()
 #define ER_NEXT_GRID_ALLOWED() ::emu::next_grid_allowed()
+#define ER_WARP_MMA(d, a, b) ::emu::warp_mma_m16n8k16(d, a, b)
 
 namespace emu {
 

@@ -13,6 +13,7 @@
 
 // The kernel sources (their nvcc-only launchers drop out).
 #include "attention.cu"
+#include "attention_tiles.cu"
 #include "gemv.cu"
 #include "graph_ops.cu"
 #include "prepare.cu"
@@ -86,18 +87,21 @@ PlantedFault planted_fault_from_environment() {
                   "EDGERUN_CUDA_ORIN_FAULT=" + s + ": one of gemv_row_tail, split_merge, kv_scale_stride");
 }
 
-// GEMV launches made in this process, by rows of x, and GEMMs: with EDGERUN_EMU_GEMV_COUNTS
-// set, one line on stderr at exit, so a test can see which path a run's steps took.
-class GemvLaunchCounts {
+// The paths a process's launches took: GEMV launches by rows of x, GEMMs, and attention
+// launches of the tiled kernel. With EDGERUN_EMU_LAUNCH_COUNTS set, one line on stderr at
+// exit, so a test can see which path a run's steps took.
+class LaunchCounts {
 public:
-    ~GemvLaunchCounts() {
-        const char* report = std::getenv("EDGERUN_EMU_GEMV_COUNTS");
+    ~LaunchCounts() {
+        const char* report = std::getenv("EDGERUN_EMU_LAUNCH_COUNTS");
         if (!report || !*report) return;
-        std::fprintf(stderr, "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld\n",
-                     one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_);
+        std::fprintf(stderr,
+                     "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
+                     "attention launches: %lld split, %lld tiled\n",
+                     one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, tiled_attention_);
     }
     void add_gemm() { ++gemms_; }
-    void add(int rows) {
+    void add_gemv(int rows) {
         if (rows > 1) {
             ++multi_row_;
             multi_rows_total_ += rows;
@@ -105,13 +109,15 @@ public:
             ++one_row_;
         }
     }
+    void add_attention(bool tiled) { ++(tiled ? tiled_attention_ : split_attention_); }
 
 private:
     long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0;
+    long long split_attention_ = 0, tiled_attention_ = 0;
 };
 
-GemvLaunchCounts& gemv_launch_counts() {
-    static GemvLaunchCounts counts;
+LaunchCounts& launch_counts() {
+    static LaunchCounts counts;
     return counts;
 }
 
@@ -211,12 +217,13 @@ public:
         GemvLaunch l = launch;
         const int blocks = plan_gemv(l, kEmulatedSms);
         require(blocks > 0, "gemv");
-        gemv_launch_counts().add(l.n_x_rows);
+        launch_counts().add_gemv(l.n_x_rows);
         run(gemv_kind(l), [l, blocks] { emulated::gemv(l, blocks); });
     }
     void attention(const AttentionParams& p) override {
         const AttentionGrid g = plan_attention(p);
         require(g.splits > 0, "attention");
+        launch_counts().add_attention(p.tiles != nullptr);
         run(attention_kind(p), [p, g] { emulated::attention(p, g); });
     }
     void embed(const EmbedParams& p) override {
@@ -255,7 +262,7 @@ public:
         require(description_.gemm_unavailable.empty(), "gemm (the device has none)");
         require(p.a && p.b && p.c && p.m > 0 && p.n > 0 && p.k > 0 && p.lda >= p.k && p.ldb >= p.k && p.ldc >= p.n,
                 "gemm");
-        gemv_launch_counts().add_gemm();
+        launch_counts().add_gemm();
         run(LaunchKind(Kernel::gemm), [p] {
             std::vector<float> a16, b16;
             auto widen = [&](const void* halves, int32_t rows, int64_t ld, std::vector<float>& out) {

@@ -1,7 +1,7 @@
 // The kernels' launch shapes on the CPU emulation, as the CUDA launchers in
 // plugins/cuda_orin/kernels give them: one home for the kernel tests' emulated launcher
 // and the emulated device of the cuda_orin_emu plugin. Include after the kernel sources
-// (prepare.cu, gemv.cu, attention.cu, small_kernels.cu, rope_append.cu) and cuda_emulation.hpp.
+// (prepare.cu, gemv.cu, attention.cu, attention_tiles.cu, small_kernels.cu, rope_append.cu) and cuda_emulation.hpp.
 #pragma once
 
 namespace edgerun::cuda_orin::emulated {
@@ -16,10 +16,23 @@ inline void gemv(const GemvLaunch& l, int blocks) {
                 size_t(l.x_stage_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
 }
 
-// The split flash-decode kernel, then the merge of its splits; `g` from plan_attention.
+// The split flash-decode kernel, or with p.tiles the tiled one, then the merge of their
+// splits (none after a tiled launch of one split); `g` from plan_attention.
 inline void attention(const AttentionParams& p, const AttentionGrid& g) {
     const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows), block(kAttentionWarps * 32);
     const bool f16 = p.cache.type == kKvF16, dp4a = scores_by_dp4a(p);
+    if (p.tiles) {
+        emu::launch(grid, dim3(kTiledAttentionWarps * 32), [&] {
+            if (p.cache.head_dim == 64)
+                f16 ? attention_tiles_kernel<64, kKvF16>(p) : attention_tiles_kernel<64, kKvQ8>(p);
+            else
+                f16 ? attention_tiles_kernel<128, kKvF16>(p) : attention_tiles_kernel<128, kKvQ8>(p);
+        }, 0, "attention_tiles");
+        if (p.n_splits > 1)
+            emu::launch(dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); }, 0,
+                        "attention_merge");
+        return;
+    }
     emu::launch(grid, block, [&] {
         if (p.cache.head_dim == 64)
             f16 ? attention_split_kernel<64, kKvF16>(p)

@@ -164,6 +164,12 @@ int main(int argc, char** argv) {
             batch_lengths[size_t(r)] = 1 + 61 * r;
         }
         check_attention_rows(dev, report, 9, 3, 64, 1024, kv, batch_seqs, batch_lengths, 4, seed++);
+        // The tiled kernel (tensor-core mma; its fragment layout checked here against the
+        // hardware for the first time): the same prompt, one split and several, and the
+        // batch of two sequences.
+        check_attention_rows(dev, report, 32, 8, 128, 1024, kv, seqs, lengths, 1, seed++, RowsKernel::tiled);
+        check_attention_rows(dev, report, 32, 8, 128, 1024, kv, seqs, lengths, 3, seed++, RowsKernel::tiled);
+        check_attention_rows(dev, report, 9, 3, 64, 1024, kv, batch_seqs, batch_lengths, 4, seed++, RowsKernel::tiled);
     }
     check_attention_q8_vs_f16(dev, report, 32, 8, 128, quick ? 1000 : 8192, 16, seed++);
     check_attention_q8_vs_f16(dev, report, 9, 3, 64, 2000, 4, seed++);

@@ -1,0 +1,261 @@
+// Tiled attention for steps of many rows (prompt chunks; verification and batched steps
+// when they are long enough), on tensor cores (mma.cuh).
+//
+// The split kernel (attention.cu) takes one row per block, so a prompt of n rows reads
+// its sequence's keys and values n times; at a 4k context a 512-row chunk read about 2 GB
+// per layer. Here a block takes a tile of up to 64 query vectors, rows of one sequence
+// times all query heads of one KV head (16 rows of a group of 4), and reads each
+// key and value once for all of them: n / 16 times instead of n. Per 32-key tile:
+//   1. the block stages the keys as halves (k_tile[key][dim]) and the values transposed
+//      (v_t[dim][key]), so every mma operand below is one 32-bit shared load; rows are
+//      padded by 16 bytes so those loads meet no bank conflicts;
+//   2. each warp, owning 16 query vectors, scores them against the 32 keys,
+//      S = Q K^T (Dim/16 x 4 mmas; its query fragments stay in registers for the whole
+//      range, scaled into the log2 domain and rounded to halves), masks keys past each
+//      row's causal length, and folds S into its online softmax (softmax_merge.hpp): a
+//      lane's accumulator rows are its score rows, so it rescales them in place;
+//   3. P (halves) times V accumulates into o (2 x Dim/8 mmas), P's fragments being S's
+//      accumulators as they lie in the lane.
+// Warps skip key tiles past their longest row (the causal triangle). n_splits > 1 splits
+// the tile's KV range like the split kernel, every split writing a partial per row (an
+// empty one as m = -inf) for attention_merge_kernel; with one split the block writes the
+// output itself.
+//
+// Precision: the query and the probabilities are rounded to halves (the F16 cache's keys
+// and values are halves already, INT8 ones are dequantized to halves); products are
+// exact and summed in F32. The split kernel keeps the query in F32.
+//
+// STATUS: run only on the CPU emulation (its mma is computed from the PTX ISA's fragment
+// layout, tests/cuda/emu); never run on a GPU.
+#include "kernel_params.hpp"
+#if ER_KERNEL_LAUNCHERS
+#include "launch_kernel.cuh"
+#endif
+#include "device_math.hpp"
+#include "grid_dependency.cuh"
+#include "mma.cuh"
+#include "softmax_merge.hpp"
+#include "warp.cuh"
+
+namespace edgerun::cuda_orin {
+namespace {
+
+constexpr int kTileWarps = kTiledAttentionWarps, kKeys = kTiledAttentionKeys;
+constexpr int kPad = 8;  // halves of padding per shared row
+
+// 32-bit shared load of two halves (an mma operand register).
+__device__ __forceinline__ uint32_t load_shared_halves(const uint16_t* p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+// Eight values (unit u: dims 8u..8u+7) of one cached key and its value, as halves.
+template <int Dim, int Kv>
+__device__ void load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u, Words4* k, uint16_t* v) {
+    const size_t token = size_t(kv_head) * c.n_ctx + key;
+    if constexpr (Kv == kKvF16) {
+        *k = load_16B(static_cast<const uint8_t*>(c.k) + (token * Dim + 8 * u) * 2);
+        const Words4 w = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + 8 * u) * 2);
+        for (int i = 0; i < 8; ++i) v[i] = uint16_t(w.w[i / 2] >> (16 * (i % 2)));
+    } else {
+        const size_t scale = token * (Dim / 32) + u / 4;
+        const Words2 kq = load_8B(static_cast<const uint8_t*>(c.k) + token * Dim + 8 * u);
+        const Words2 vq = load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + 8 * u);
+        const float dk = half_to_float(load_2B(c.k_scales + scale)), dv = half_to_float(load_2B(c.v_scales + scale));
+        for (int i = 0; i < 4; ++i)
+            k->w[i] = pack_halves(signed_byte_to_float(kq.w[i / 2], 2 * (i % 2)) * dk,
+                                  signed_byte_to_float(kq.w[i / 2], 2 * (i % 2) + 1) * dk);
+        for (int i = 0; i < 8; ++i) v[i] = float_to_half(signed_byte_to_float(vq.w[i / 4], i % 4) * dv);
+    }
+}
+
+// Keys [first, first + 32) into k_tile and v_t; keys at or past `end` as zeros, so a
+// masked probability (0) never meets a NaN. A warp's lanes take 32 keys of one unit: the
+// transposed stores of v_t are then conflict-free, and each key's row is still read in
+// whole sectors.
+template <int Dim, int Kv>
+__device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int end, uint16_t (*k_tile)[Dim + kPad],
+                           uint16_t (*v_t)[kKeys + kPad]) {
+    for (int i = threadIdx.x; i < kKeys * (Dim / 8); i += blockDim.x) {
+        const int j = i % kKeys, u = i / kKeys, key = first + j;
+        Words4 k{};
+        uint16_t v[8] = {};
+        if (key < end) load_key_unit<Dim, Kv>(c, kv_head, key, u, &k, v);
+        store_shared_16B(&k_tile[j][8 * u], k);
+        for (int d = 0; d < 8; ++d) v_t[8 * u + d][j] = v[d];
+    }
+}
+
+// The max (or sum) over the four lanes that hold one fragment row (lanes 4g..4g+3).
+__device__ __forceinline__ float row_max(float v) {
+    v = fmaxf(v, __shfl_xor_sync(kFullMask, v, 1));
+    return fmaxf(v, __shfl_xor_sync(kFullMask, v, 2));
+}
+__device__ __forceinline__ float row_sum(float v) {
+    v += __shfl_xor_sync(kFullMask, v, 1);
+    return v + __shfl_xor_sync(kFullMask, v, 2);
+}
+
+// At least two blocks per SM: without a minimum ptxas held the head-dim-64 kernel to 96
+// registers and spilled; with two it takes ~120 (64) and ~200 (128) registers, no spills
+// (tests/cuda/check_kernel_resources.py).
+template <int Dim, int Kv>
+__global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(const AttentionParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
+    alignas(16) __shared__ uint16_t k_tile[kKeys][Dim + kPad];
+    ER_SHARED_ARRAY(k_tile);
+    alignas(16) __shared__ uint16_t v_t[Dim][kKeys + kPad];
+    ER_SHARED_ARRAY(v_t);
+
+    const int split = blockIdx.x, kv_head = blockIdx.y, tile = blockIdx.z;
+    const int32_t* rows = p.tile_rows + p.tiles[2 * tile];
+    const int n_tile_rows = p.tiles[2 * tile + 1];
+    if (n_tile_rows <= 0) return;  // a tile this step leaves unused
+    const KvCacheLayer cache =
+        p.row_seq ? sequence_cache(p.cache, p.row_seq[rows[0]], p.seq_stride_values, p.seq_stride_scales) : p.cache;
+    int kv_end = 0;  // the tile's KV range: up to its longest row
+    for (int r = 0; r < n_tile_rows; ++r) kv_end = max(kv_end, min(p.kv_len[rows[r]], cache.n_ctx));
+    int begin, end;
+    split_range(kv_end, p.n_splits, kKeys, split, &begin, &end);
+
+    // This lane's two fragment rows: query vectors 16 warp + g and 16 warp + g + 8, each a
+    // (row, query head) of the tile.
+    const int group = p.n_head / cache.n_head_kv;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    bool active[2];
+    int kv_len[2];
+    size_t query[2];  // row * n_head + head
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int vector = 16 * warp + g + 8 * h, r = vector / group;
+        active[h] = r < n_tile_rows;
+        const int row = rows[active[h] ? r : 0];
+        query[h] = size_t(row) * p.n_head + kv_head * group + vector % group;
+        kv_len[h] = active[h] ? min(min(p.kv_len[row], cache.n_ctx), end) : 0;
+    }
+    const int warp_kv = int(warp_max(float(max(kv_len[0], kv_len[1]))));
+
+    // Register r of a k-step holds row g + 8 (r % 2), columns 2t, 2t + 1 (+ 8 for r >= 2).
+    const float q_scale = p.scale * kLog2e;
+    uint32_t qa[Dim / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < Dim / 16; ++ks)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int h = r % 2, dim = 16 * ks + 8 * (r / 2) + 2 * t;
+            const float* q = p.q + query[h] * Dim + dim;
+            qa[ks][r] = active[h] ? pack_halves(q[0] * q_scale, q[1] * q_scale) : 0u;
+        }
+
+    float o[Dim / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    for (int first = begin; first < end; first += kKeys) {
+        __syncthreads();  // every warp is done with the previous tile
+        stage_keys<Dim, Kv>(cache, kv_head, first, end, k_tile, v_t);
+        __syncthreads();
+        if (first >= warp_kv) continue;  // past every row of this warp (warp-uniform)
+
+        // 1. S = Q K^T: element i of n-tile nt is key first + 8 nt + 2t + i % 2 of row h = i / 2.
+        float s[4][4] = {};
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int ks = 0; ks < Dim / 16; ++ks) {
+                const uint16_t* key = &k_tile[8 * nt + g][16 * ks + 2 * t];
+                const uint32_t b[2] = {load_shared_halves(key), load_shared_halves(key + 8)};
+                mma_m16n8k16(s[nt], qa[ks], b);
+            }
+        // 2. Causal mask, online softmax; scores become probabilities in place.
+        float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int h = i / 2;
+                if (first + 8 * nt + 2 * t + i % 2 >= kv_len[h]) s[nt][i] = -INFINITY;
+                tile_max[h] = fmaxf(tile_max[h], s[nt][i]);
+            }
+        float factor[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) factor[h] = online_softmax_rescale(&m[h], row_max(tile_max[h]));
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int h = i / 2;
+                s[nt][i] = s[nt][i] == -INFINITY ? 0.0f : exp2f(s[nt][i] - m[h]);
+                sum[h] += s[nt][i];
+            }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) l[h] = l[h] * factor[h] + row_sum(sum[h]);
+#pragma unroll
+        for (int dn = 0; dn < Dim / 8; ++dn)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[dn][i] *= factor[i / 2];
+        // 3. o += P V, keys 16 kk.. as the k of the product: P's A fragment is the pair
+        // of S n-tiles 2 kk, 2 kk + 1 (mma.cuh).
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            const float (&lo)[4] = s[2 * kk], (&hi)[4] = s[2 * kk + 1];
+            const uint32_t pa[4] = {pack_halves(lo[0], lo[1]), pack_halves(lo[2], lo[3]), pack_halves(hi[0], hi[1]),
+                                    pack_halves(hi[2], hi[3])};
+#pragma unroll
+            for (int dn = 0; dn < Dim / 8; ++dn) {
+                const uint16_t* value = &v_t[8 * dn + g][16 * kk + 2 * t];
+                const uint32_t b[2] = {load_shared_halves(value), load_shared_halves(value + 8)};
+                mma_m16n8k16(o[dn], pa, b);
+            }
+        }
+    }
+
+    // Element i of o[dn] is dim 8 dn + 2t + i % 2 of row h = i / 2.
+    float* part_o = p.workspace;
+    float* part_ml = p.workspace + size_t(p.n_rows) * p.n_head * p.n_splits * Dim;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        if (!active[h]) continue;
+        if (p.n_splits > 1) {  // a partial for the merge, empty or not
+            const size_t slot = query[h] * p.n_splits + split;
+#pragma unroll
+            for (int dn = 0; dn < Dim / 8; ++dn)
+#pragma unroll
+                for (int i = 0; i < 2; ++i) part_o[slot * Dim + 8 * dn + 2 * t + i] = o[dn][2 * h + i];
+            if (t == 0) {
+                part_ml[2 * slot] = m[h];
+                part_ml[2 * slot + 1] = l[h];
+            }
+            continue;
+        }
+        const float inverse = l[h] > 0.0f ? 1.0f / l[h] : 0.0f;
+#pragma unroll
+        for (int dn = 0; dn < Dim / 8; ++dn)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const size_t at = query[h] * Dim + 8 * dn + 2 * t + i;
+                const float result = o[dn][2 * h + i] * inverse;
+                if (p.out_is_f16)
+                    static_cast<uint16_t*>(p.out)[at] = float_to_half(result);
+                else
+                    static_cast<float*>(p.out)[at] = result;
+            }
+    }
+}
+
+// The four instantiations (head dim x cache type), named so NVRTC compiles them too.
+template __global__ void attention_tiles_kernel<64, kKvF16>(const AttentionParams);
+template __global__ void attention_tiles_kernel<128, kKvF16>(const AttentionParams);
+template __global__ void attention_tiles_kernel<64, kKvQ8>(const AttentionParams);
+template __global__ void attention_tiles_kernel<128, kKvQ8>(const AttentionParams);
+
+}  // namespace
+
+#if ER_KERNEL_LAUNCHERS
+cudaError_t launch_attention_tiles(const AttentionParams& p, dim3 grid, LaunchStream stream) {
+    const bool f16 = p.cache.type == kKvF16;
+    const auto kernel = p.cache.head_dim == 64 ? (f16 ? attention_tiles_kernel<64, kKvF16> : attention_tiles_kernel<64, kKvQ8>)
+                                               : (f16 ? attention_tiles_kernel<128, kKvF16> : attention_tiles_kernel<128, kKvQ8>);
+    return launch_kernel(kernel, grid, dim3(kTileWarps * 32), 0, stream, p);
+}
+#endif
+
+}  // namespace edgerun::cuda_orin

@@ -1,0 +1,49 @@
+// The one tensor-core instruction the kernels use: mma.sync.aligned.m16n8k16.row.col with
+// F16 inputs and F32 accumulation (compute capability 8.0 and later: Orin's sm_87 and the
+// H200's sm_90 alike), D = A B + D for a 16x16 A, a 16x8 B and a 16x8 D held by a warp.
+//
+// Which elements a lane holds is fixed by the PTX ISA ("Matrix Fragments for
+// mma.m16n8k16 with floating point type"); with g = lane / 4 and t = lane % 4:
+//   A (4 registers, 2 halves each, low half first): element i of the 8 is at
+//       row g + 8 * ((i / 2) % 2), column 2t + (i % 2) + 8 * (i / 4)
+//   B (2 registers): element i of the 4 is at row (k) 2t + (i % 2) + 8 * (i / 2), column g
+//   D (4 floats): element i at row g + 8 * (i / 2), column 2t + (i % 2)
+// So a lane's D rows are its A rows: a kernel can rescale its own accumulator rows, and
+// two D tiles side by side (columns 0-7, 8-15) are, as halves, exactly the A fragment of
+// the next product (attention_tiles.cu does both).
+//
+// On the CPU emulation (tests/cuda/emu) the warp's lanes meet and each computes its four
+// results from the whole A and B by these same formulas (ER_WARP_MMA), so a kernel that
+// puts an element in the wrong lane or register gets wrong numbers there, as it would on
+// the GPU.
+#pragma once
+
+#include "device_math.hpp"
+
+#include <cstdint>
+
+namespace edgerun::cuda_orin {
+
+// Two floats as one f16x2 register: lo in the low half (the lower column or row).
+ER_HD uint32_t pack_halves(float lo, float hi) {
+    return uint32_t(float_to_half(lo)) | (uint32_t(float_to_half(hi)) << 16);
+}
+
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ < 800
+#error "mma.m16n8k16 with F16 inputs needs compute capability 8.0 or later"
+#endif
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif defined(ER_WARP_MMA)
+    ER_WARP_MMA(d, a, b);
+#elif !defined(__CUDACC__)
+#error "mma.cuh on the host needs the CUDA emulation (tests/cuda/emu/cuda_emulation.hpp) included first"
+#endif
+}
+
+}  // namespace edgerun::cuda_orin
