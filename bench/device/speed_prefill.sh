@@ -10,6 +10,8 @@
 #                          the same greedy text as device memory
 #   gemm_rows=0 / 32 / 8   pp512 through the multi-row GEMV or cuBLAS (the crossover)
 #   gemm=f32               pp512 through cuBLAS SGEMM instead of F16 GemmEx
+#   tiled_attention=0      pp512 at depth 0 and 4096 through the split attention (a block
+#                          per row) instead of the tiled tensor-core kernel
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsPP; mkdir -p $L /root/stash
 cp .smol-a/* /root/stash/ 2>/dev/null  # carried here for smollm2.sh: the bundle and it exceed one call's 64 MiB
 source bench/device/common.sh
@@ -32,4 +34,8 @@ TAILN=3 run conformance_pdl 200 .device-bundle/bin/edgerun-conformance run --can
   --candidate-options pdl=1 --require-full -t 8
 for g in 32 0 8; do run "pp512_gemm_rows_$g" 90 $E bench --backend cuda_orin --backend-options gemm_rows=$g -m $M1 -p 512 -n 0 -r 2; done
 run pp512_gemm_f32 90 $E bench --backend cuda_orin --backend-options gemm=f32 -m $M1 -p 512 -n 0 -r 2
+run pp512_tiled_attention_0 90 $E bench --backend cuda_orin --backend-options tiled_attention=0 -m $M1 -p 512 -n 0 -r 2
+for o in tiled_attention=16 tiled_attention=0; do
+  run "pp512_d4096_$o" 120 $E bench --backend cuda_orin --backend-options $o -m $M1 -p 512 -n 0 -d 4096 -r 2
+done
 tar -czf $OUT/logsPP.tgz -C $L .; cp $L/summary.txt $OUT/ 2>/dev/null; echo "PP done at $((SECONDS-t0)) s"
