@@ -390,8 +390,8 @@ void Plan::execute(const er_step& step) {
 //     none.
 // Not in it because kernels read them from device memory, copied before every step: the
 // row table's positions, sequences and KV lengths (every attention kernel and
-// rope_append find a row's sequence there), the tiled attention's tile table, the token ids and other inputs (set_input's
-// copies into fixed buffers).
+// rope_append find a row's sequence there), the tiled attention's tile table, the token
+// ids and other inputs (set_input's copies into fixed buffers).
 Plan::StepKey Plan::step_key(int32_t n) const {
     StepKey key;
     key.rows = n;

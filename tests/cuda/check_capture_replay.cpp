@@ -2,7 +2,9 @@
 // the launches with the parameters they were recorded with, as a CUDA Graph does: a
 // per-step value the capture key (Plan::step_key) misses gives wrong logits.
 //
-// Usage: cuda_orin_capture_check BACKEND MODEL PLUGIN_DIR...
+// Usage: cuda_orin_capture_check [--options O] BACKEND MODEL PLUGIN_DIR...
+// (--options: backend options added to every run, e.g. tiled_attention=2 so the steps of
+// several rows take the tiled attention and its per-step tile table.)
 //
 // Runs the same steps of four sequences in one context with the backend's default
 // options (steps captured and replayed), with graphs=0 (every step launched plainly) and
@@ -147,6 +149,19 @@ int main(int argc, char** argv) {
         std::cerr << "usage: cuda_orin_capture_check BACKEND MODEL PLUGIN_DIR...\n";
         return 2;
     }
+    std::string extra;
+    if (argc > 2 && std::strcmp(argv[1], "--options") == 0) {
+        extra = argv[2];
+        argv += 2;
+        argc -= 2;
+    }
+    if (argc < 4) {
+        std::cerr << "usage: cuda_orin_capture_check [--options O] BACKEND MODEL PLUGIN_DIR...\n";
+        return 2;
+    }
+    auto with = [&](const std::string& options) {
+        return extra.empty() ? options : options.empty() ? extra : extra + "," + options;
+    };
     const std::string backend = argv[1], model = argv[2];
     // The plugins' log lines (the replay line among them, at info) go to this stream.
     std::ostringstream log;
@@ -157,12 +172,12 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::info);
     try {
         const PluginRegistry registry = PluginRegistry::discover(std::vector<std::string>(argv + 3, argv + argc));
-        const Run graphs = run(registry, backend, model, "", log);
-        const Run plain = run(registry, backend, model, "graphs=0", log);
+        const Run graphs = run(registry, backend, model, with(""), log);
+        const Run plain = run(registry, backend, model, with("graphs=0"), log);
         // Programmatic dependent launch on and the GEMV's prefetch off: on the emulated
         // device pdl=1 also makes every launch, replays included, check that each of its
         // threads waited for the prior grids (tests/cuda/emu/cuda_emulation.hpp).
-        const Run pdl = run(registry, backend, model, "pdl=1,prefetch=0", log);
+        const Run pdl = run(registry, backend, model, with("pdl=1,prefetch=0"), log);
         if (graphs.replayed != kSteps || graphs.plain != 0)
             return fail("with graphs on, " + std::to_string(graphs.replayed) + " of " + std::to_string(kSteps) +
                             " steps replayed and " + std::to_string(graphs.plain) + " launched plainly",
