@@ -315,11 +315,7 @@ __global__ void attention_merge_kernel(const AttentionParams p) {
         }
         o = o * w_total + part_o[slot * dim + d] * w_part;
     }
-    const float result = total.l > 0.0f ? o / total.l : 0.0f;
-    if (p.out_is_f16)
-        static_cast<uint16_t*>(p.out)[query * dim + d] = float_to_half(result);
-    else
-        static_cast<float*>(p.out)[query * dim + d] = result;
+    store_float_or_half(p.out, p.out_is_f16, query * dim + d, total.l > 0.0f ? o / total.l : 0.0f);
 }
 
 // INT8 caches: which KeyScorer a launch takes, dp4a for decode steps, the float query for
@@ -341,20 +337,15 @@ cudaError_t launch_attention(const AttentionParams& p, LaunchStream stream) {
     const AttentionGrid g = plan_attention(p);
     if (g.splits == 0) return cudaErrorInvalidValue;
     const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows);
-    if (p.tiles) {
-        const cudaError_t err = launch_attention_tiles(p, grid, stream);
-        if (err != cudaSuccess || p.n_splits == 1) return err;
-        return launch_kernel(attention_merge_kernel, dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), 0, stream, p);
-    }
-    const int threads = kWarps * 32;
     const bool f16 = p.cache.type == kKvF16, dp4a = scores_by_dp4a(p);
     const auto split = p.cache.head_dim == 64
                            ? (f16 ? attention_split_kernel<64, kKvF16>
                                   : dp4a ? attention_split_kernel<64, kKvQ8> : attention_split_kernel<64, kKvQ8FloatQuery>)
                            : (f16 ? attention_split_kernel<128, kKvF16>
                                   : dp4a ? attention_split_kernel<128, kKvQ8> : attention_split_kernel<128, kKvQ8FloatQuery>);
-    const cudaError_t err = launch_kernel(split, grid, dim3(threads), 0, stream, p);
-    if (err != cudaSuccess) return err;
+    const cudaError_t err = p.tiles ? launch_attention_tiles(p, grid, stream)
+                                    : launch_kernel(split, grid, dim3(kWarps * 32), 0, stream, p);
+    if (err != cudaSuccess || !attention_merges(p)) return err;
     return launch_kernel(attention_merge_kernel, dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), 0, stream, p);
 }
 #endif

@@ -230,14 +230,8 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
 #pragma unroll
         for (int dn = 0; dn < Dim / 8; ++dn)
 #pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                const size_t at = query[h] * Dim + 8 * dn + 2 * t + i;
-                const float result = o[dn][2 * h + i] * inverse;
-                if (p.out_is_f16)
-                    static_cast<uint16_t*>(p.out)[at] = float_to_half(result);
-                else
-                    static_cast<float*>(p.out)[at] = result;
-            }
+            for (int i = 0; i < 2; ++i)
+                store_float_or_half(p.out, p.out_is_f16, query[h] * Dim + 8 * dn + 2 * t + i, o[dn][2 * h + i] * inverse);
     }
 }
 

@@ -186,6 +186,14 @@ ER_HD uint16_t float_to_half(float f) {
 #endif
 }
 
+// out[at] = v, out holding floats, or halves (rounded to nearest even) when as_half.
+ER_HD void store_float_or_half(void* out, bool as_half, size_t at, float v) {
+    if (as_half)
+        static_cast<uint16_t*>(out)[at] = float_to_half(v);
+    else
+        static_cast<float*>(out)[at] = v;
+}
+
 // Signed byte k (0..3) of a word as a float without an int-to-float conversion
 // instruction (those run at a quarter of the FMA rate): x + 128 goes into the low
 // mantissa bits of 2^23, and the float subtraction takes 2^23 + 128 off again. Exact.

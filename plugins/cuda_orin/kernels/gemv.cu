@@ -136,12 +136,7 @@ __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int ro
     });
 }
 
-__device__ void store_output(const GemvOutput& o, int64_t row, float v) {
-    if (o.y_is_f16)
-        static_cast<uint16_t*>(o.y)[row] = float_to_half(v);
-    else
-        static_cast<float*>(o.y)[row] = v;
-}
+__device__ void store_output(const GemvOutput& o, int64_t row, float v) { store_float_or_half(o.y, o.y_is_f16, row, v); }
 
 __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
 

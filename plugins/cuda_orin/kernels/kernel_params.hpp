@@ -266,6 +266,10 @@ ER_HD bool split_attention_supports(int head_dim, int32_t kv_type) {
 // n_rows), of the tiled one (n_splits, n_head_kv, n_tiles); {0,0,0,0} when the params
 // are invalid. head_dim 64 or 128; n_head a multiple
 // of n_head_kv.
+// Whether an attention launch ends with the merge kernel: the split kernel's always, the
+// tiled one's when it splits (with one split it writes the output itself).
+inline bool attention_merges(const AttentionParams& p) { return !p.tiles || p.n_splits > 1; }
+
 struct AttentionGrid {
     int splits, kv_heads, chunks, rows;
 };

@@ -19,28 +19,25 @@ inline void gemv(const GemvLaunch& l, int blocks) {
 // The split flash-decode kernel, or with p.tiles the tiled one, then the merge of their
 // splits (none after a tiled launch of one split); `g` from plan_attention.
 inline void attention(const AttentionParams& p, const AttentionGrid& g) {
-    const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows), block(kAttentionWarps * 32);
+    const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows);
     const bool f16 = p.cache.type == kKvF16, dp4a = scores_by_dp4a(p);
-    if (p.tiles) {
+    if (p.tiles)
         emu::launch(grid, dim3(kTiledAttentionWarps * 32), [&] {
             if (p.cache.head_dim == 64)
                 f16 ? attention_tiles_kernel<64, kKvF16>(p) : attention_tiles_kernel<64, kKvQ8>(p);
             else
                 f16 ? attention_tiles_kernel<128, kKvF16>(p) : attention_tiles_kernel<128, kKvQ8>(p);
         }, 0, "attention_tiles");
-        if (p.n_splits > 1)
-            emu::launch(dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); }, 0,
-                        "attention_merge");
-        return;
-    }
-    emu::launch(grid, block, [&] {
-        if (p.cache.head_dim == 64)
-            f16 ? attention_split_kernel<64, kKvF16>(p)
-                : dp4a ? attention_split_kernel<64, kKvQ8>(p) : attention_split_kernel<64, kKvQ8FloatQuery>(p);
-        else
-            f16 ? attention_split_kernel<128, kKvF16>(p)
-                : dp4a ? attention_split_kernel<128, kKvQ8>(p) : attention_split_kernel<128, kKvQ8FloatQuery>(p);
-    }, 0, "attention_split");
+    else
+        emu::launch(grid, dim3(kAttentionWarps * 32), [&] {
+            if (p.cache.head_dim == 64)
+                f16 ? attention_split_kernel<64, kKvF16>(p)
+                    : dp4a ? attention_split_kernel<64, kKvQ8>(p) : attention_split_kernel<64, kKvQ8FloatQuery>(p);
+            else
+                f16 ? attention_split_kernel<128, kKvF16>(p)
+                    : dp4a ? attention_split_kernel<128, kKvQ8>(p) : attention_split_kernel<128, kKvQ8FloatQuery>(p);
+        }, 0, "attention_split");
+    if (!attention_merges(p)) return;
     emu::launch(dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), [&] { attention_merge_kernel(p); }, 0,
                 "attention_merge");
 }
