@@ -7,12 +7,16 @@ source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; P87=$PWD/.device-bundle
 cat .device-bundle/COMMIT; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 ( timeout 150 $B/cuda_kernels_gpu > $L/kernels.log 2>&1; echo "exit $?" >> $L/kernels.log ) &
 ( timeout 150 $B/cuda_kernels_gpu_ptx87 > $L/kernels_ptx87.log 2>&1; echo "exit $?" >> $L/kernels_ptx87.log ) &
-TAILN=4 run conf_all 120 $B/edgerun-conformance run --candidate cuda_orin --require-full -t 6 --json $L/conf_all.json
+TAILN=4 run conf_all 120 $B/edgerun-conformance run --candidate cuda_orin --require-full -t 6 --json $L/conf_all.json; CONF_RC=$?
 S="$B/edgerun-conformance run --candidate cuda_orin --levels models --presets qwen3-0.6b --types Q4_K_M --tokens 8 --prompt 4 --greedy 4 -t 2"
 for tool in memcheck racecheck initcheck synccheck; do
   ( timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 $S > $L/sanitizer_$tool.log 2>&1; echo "exit $?" >> $L/sanitizer_$tool.log ) &
 done
 TAILN=4 run conf_all_ptx87 120 $B/edgerun-conformance run --candidate $P87 --require-full -t 6 --json $L/conf_all_ptx87.json
+# A failure with the defaults: the same without the tiled attention (its first run on
+# hardware) says whether that kernel is the cause, in this call.
+[ $CONF_RC -ne 0 ] && TAILN=4 run conf_all_untiled 120 $B/edgerun-conformance run --candidate cuda_orin \
+  --candidate-options tiled_attention=0 --require-full -t 6 --json $L/conf_all_untiled.json
 wait
 for f in kernels kernels_ptx87 sanitizer_memcheck sanitizer_racecheck sanitizer_initcheck sanitizer_synccheck; do echo "== $f"; grep -E 'FAIL|ERROR|passed|exit' $L/$f.log | tail -5; done
 grep -h -E '^(PASS|FAIL):|coverage' $L/conf_all*.log
