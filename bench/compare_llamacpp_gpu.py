@@ -4,10 +4,10 @@
 For each GGUF model it measures, in this order and in this one process:
   - the device-to-device copy peak (1 GiB copied, bytes read plus written, as
     bench/cuda_orin_bench does), the yardstick for "achieved GB/s";
-  - llama.cpp: `llama-bench -fa 1 -ngl 99 -p 512 -n 128 -d 0,4096,32768 -o json`, once with
-    the F16 KV cache and once with -ctk q8_0 -ctv q8_0;
-  - edgerun: `edgerun bench --backend cuda_orin --json` at the same prompt, generation and
-    depths, with --kv-type f16 and q8.
+  - llama.cpp: `llama-bench -fa 1 -ngl 99 -p 512 -n 128 -ub 512 -d 0,4096,32768 -o json`,
+    once with the F16 KV cache and once with -ctk q8_0 -ctv q8_0;
+  - edgerun: `edgerun bench --backend cuda_orin -b 512 --json` at the same prompt,
+    generation, prompt rows per step and depths, with --kv-type f16 and q8.
 "Decode at context D" is tg128 with D tokens already in the cache, for both runtimes.
 
 It writes one JSON (device, commit, commands, every raw run with its output, per test
@@ -54,6 +54,8 @@ def parse_args(argv):
     p.add_argument("--depths", default="0,4096,32768", help="tokens already in the cache (default: 0,4096,32768)")
     p.add_argument("--n-prompt", type=int, default=512)
     p.add_argument("--n-gen", type=int, default=128)
+    p.add_argument("--ubatch", type=int, default=512,
+                   help="most prompt rows per step, both sides: llama-bench -ub, edgerun -b (default 512, both defaults)")
     p.add_argument("--repetitions", "-r", type=int, default=5)
     p.add_argument("--kv", default="f16,q8_0", help="KV types: f16, q8_0 or both (default)")
     p.add_argument("--only", choices=("both", "edgerun", "llama.cpp"), default="both", help="which runtimes to run")
@@ -187,7 +189,8 @@ def measure_copy_peak(repetitions):
 def run_llama_bench(args, model, kv):
     name, ctk, _ = kv
     cmd = [args.llama_bench, "-m", model, "-fa", "1", "-ngl", "99", "-p", str(args.n_prompt), "-n", str(args.n_gen),
-           "-d", ",".join(str(d) for d in args.depths), "-r", str(args.repetitions), "-ctk", ctk, "-ctv", ctk,
+           "-ub", str(args.ubatch), "-d", ",".join(str(d) for d in args.depths), "-r", str(args.repetitions),
+           "-ctk", ctk, "-ctv", ctk,
            "-o", "json"]
     record, stdout = run_command(cmd, args.timeout)
     record.update(runtime="llama.cpp", kv=name)
@@ -215,7 +218,8 @@ def run_llama_bench(args, model, kv):
 def run_edgerun(args, model, kv, depth):
     name, _, edgerun_kv = kv
     cmd = [args.edgerun, "bench", "-m", model, "--backend", args.backend, "--kv-type", edgerun_kv,
-           "-p", str(args.n_prompt), "-n", str(args.n_gen), "-d", str(depth), "-r", str(args.repetitions), "--json"]
+           "-p", str(args.n_prompt), "-n", str(args.n_gen), "-b", str(args.ubatch), "-d", str(depth),
+           "-r", str(args.repetitions), "--json"]
     record, stdout = run_command(cmd, args.timeout)
     record.update(runtime="edgerun", kv=name, depth=depth)
     results = []
@@ -347,7 +351,8 @@ def main(argv):
                copy_peak=measure_copy_peak(args.repetitions),
                settings={"n_prompt": args.n_prompt, "n_gen": args.n_gen, "depths": args.depths,
                          "repetitions": args.repetitions, "backend": args.backend,
-                         "llama_bench_flags": "-fa 1 -ngl 99 (-ctk q8_0 -ctv q8_0 for INT8 KV)"})
+                         "ubatch": args.ubatch,
+                         "llama_bench_flags": f"-fa 1 -ngl 99 -ub {args.ubatch} (-ctk q8_0 -ctv q8_0 for INT8 KV)"})
     peak = doc["copy_peak"]["gb_s"]["median"] if doc["copy_peak"]["gb_s"] else None
     print(f"compare: device {doc['device'].get('name', '?')}, copy peak "
           + (f"{peak:.0f} GB/s" if peak else f"not measured: {doc['copy_peak']['error']}"), file=sys.stderr)

@@ -20,7 +20,7 @@ void add_model_options(po::options_description& desc, ModelOptions& options) {
         ("backend-options", po::value(&options.engine.backend_options), "backend-specific key=value,...")
         ("threads,t", po::value(&options.engine.n_threads)->default_value(0), "host threads (0: all cores)")
         ("ctx-size,c", po::value(&options.engine.n_ctx)->default_value(0), "context size in tokens (0: the model's, at most 4096)")
-        ("batch-size,b", po::value(&options.engine.n_batch)->default_value(256), "most prompt tokens per prefill step")
+        ("batch-size,b", po::value(&options.engine.n_batch)->default_value(options.engine.n_batch), "most prompt tokens per prefill step")
         ("kv-type", po::value(&options.kv_type)->default_value(options.kv_type), "KV cache type: f32, f16 or q8");
 }
 

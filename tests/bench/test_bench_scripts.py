@@ -129,6 +129,7 @@ a = sys.argv[1:]
 arg = lambda k: a[a.index(k) + 1]
 assert all(f in a for f in ("-fa", "-ngl", "-ctk", "-ctv")) and arg("-fa") == "1" and arg("-ngl") == "99", a
 assert arg("-o") == "json" and arg("-ctk") == arg("-ctv"), a
+assert arg("-ub") == "512", a  # the prompt's rows per step, as edgerun's -b
 reps, kv = int(arg("-r")), arg("-ctk")
 out = []
 for d in [int(x) for x in arg("-d").split(",")]:
@@ -147,7 +148,7 @@ FAKE_EDGERUN = r'''
 import json, sys
 a = sys.argv[1:]
 arg = lambda k: a[a.index(k) + 1]
-if a[0] != "bench" or "--json" not in a or arg("--backend") != "cuda_orin":
+if a[0] != "bench" or "--json" not in a or arg("--backend") != "cuda_orin" or arg("-b") != "512":
     print("fake edgerun: unexpected command line " + " ".join(a), file=sys.stderr)
     sys.exit(2)
 kv, d, reps = arg("--kv-type"), int(arg("-d")), int(arg("-r"))

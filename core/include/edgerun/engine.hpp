@@ -20,7 +20,7 @@ struct EngineOptions {
     std::string backend_options;  // backend-specific "key=value,..."
     int32_t n_threads = 0;        // <= 0: the backend's choice
     int32_t n_ctx = 0;            // <= 0: the model's training context, capped at 4096
-    int32_t n_batch = 256;        // most tokens per prefill step
+    int32_t n_batch = 512;        // most tokens per prefill step (llama.cpp's n_ubatch default)
     int32_t kv_type = ER_KV_F16;
 };
 
