@@ -7,8 +7,9 @@
 // times all query heads of one KV head (16 rows of a group of 4), and reads each
 // key and value once for all of them: n / 16 times instead of n. Per 32-key tile:
 //   1. the block stages the keys as halves (k_tile[key][dim]) and the values transposed
-//      (v_t[dim][key]), so every mma operand below is one 32-bit shared load; rows are
-//      padded by 16 bytes so those loads meet no bank conflicts;
+//      (v_t[dim][key]), so every mma operand below is one 32-bit shared load; a warp
+//      reads whole key rows, and neither its stores nor the operand loads meet bank
+//      conflicts (attention_tile_layout.hpp);
 //   2. each warp, owning 16 query vectors, scores them against the 32 keys,
 //      S = Q K^T (Dim/16 x 4 mmas; its query fragments stay in registers for the whole
 //      range, scaled into the log2 domain and rounded to halves), masks keys past each
@@ -27,6 +28,7 @@
 //
 // STATUS: run only on the CPU emulation (its mma is computed from the PTX ISA's fragment
 // layout, tests/cuda/emu); never run on a GPU.
+#include "attention_tile_layout.hpp"
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "launch_kernel.cuh"
@@ -41,7 +43,6 @@ namespace edgerun::cuda_orin {
 namespace {
 
 constexpr int kTileWarps = kTiledAttentionWarps, kKeys = kTiledAttentionKeys;
-constexpr int kPad = 8;  // halves of padding per shared row
 
 // 32-bit shared load of two halves (an mma operand register).
 __device__ __forceinline__ uint32_t load_shared_halves(const uint16_t* p) {
@@ -70,20 +71,19 @@ __device__ void load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u
     }
 }
 
-// Keys [first, first + 32) into k_tile and v_t; keys at or past `end` as zeros, so a
-// masked probability (0) never meets a NaN. A warp's lanes take 32 keys of one unit: the
-// transposed stores of v_t are then conflict-free, and each key's row is still read in
-// whole sectors.
+// Keys [first, first + 32) into k_tile and v_t (attention_tile_layout.hpp); keys at or
+// past `end` as zeros, so a masked probability (0) never meets a NaN.
 template <int Dim, int Kv>
-__device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int end, uint16_t (*k_tile)[Dim + kPad],
-                           uint16_t (*v_t)[kKeys + kPad]) {
-    for (int i = threadIdx.x; i < kKeys * (Dim / 8); i += blockDim.x) {
-        const int j = i % kKeys, u = i / kKeys, key = first + j;
+__device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int end, uint16_t (*k_tile)[Dim + kTileRowPad],
+                           uint16_t (*v_t)[kTileVRowHalves]) {
+    using Staging = TileStaging<Dim>;
+    for (int i = threadIdx.x; i < Staging::kSteps; i += blockDim.x) {
+        const int j = Staging::key(i), u = Staging::unit(i), key = first + j;
         Words4 k{};
         uint16_t v[8] = {};
         if (key < end) load_key_unit<Dim, Kv>(c, kv_head, key, u, &k, v);
         store_shared_16B(&k_tile[j][8 * u], k);
-        for (int d = 0; d < 8; ++d) v_t[8 * u + d][j] = v[d];
+        for (int d = 0; d < 8; ++d) v_t[8 * u + d][Staging::v_t_column(8 * u + d, j)] = v[d];
     }
 }
 
@@ -103,9 +103,9 @@ __device__ __forceinline__ float row_sum(float v) {
 template <int Dim, int Kv>
 __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
-    alignas(16) __shared__ uint16_t k_tile[kKeys][Dim + kPad];
+    alignas(16) __shared__ uint16_t k_tile[kKeys][Dim + kTileRowPad];
     ER_SHARED_ARRAY(k_tile);
-    alignas(16) __shared__ uint16_t v_t[Dim][kKeys + kPad];
+    alignas(16) __shared__ uint16_t v_t[Dim][kTileVRowHalves];
     ER_SHARED_ARRAY(v_t);
 
     const int split = blockIdx.x, kv_head = blockIdx.y, tile = blockIdx.z;
@@ -201,8 +201,9 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
                                     pack_halves(hi[2], hi[3])};
 #pragma unroll
             for (int dn = 0; dn < Dim / 8; ++dn) {
-                const uint16_t* value = &v_t[8 * dn + g][16 * kk + 2 * t];
-                const uint32_t b[2] = {load_shared_halves(value), load_shared_halves(value + 8)};
+                const uint16_t* value = v_t[8 * dn + g];
+                const uint32_t b[2] = {load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn + g, 16 * kk + 2 * t)),
+                                       load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn + g, 16 * kk + 2 * t + 8))};
                 mma_m16n8k16(o[dn], pa, b);
             }
         }
