@@ -12,9 +12,10 @@
 #   gemm=f32               pp512 through cuBLAS SGEMM instead of F16 GemmEx
 #   tiled_attention=0      pp512 at depth 0 and 4096 through the split attention (a block
 #                          per row) instead of the tiled tensor-core kernel
-# It starts with tiled_probe: the ops level's ATTENTION with every step of two rows or more
-# tiled, the first run of the tiled kernel's mma fragment layout on hardware. If that fails,
-# every later run here adds tiled_attention=0 (NOTILED), so the call still measures the rest.
+# Every run adds X: speed_ab.sh's BASE (options its probe found the defaults need on this
+# GPU, usually none), and tiled_attention=0 if tiled_probe fails. tiled_probe is the ops
+# level's ATTENTION with every step of two rows or more tiled: the first run of the tiled
+# kernel's mma fragment layout on hardware.
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsPP; mkdir -p $L /root/stash
 cp .smol-a/* /root/stash/ 2>/dev/null  # carried here for smollm2.sh: the bundle and it exceed one call's 64 MiB
 source bench/device/common.sh
@@ -26,24 +27,25 @@ M1=build-models/llama3.2-1b-Q4_K_M.gguf
 [ -f $M1 ] || $E synth --preset llama3.2-1b --type Q4_K_M -o $M1
 M0=build-models/capture-smollm2-135m-Q8_0-l1-v4096.gguf
 [ -f $M0 ] || $E synth --preset smollm2-135m --type Q8_0 --layers 1 --vocab 4096 -o $M0
-NOTILED=
+X=$(cat /tmp/logsAB/base_options 2>/dev/null)
 TAILN=3 run tiled_probe 60 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
   --candidate-options tiled_attention=2 --levels ops --ops ATTENTION --kv f16,q8 --require-full \
-  || { NOTILED=tiled_attention=0; echo "tiled attention failed on this GPU: $NOTILED from here on" | tee -a $L/summary.txt; }
-TAILN=6 run capture_pdl 90 .device-bundle/bin/cuda_orin_capture_check ${NOTILED:+--options $NOTILED} cuda_orin $M0 .device-bundle/plugins
+  || { X=$X${X:+,}tiled_attention=0; echo "tiled attention failed on this GPU: tiled_attention=0 from here on" | tee -a $L/summary.txt; }
+echo "options added to every run: ${X:-none}" | tee -a $L/summary.txt
+TAILN=6 run capture_pdl 90 .device-bundle/bin/cuda_orin_capture_check ${X:+--options $X} cuda_orin $M0 .device-bundle/plugins
 for w in device shared; do
-  timeout 60 $E --backend cuda_orin --backend-options weights=$w${NOTILED:+,$NOTILED} -m $M1 -p "The capital of France is" -n 32 --temp 0 \
+  timeout 60 $E --backend cuda_orin --backend-options weights=$w${X:+,$X} -m $M1 -p "The capital of France is" -n 32 --temp 0 \
     > $L/text_weights_$w.txt 2> $L/text_weights_$w.log
 done
 [ -s $L/text_weights_device.txt ] && cmp $L/text_weights_device.txt $L/text_weights_shared.txt && echo "weights=shared: the same text as weights=device" \
   | tee -a $L/summary.txt || echo "weights=shared: text differs or failed (see text_weights_*)" | tee -a $L/summary.txt
 TAILN=3 run conformance_pdl 200 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options pdl=1${NOTILED:+,$NOTILED} --require-full -t 8
-for g in 32 0 8; do run "pp512_gemm_rows_$g" 90 $E bench --backend cuda_orin --backend-options gemm_rows=$g${NOTILED:+,$NOTILED} -m $M1 -p 512 -n 0 -r 2; done
-run pp512_gemm_f32 90 $E bench --backend cuda_orin --backend-options gemm=f32${NOTILED:+,$NOTILED} -m $M1 -p 512 -n 0 -r 2
-run pp512_tiled_attention_0 90 $E bench --backend cuda_orin --backend-options tiled_attention=0 -m $M1 -p 512 -n 0 -r 2
+  --candidate-options pdl=1${X:+,$X} --require-full -t 8
+for g in 32 0 8; do run "pp512_gemm_rows_$g" 90 $E bench --backend cuda_orin --backend-options gemm_rows=$g${X:+,$X} -m $M1 -p 512 -n 0 -r 2; done
+run pp512_gemm_f32 90 $E bench --backend cuda_orin --backend-options gemm=f32${X:+,$X} -m $M1 -p 512 -n 0 -r 2
+run pp512_tiled_attention_0 90 $E bench --backend cuda_orin --backend-options tiled_attention=0${X:+,$X} -m $M1 -p 512 -n 0 -r 2
 for o in tiled_attention=16 tiled_attention=0; do
-  [ -n "$NOTILED" ] && [ $o != $NOTILED ] && continue
-  run "pp512_d4096_$o" 120 $E bench --backend cuda_orin --backend-options $o -m $M1 -p 512 -n 0 -d 4096 -r 2
+  [[ ",$X," == *,tiled_attention=0,* && $o != tiled_attention=0 ]] && continue
+  run "pp512_d4096_$o" 120 $E bench --backend cuda_orin --backend-options $o${X:+,$X} -m $M1 -p 512 -n 0 -d 4096 -r 2
 done
 tar -czf $OUT/logsPP.tgz -C $L .; cp $L/summary.txt $OUT/ 2>/dev/null; echo "PP done at $((SECONDS-t0)) s"
