@@ -10,6 +10,7 @@
 #                          the same greedy text as device memory
 #   gemm_rows=0 / 32 / 8   pp512 through the multi-row GEMV or cuBLAS (the crossover)
 #   gemm=f32               pp512 through cuBLAS SGEMM instead of F16 GemmEx
+#   profile_pp512_d0/4096  every launch of the prompt steps timed: where prefill's time goes
 #   tiled_attention=0      pp512 at depth 0 and 4096 through the split attention (a block
 #                          per row) instead of the tiled tensor-core kernel
 # Every run adds X: speed_ab.sh's BASE (options its probe found the defaults need on this
@@ -43,6 +44,11 @@ TAILN=3 run conformance_pdl 200 .device-bundle/bin/edgerun-conformance run --can
   --candidate-options pdl=1${X:+,$X} --require-full -t 8
 for g in 32 0 8; do run "pp512_gemm_rows_$g" 90 $E bench --backend cuda_orin --backend-options gemm_rows=$g${X:+,$X} -m $M1 -p 512 -n 0 -r 2; done
 run pp512_gemm_f32 90 $E bench --backend cuda_orin --backend-options gemm=f32${X:+,$X} -m $M1 -p 512 -n 0 -r 2
+# Where a prompt step's time goes (profile=1: every launch timed, a table per plan at exit).
+for d in 0 4096; do
+  TAILN=3 run "profile_pp512_d$d" 120 $E bench --backend cuda_orin --backend-options profile=1${X:+,$X} --log-level info \
+    -m $M1 -p 512 -n 0 -d $d -r 1
+done
 run pp512_tiled_attention_0 90 $E bench --backend cuda_orin --backend-options tiled_attention=0${X:+,$X} -m $M1 -p 512 -n 0 -r 2
 for o in tiled_attention=16 tiled_attention=0; do
   [[ ",$X," == *,tiled_attention=0,* && $o != tiled_attention=0 ]] && continue
