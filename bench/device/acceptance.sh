@@ -1,6 +1,8 @@
 #!/bin/bash
-# Device call 1 of 3 (see bench/README.md, "The acceptance run"): GPU kernel tests, conformance at every level (sm_90 and compute_87 PTX), compute-sanitizer
-set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-280}; L=/tmp/logsA; mkdir -p $L /root/stash
+# Device call 1 of 3 (see bench/README.md, "The acceptance run"): GPU kernel tests, conformance at every level (sm_90 and compute_87 PTX), compute-sanitizer;
+# then, alone on the GPU, the kernel benchmark (cuda_orin_bench --quick: issue 18's per-kernel DRAM figures)
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-440}; L=${OUT:-/tmp}/logsA  # under $OUT: a call cut short still brings its logs back
+mkdir -p $L /root/stash
 source bench/device/common.sh
 tar -xJf .device-carry/bundle.tar.xz; cp .smol-a/* /root/stash/ 2>/dev/null
 source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; P87=$PWD/.device-bundle/ptx87/libedgerun_cuda_orin.so
@@ -18,6 +20,7 @@ TAILN=4 run conf_all_ptx87 120 $B/edgerun-conformance run --candidate $P87 --req
 [ $CONF_RC -ne 0 ] && TAILN=4 run conf_all_untiled 120 $B/edgerun-conformance run --candidate cuda_orin \
   --candidate-options tiled_attention=0 --require-full -t 6 --json $L/conf_all_untiled.json
 wait
+TAILN=40 run kernel_bench 150 $B/cuda_orin_bench --quick --out $L --commit "$(cat .device-bundle/COMMIT)"
 for f in kernels kernels_ptx87 sanitizer_memcheck sanitizer_racecheck sanitizer_initcheck sanitizer_synccheck; do echo "== $f"; grep -E 'FAIL|ERROR|passed|exit' $L/$f.log | tail -5; done
 grep -h -E '^(PASS|FAIL):|coverage' $L/conf_all*.log
-tar -czf $OUT/logsA.tgz -C $L .; echo "A done at $((SECONDS-t0)) s"
+echo "logs in $L"; echo "A done at $((SECONDS-t0)) s"

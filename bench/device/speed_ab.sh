@@ -18,7 +18,8 @@
 # order of interest: run() in common.sh skips what the DEADLINE leaves no time for. The
 # prefill sweeps and the conformance runs are speed_prefill.sh's (the next call).
 # Carry .device-carry (the bundle, see bench/README.md); needs nothing else.
-set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsAB; mkdir -p $L
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=${OUT:-/tmp}/logsAB  # under $OUT: a call cut short still brings its logs back
+mkdir -p $L
 source bench/device/common.sh
 [ -d .device-bundle ] || tar -xJf .device-carry/bundle.tar.xz
 source .device-bundle/env.sh
@@ -41,7 +42,7 @@ if ! probe ""; then
   for o in tiled_attention=0 prefetch=0 stage_x=0 fuse=0 gemm_rows=0; do probe $o && { BASE=$o; break; }; done
   echo "the defaults fail on this GPU: every run below adds $BASE" | tee -a $L/summary.txt
 fi
-echo "$BASE" > $L/base_options
+echo "$BASE" > $L/base_options; cp $L/base_options /tmp/edgerun_base_options  # for speed_prefill.sh
 TAILN=4
 for opts in "" "pdl=1" "prefetch=0" "stage_x=0" "graphs=0" "fuse=0" "activations=q8"; do
   [ -n "$opts" ] && [ "$opts" = "$BASE" ] && continue
@@ -63,4 +64,4 @@ for m in $M1 $M4; do
   python3 bench/project_orin.py $L/profile_${b}_ptx87.log --peak-gbs $PEAK --label "$b, compute_87 PTX on $(head -2 $L/device.txt | tail -1 | cut -d, -f1)" \
     --json $L/orin_projection_$b.json | tee $L/orin_projection_$b.md
 done
-tar -czf $OUT/logsAB.tgz -C $L .; cp $L/summary.txt $OUT/ 2>/dev/null; echo "AB done at $((SECONDS-t0)) s"
+echo "logs in $L"; echo "AB done at $((SECONDS-t0)) s"

@@ -17,7 +17,8 @@
 # GPU, usually none), and tiled_attention=0 if tiled_probe fails. tiled_probe is the ops
 # level's ATTENTION with every step of two rows or more tiled: the first run of the tiled
 # kernel's mma fragment layout on hardware.
-set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsPP; mkdir -p $L /root/stash
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=${OUT:-/tmp}/logsPP  # under $OUT: a call cut short still brings its logs back
+mkdir -p $L /root/stash
 cp .smol-a/* /root/stash/ 2>/dev/null  # carried here for smollm2.sh: the bundle and it exceed one call's 64 MiB
 source bench/device/common.sh
 [ -d .device-bundle ] || tar -xJf .device-carry/bundle.tar.xz
@@ -28,7 +29,7 @@ M1=build-models/llama3.2-1b-Q4_K_M.gguf
 [ -f $M1 ] || $E synth --preset llama3.2-1b --type Q4_K_M -o $M1
 M0=build-models/capture-smollm2-135m-Q8_0-l1-v4096.gguf
 [ -f $M0 ] || $E synth --preset smollm2-135m --type Q8_0 --layers 1 --vocab 4096 -o $M0
-X=$(cat /tmp/logsAB/base_options 2>/dev/null)
+X=$(cat /tmp/edgerun_base_options 2>/dev/null)
 TAILN=3 run tiled_probe 60 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
   --candidate-options tiled_attention=2 --levels ops --ops ATTENTION --kv f16,q8 --require-full \
   || { X=$X${X:+,}tiled_attention=0; echo "tiled attention failed on this GPU: tiled_attention=0 from here on" | tee -a $L/summary.txt; }
@@ -54,4 +55,4 @@ for o in tiled_attention=16 tiled_attention=0; do
   [[ ",$X," == *,tiled_attention=0,* && $o != tiled_attention=0 ]] && continue
   run "pp512_d4096_$o" 120 $E bench --backend cuda_orin --backend-options $o${X:+,$X} -m $M1 -p 512 -n 0 -d 4096 -r 2
 done
-tar -czf $OUT/logsPP.tgz -C $L .; cp $L/summary.txt $OUT/ 2>/dev/null; echo "PP done at $((SECONDS-t0)) s"
+echo "logs in $L"; echo "PP done at $((SECONDS-t0)) s"
