@@ -262,14 +262,13 @@ ER_HD bool split_attention_supports(int head_dim, int32_t kv_type) {
     return (head_dim == 64 || head_dim == 128) && (kv_type == kKvF16 || kv_type == kKvQ8);
 }
 
-// Grid of the split kernel for valid params: (n_splits, n_head_kv, query-head chunks x
-// n_rows), of the tiled one (n_splits, n_head_kv, n_tiles); {0,0,0,0} when the params
-// are invalid. head_dim 64 or 128; n_head a multiple
-// of n_head_kv.
 // Whether an attention launch ends with the merge kernel: the split kernel's always, the
 // tiled one's when it splits (with one split it writes the output itself).
 inline bool attention_merges(const AttentionParams& p) { return !p.tiles || p.n_splits > 1; }
 
+// Grid of the split kernel for valid params: (n_splits, n_head_kv, query-head chunks x
+// n_rows), of the tiled one (n_splits, n_head_kv, n_tiles); {0,0,0,0} when the params
+// are invalid. head_dim 64 or 128; n_head a multiple of n_head_kv.
 struct AttentionGrid {
     int splits, kv_heads, chunks, rows;
 };
