@@ -86,7 +86,7 @@ LaunchKind gemv_kind(const GemvLaunch& launch) {
 // whose tiles of one sequence each read up to their own longest row.
 LaunchKind attention_kind(const AttentionParams& p) {
     LaunchKind kind(p.tiles ? Kernel::attention_tiles : Kernel::attention);
-    kind.merged = p.tiles && p.n_splits > 1;
+    kind.merged = p.tiles && attention_merges(p);
     const KvCacheLayer& c = p.cache;
     const uint64_t values = uint64_t(std::max<int64_t>(p.positions_read, 0)) * uint64_t(c.n_head_kv) * uint64_t(c.head_dim);
     const uint64_t kv = 2 * (values * uint64_t(kv_value_bytes(c.type)) + (c.type == kKvQ8 ? values / 32 * 2 : 0));

@@ -68,12 +68,11 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
             case ER_OP_ATTENTION: {
                 const er_attention_params& a = node.params.attention;
                 max_heads = std::max(max_heads, a.n_head);
-                split_attention |= takes_split_attention(a, ctx.params.kv_type);
-                row_attention |= !takes_split_attention(a, ctx.params.kv_type);
-                tile_rows = std::min(tile_rows, takes_split_attention(a, ctx.params.kv_type) && a.n_head_kv > 0 &&
-                                                        a.n_head % a.n_head_kv == 0
-                                                    ? tiled_attention_rows_per_tile(a.n_head / a.n_head_kv)
-                                                    : 0);
+                const bool split = takes_split_attention(a, ctx.params.kv_type);
+                split_attention |= split;
+                row_attention |= !split;
+                const bool grouped = a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0;
+                tile_rows = std::min(tile_rows, split && grouped ? tiled_attention_rows_per_tile(a.n_head / a.n_head_kv) : 0);
                 if (size_t(node.layer) >= ctx.layers.size())
                     throw Failure(ER_E_INVALID_ARGUMENT, label + ": layer " + std::to_string(node.layer) +
                                                              " has no KV cache in this context");
@@ -118,8 +117,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t gemm_value_bytes = backend.gemm_f16 ? 2 : 4;
     const uint64_t gemm_x_bytes =
         gemm_tile_floats_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
-    const uint64_t table_ints = 4 * uint64_t(max_tokens_) + 2 * uint64_t(max_tiles_);  // rows, tile rows, tiles
-    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 4 * table_ints +
+    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
                            gemm_tile_floats_ * gemm_value_bytes + gemm_x_bytes;
     fusions_ = find_fusions(graph);
     // Checks values + fixed before allocating.
@@ -135,11 +133,11 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
     if (gemm_tile_floats_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_floats_ * gemm_value_bytes);
     if (gemm_x_bytes) gemm_x_ = DeviceBuffer(device_, gemm_x_bytes);
-    row_table_ = DeviceBuffer(device_, 4 * table_ints);
-    device_rows_ = {row_table_.as<int32_t>(), row_table_.as<int32_t>() + max_tokens_,
-                    row_table_.as<int32_t>() + 2 * max_tokens_};
-    device_tile_rows_ = row_table_.as<int32_t>() + 3 * max_tokens_;
-    device_tiles_ = row_table_.as<int32_t>() + 4 * max_tokens_;
+    row_table_ = DeviceBuffer(device_, 4 * uint64_t(row_table_ints()));
+    const int32_t* table = row_table_.as<int32_t>();
+    device_rows_ = {table + row_table_at(kRowSeq), table + row_table_at(kRowPos), table + row_table_at(kRowKvLen)};
+    device_tile_rows_ = table + row_table_at(kTileRows);
+    device_tiles_ = table + row_table_at(kTiles);
     scratch_bytes_ = need + fixed;
     row_seq_.assign(size_t(max_tokens_), 0);
     row_pos_.assign(size_t(max_tokens_), 0);
@@ -336,15 +334,15 @@ void Plan::execute(const er_step& step) {
     }
     // The per-row table goes to device memory before any launch: kernels read positions,
     // sequences and KV lengths from it, so a replayed capture sees this step's values.
-    std::vector<int32_t> table(size_t(4 * max_tokens_ + 2 * max_tiles_), 0);
+    std::vector<int32_t> table(row_table_ints(), 0);
     for (int32_t r = 0; r < n; ++r) {
-        table[r] = row_seq_[r];
-        table[max_tokens_ + r] = row_pos_[r];
-        table[2 * max_tokens_ + r] = row_pos_[r] + 1;
+        table[row_table_at(kRowSeq) + r] = row_seq_[r];
+        table[row_table_at(kRowPos) + r] = row_pos_[r];
+        table[row_table_at(kRowKvLen) + r] = row_pos_[r] + 1;
     }
     if (takes_tiled_attention(n))
-        fill_attention_tiles(row_seq_.data(), n, ctx_.n_seqs, rows_per_tile_, &table[size_t(4 * max_tokens_)],
-                             &table[size_t(3 * max_tokens_)], attention_tiles(n));
+        fill_attention_tiles(row_seq_.data(), n, ctx_.n_seqs, rows_per_tile_, &table[row_table_at(kTiles)],
+                             &table[row_table_at(kTileRows)], attention_tiles(n));
     device_.copy_to_device(row_table_.data(), table.data(), table.size() * 4);
 
     const Backend& backend = *ctx_.model->backend;

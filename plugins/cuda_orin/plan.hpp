@@ -102,10 +102,14 @@ private:
     // Cache positions the step's attention reads, each once: per sequence, up to its last
     // row (read_rows; the launch profile's bytes only).
     int64_t positions_read_ = 0;
+    // The per-step table (ints), host copy and row_table_ alike: seq, pos and kv_len of
+    // max_tokens_ rows, then the tiled attention's tile rows (max_tokens_) and (first,
+    // count) pairs of max_tiles_ tiles (fill_attention_tiles).
+    enum RowTablePart { kRowSeq, kRowPos, kRowKvLen, kTileRows, kTiles };
+    size_t row_table_at(RowTablePart part) const { return size_t(part) * size_t(max_tokens_); }
+    size_t row_table_ints() const { return row_table_at(kTiles) + 2 * size_t(max_tiles_); }
     DeviceBuffer row_table_;
     DeviceRows device_rows_{};
-    // The tiled attention's tables, in row_table_ after the rows (fill_attention_tiles):
-    // tile rows for max_tokens_ rows and (first, count) pairs for max_tiles_ tiles.
     // rows_per_tile_: for the widest query-head group of the graph's attention; 0 when
     // some attention cannot take the tiled kernel.
     const int32_t* device_tile_rows_ = nullptr;
