@@ -24,9 +24,16 @@ inline void check(cudaError_t err, const char* what) {
 
 struct Result {
     std::string kernel, shape, type;
+    std::string activations;  // GEMVs: the input's form (activation_form_name); else empty
     double time_us, bytes, gbps, fraction;
     std::string note;
 };
+
+// How a GEMV reads its input: float rows, staged in each block's shared memory, as the
+// backend runs by default; or 8-bit rows dotted by dp4a, its option activations=q8. The
+// bench times both, so the default is measured and the option's worth is seen beside it.
+enum class ActivationForm { kF32, kQ8 };
+inline const char* activation_form_name(ActivationForm f) { return f == ActivationForm::kF32 ? "f32" : "q8"; }
 
 struct Bench {
     cudaStream_t stream{};
@@ -87,12 +94,13 @@ struct Bench {
     // Distinct copies of `bytes` that together fill at least 4x the L2 (at least 2).
     int copies_for(double bytes) const { return int(std::max(2.0, std::ceil(4.0 * double(l2_bytes) / bytes))); }
 
+    // activations: a GEMV's input form (activation_form_name), "" for other kernels.
     void add(const std::string& kernel, const std::string& shape, const std::string& type, double us, double bytes,
-             const std::string& note = "") {
+             const std::string& note = "", const std::string& activations = "") {
         const double gbps = bytes / (us * 1e-6) / 1e9;
-        results.push_back({kernel, shape, type, us, bytes, gbps, gbps / peak_gbps, note});
-        std::printf("%-16s %-34s %-16s %10.2f us %12.0f B %9.1f GB/s %6.1f%%  %s\n", kernel.c_str(), shape.c_str(),
-                    type.c_str(), us, bytes, gbps, 100.0 * gbps / peak_gbps, note.c_str());
+        results.push_back({kernel, shape, type, activations, us, bytes, gbps, gbps / peak_gbps, note});
+        std::printf("%-18s %-34s %-16s %-3s %10.2f us %12.0f B %9.1f GB/s %6.1f%%  %s\n", kernel.c_str(), shape.c_str(),
+                    type.c_str(), activations.c_str(), us, bytes, gbps, 100.0 * gbps / peak_gbps, note.c_str());
     }
 };
 
@@ -156,7 +164,8 @@ inline double matrix_bytes(const PackedMatrix& m) {
     return per_block * double(m.n_rows) * m.blocks_per_row;
 }
 
-// Activations of length n prepared once and reused by every launch.
+// Activations of length n prepared once and reused by every launch, in both forms (take
+// one with in_form).
 inline Activation make_activation(Bench& b, int n) {
     const int n_pad = padded_length(n);
     std::vector<float> x(n);
@@ -174,8 +183,24 @@ inline Activation make_activation(Bench& b, int n) {
     return {{reinterpret_cast<const uint8_t*>(p.out_q), p.out_d}, p.out_f, n, n_pad};
 }
 
-// Activation bytes a GEMV reads besides the weights (int8 values + float scales).
-inline double activation_bytes(const Activation& x) { return x.n_pad * (1.0 + 4.0 / 32); }
+// x as a GEMV of that form reads it: the float rows alone (q8 null), or both (a quantized
+// weight then takes the 8-bit rows; a plain one, F16, reads floats in any case).
+inline Activation in_form(Activation x, ActivationForm form) {
+    if (form == ActivationForm::kF32) x.q8 = {};
+    return x;
+}
+
+// The forms a GEMV of this weight type can take: plain types read float x only.
+inline std::vector<ActivationForm> activation_forms(int32_t type) {
+    if (plain_value_bytes(type) != 0) return {ActivationForm::kF32};
+    return {ActivationForm::kF32, ActivationForm::kQ8};
+}
+
+// Activation bytes a GEMV reads besides the weights: the float row, or int8 values +
+// float scales.
+inline double activation_bytes(const Activation& x, ActivationForm form) {
+    return form == ActivationForm::kF32 ? x.n_pad * 4.0 : x.n_pad * (1.0 + 4.0 / 32);
+}
 
 void bench_attention(Bench& b);  // bench_attention.cu
 

@@ -4,7 +4,9 @@
 //
 // For every kernel: time per launch, the bytes it must move, achieved GB/s, and the
 // fraction of the peak measured in the same run by a plain device-to-device copy
-// (counted as bytes read + written). Weights and KV caches rotate through distinct
+// (counted as bytes read + written). GEMVs are timed with each input form the backend can
+// give them (ActivationForm: float rows staged in shared memory, its default; 8-bit rows
+// for dp4a, its activations=q8), over the same weights. Weights and KV caches rotate through distinct
 // buffers totalling at least 4x the L2 (the H100's 50 MB L2 holds a whole layer); the
 // layer benchmarks run all 36 layers of Qwen3-4B Q4_K_M in order. So the figures are
 // DRAM figures, never one buffer re-timed from L2. Writes DIR/<device>-<UTC time>.json
@@ -45,16 +47,19 @@ void launch_single(Bench& b, const Activation& x, const PackedMatrix& w, float* 
     check(launch_gemv(l, b.n_sms, b.stream), "gemv");
 }
 
-// One type at one shape, rotated through distinct copies.
+// One type at one shape, rotated through distinct copies, with each input form.
 void bench_gemv(Bench& b, int32_t type, const std::string& shape, int rows, int cols) {
     const Activation x = make_activation(b, cols);
     float* y = static_cast<float*>(device_alloc(size_t(rows) * 4));
     const PackedLayout layout = packed_layout(type, rows, cols);
     const int n = b.copies_for(double(layout.total_bytes));
     std::vector<PackedMatrix> copies = random_matrices(type, rows, cols, n, b.rng);
-    const double us = b.time_us(n, b.reps(), [&](int i) { launch_single(b, x, copies[i], y); });
-    b.add("gemv", shape + " " + std::to_string(rows) + "x" + std::to_string(cols), weight_type_name(type), us,
-          matrix_bytes(copies[0]) + activation_bytes(x));
+    for (const ActivationForm form : activation_forms(type)) {
+        const Activation xf = in_form(x, form);
+        const double us = b.time_us(n, b.reps(), [&](int i) { launch_single(b, xf, copies[i], y); });
+        b.add("gemv", shape + " " + std::to_string(rows) + "x" + std::to_string(cols), weight_type_name(type), us,
+              matrix_bytes(copies[0]) + activation_bytes(x, form), "", activation_form_name(form));
+    }
     free_matrix(copies[0]);
     cudaFree(y);
 }
@@ -91,6 +96,83 @@ struct QwenLayer {
 
 bool more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
+// Inputs of one layer's GEMVs, in one form, and where the outputs go.
+struct LayerInputs {
+    Activation x, x_q, x_ff;  // widths n_embd, n_q (attn_output), n_ff (ffn_down)
+    ActivationForm form;
+    float *y, *y2;
+};
+
+// The layer sequence's GEMVs through one input form: each fused launch against the
+// separate launches it replaces, then attn_output and ffn_down by type.
+void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const LayerInputs& in) {
+    const int n_layers = int(layers.size()), reps = b.reps(), nq = layers[0].q.n_rows, nkv = layers[0].k.n_rows;
+    const char* form = activation_form_name(in.form);
+    auto per_layer = [&](auto bytes_of) {
+        double total = 0;
+        for (const QwenLayer& L : layers) total += bytes_of(L);
+        return total / n_layers;
+    };
+    const std::string shape = "Qwen3-4B x" + std::to_string(n_layers) + " layers";
+    float* y = in.y;
+
+    // Q/K/V: three launches against one fused launch.
+    const double qkv_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.q) + matrix_bytes(L.k) + matrix_bytes(L.v); });
+    const double separate = b.time_us(n_layers, reps, [&](int i) {
+        launch_single(b, in.x, layers[i].q, y);
+        launch_single(b, in.x, layers[i].k, y);
+        launch_single(b, in.x, layers[i].v, y);
+    });
+    b.add("qkv 3 launches", shape, "Q4_K/Q4_K/Q6|4_K", separate, qkv_bytes, "", form);
+    const double fused = b.time_us(n_layers, reps, [&](int i) {
+        GemvLaunch l;
+        l.x = in.x;
+        l.n_outputs = 3;
+        l.out[0] = {layers[i].q, nullptr, nullptr, y, 0};
+        l.out[1] = {layers[i].k, nullptr, nullptr, y + nq, 0};
+        l.out[2] = {layers[i].v, nullptr, nullptr, y + nq + nkv, 0};
+        check(launch_gemv(l, b.n_sms, b.stream), "gemv");
+    });
+    char note[96];
+    std::snprintf(note, sizeof note, "%.2fx faster than 3 launches", separate / fused);
+    b.add("qkv fused", shape, "Q4_K/Q4_K/Q6|4_K", fused, qkv_bytes, note, form);
+
+    // attn_output, alone.
+    b.add("attn_output", shape, "Q4_K",
+          b.time_us(n_layers, reps, [&](int i) { launch_single(b, in.x_q, layers[i].o, y); }),
+          per_layer([](const QwenLayer& L) { return matrix_bytes(L.o); }), "", form);
+
+    // gate + up: two launches against the fused SwiGLU launch.
+    const double gu_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.gate) + matrix_bytes(L.up); });
+    const double gu_separate = b.time_us(n_layers, reps, [&](int i) {
+        launch_single(b, in.x, layers[i].gate, y);
+        launch_single(b, in.x, layers[i].up, in.y2);
+    });
+    b.add("gate+up 2 launches", shape, "Q4_K", gu_separate, gu_bytes, "", form);
+    const double gu_fused = b.time_us(n_layers, reps, [&](int i) {
+        GemvLaunch l;
+        l.x = in.x;
+        l.n_outputs = 2;
+        l.epilogue = kEpilogueSwiGLU;
+        l.out[0] = {layers[i].gate, nullptr, nullptr, y, 0};
+        l.out[1] = {layers[i].up, nullptr, nullptr, y, 0};
+        check(launch_gemv(l, b.n_sms, b.stream), "gemv");
+    });
+    std::snprintf(note, sizeof note, "%.2fx faster than 2 launches", gu_separate / gu_fused);
+    b.add("gate+up swiglu", shape, "Q4_K", gu_fused, gu_bytes, note, form);
+
+    // ffn_down by type: the FFN-sized Q4_K and Q6_K GEMVs of the goal.
+    for (int32_t t : {kQ4_K, kQ6_K}) {
+        std::vector<int> idx;
+        for (int i = 0; i < n_layers; ++i)
+            if (layers[i].down.type == t) idx.push_back(i);
+        if (idx.empty()) continue;
+        const double us = b.time_us(int(idx.size()), reps, [&](int j) { launch_single(b, in.x_ff, layers[idx[j]].down, y); });
+        b.add("ffn_down", shape + " (" + std::to_string(idx.size()) + " of them)", weight_type_name(t), us,
+              matrix_bytes(layers[idx[0]].down) + activation_bytes(in.x_ff, in.form), "", form);
+    }
+}
+
 void bench_layers(Bench& b) {
     const int n_layers = b.quick ? 8 : 36, embd = 2560, nq = 4096, nkv = 1024, ff = 9728;
     std::vector<QwenLayer> layers(n_layers);
@@ -105,72 +187,10 @@ void bench_layers(Bench& b) {
         L.up = random_matrix(kQ4_K, ff, embd, b.rng);
         L.down = random_matrix(big, embd, ff, b.rng);
     }
-    const Activation x = make_activation(b, embd), x_ff = make_activation(b, ff), x_q = make_activation(b, nq);
+    const Activation x = make_activation(b, embd), x_q = make_activation(b, nq), x_ff = make_activation(b, ff);
     float* y = static_cast<float*>(device_alloc(size_t(2 * ff) * 4));
-    float* y2 = y + ff;
-    const int reps = b.reps();
-    auto per_layer = [&](auto bytes_of) {
-        double total = 0;
-        for (const QwenLayer& L : layers) total += bytes_of(L);
-        return total / n_layers;
-    };
-    const std::string shape = "Qwen3-4B x" + std::to_string(n_layers) + " layers";
-
-    // Q/K/V: three launches against one fused launch.
-    const double qkv_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.q) + matrix_bytes(L.k) + matrix_bytes(L.v); });
-    const double separate = b.time_us(n_layers, reps, [&](int i) {
-        launch_single(b, x, layers[i].q, y);
-        launch_single(b, x, layers[i].k, y);
-        launch_single(b, x, layers[i].v, y);
-    });
-    b.add("qkv 3 launches", shape, "Q4_K/Q4_K/Q6|4_K", separate, qkv_bytes);
-    const double fused = b.time_us(n_layers, reps, [&](int i) {
-        GemvLaunch l;
-        l.x = x;
-        l.n_outputs = 3;
-        l.out[0] = {layers[i].q, nullptr, nullptr, y, 0};
-        l.out[1] = {layers[i].k, nullptr, nullptr, y + nq, 0};
-        l.out[2] = {layers[i].v, nullptr, nullptr, y + nq + nkv, 0};
-        check(launch_gemv(l, b.n_sms, b.stream), "gemv");
-    });
-    char note[96];
-    std::snprintf(note, sizeof note, "%.2fx faster than 3 launches", separate / fused);
-    b.add("qkv fused", shape, "Q4_K/Q4_K/Q6|4_K", fused, qkv_bytes, note);
-
-    // attn_output, alone.
-    b.add("attn_output", shape, "Q4_K",
-          b.time_us(n_layers, reps, [&](int i) { launch_single(b, x_q, layers[i].o, y); }),
-          per_layer([](const QwenLayer& L) { return matrix_bytes(L.o); }));
-
-    // gate + up: two launches against the fused SwiGLU launch.
-    const double gu_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.gate) + matrix_bytes(L.up); });
-    const double gu_separate = b.time_us(n_layers, reps, [&](int i) {
-        launch_single(b, x, layers[i].gate, y);
-        launch_single(b, x, layers[i].up, y2);
-    });
-    b.add("gate+up 2 launches", shape, "Q4_K", gu_separate, gu_bytes);
-    const double gu_fused = b.time_us(n_layers, reps, [&](int i) {
-        GemvLaunch l;
-        l.x = x;
-        l.n_outputs = 2;
-        l.epilogue = kEpilogueSwiGLU;
-        l.out[0] = {layers[i].gate, nullptr, nullptr, y, 0};
-        l.out[1] = {layers[i].up, nullptr, nullptr, y, 0};
-        check(launch_gemv(l, b.n_sms, b.stream), "gemv");
-    });
-    std::snprintf(note, sizeof note, "%.2fx faster than 2 launches", gu_separate / gu_fused);
-    b.add("gate+up swiglu", shape, "Q4_K", gu_fused, gu_bytes, note);
-
-    // ffn_down by type: the FFN-sized Q4_K and Q6_K GEMVs of the goal.
-    for (int32_t t : {kQ4_K, kQ6_K}) {
-        std::vector<int> idx;
-        for (int i = 0; i < n_layers; ++i)
-            if (layers[i].down.type == t) idx.push_back(i);
-        if (idx.empty()) continue;
-        const double us = b.time_us(int(idx.size()), reps, [&](int j) { launch_single(b, x_ff, layers[idx[j]].down, y); });
-        b.add("ffn_down", shape + " (" + std::to_string(idx.size()) + " of them)", weight_type_name(t), us,
-              matrix_bytes(layers[idx[0]].down) + activation_bytes(x_ff));
-    }
+    for (const ActivationForm form : activation_forms(kQ4_K))
+        bench_layer_gemvs(b, layers, {in_form(x, form), in_form(x_q, form), in_form(x_ff, form), form, y, y + ff});
     for (QwenLayer& L : layers)
         for (PackedMatrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) free_matrix(*m);
     cudaFree(y);
@@ -222,8 +242,9 @@ void write_json(const Bench& b, const std::string& path, const std::string& devi
     for (size_t i = 0; i < b.results.size(); ++i) {
         const Result& r = b.results[i];
         f << "    {\"kernel\": \"" << json_escape(r.kernel) << "\", \"shape\": \"" << json_escape(r.shape)
-          << "\", \"type\": \"" << json_escape(r.type) << "\", \"time_us\": " << r.time_us << ", \"bytes\": " << r.bytes
-          << ", \"GBps\": " << r.gbps << ", \"fraction_of_peak\": " << r.fraction << ", \"note\": \""
+          << "\", \"type\": \"" << json_escape(r.type) << "\", \"activations\": \"" << r.activations
+          << "\", \"time_us\": " << r.time_us << ", \"bytes\": " << r.bytes << ", \"GBps\": " << r.gbps
+          << ", \"fraction_of_peak\": " << r.fraction << ", \"note\": \""
           << json_escape(r.note) << "\"}" << (i + 1 < b.results.size() ? "," : "") << "\n";
     }
     f << "  ]\n}\n";

@@ -73,13 +73,18 @@ def plot_context(doc, path, plt):
 
 def kernel_points(doc, kernels_file):
     """(label, bytes, GB/s) of each kernel: from the results' own "kernels" list and/or
-    bench/cuda_orin_bench's JSON (results: kernel, shape, bytes, GBps)."""
+    bench/cuda_orin_bench's JSON (results: kernel, shape, bytes, GBps, and for GEMVs the
+    input's form, activations f32 or q8, which the label names: the bench times both)."""
     points = [(f"{k['runtime']} {k['kernel']}", k["bytes"], k["gb_s"]) for k in doc.get("kernels", [])]
     if kernels_file:
         with open(kernels_file) as f:
             bench = json.load(f)
-        points += [(f"cuda_orin {r['kernel']} {r.get('shape', '')}".strip(), r["bytes"], r["GBps"])
-                   for r in bench.get("results", []) if r.get("bytes")]
+        for r in bench.get("results", []):
+            if not r.get("bytes"):
+                continue
+            form = f"x {r['activations']}" if r.get("activations") else ""
+            label = " ".join(part for part in ("cuda_orin", r["kernel"], r.get("shape", ""), form) if part)
+            points.append((label, r["bytes"], r["GBps"]))
     return points
 
 

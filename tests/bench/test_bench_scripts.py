@@ -105,6 +105,26 @@ def test_plot(root, work):
           doc["device"]["name"] in text and f"{doc['copy_peak']['gb_s']['median']:.0f} GB/s" in text, text[:200])
     check_table(doc, text, "fixture")
 
+    # With cuda_orin_bench's kernel figures: each GEMV input form is its own labelled point.
+    kernels = os.path.join(work, "kernels.json")
+    with open(kernels, "w") as f:
+        json.dump({"device": "made up", "peak_copy_GBps": 4000.0, "results": [
+            {"kernel": "gemv", "shape": "Qwen3-4B ffn_up 9728x2560", "type": "Q4_K", "activations": "f32",
+             "time_us": 5.0, "bytes": 1.4e7, "GBps": 2800.0},
+            {"kernel": "gemv", "shape": "Qwen3-4B ffn_up 9728x2560", "type": "Q4_K", "activations": "q8",
+             "time_us": 4.0, "bytes": 1.4e7, "GBps": 3500.0},
+            {"kernel": "attention", "shape": "kv 32768", "type": "f16 cache", "activations": "",
+             "time_us": 50.0, "bytes": 1.3e8, "GBps": 2600.0}]}, f)
+    r = subprocess.run([sys.executable, script, fixture, "--out-dir", work, "--kernels", kernels],
+                       capture_output=True, text=True)
+    check("plot_results --kernels exits 0", r.returncode == 0, r.stderr)
+    sys.path.insert(0, os.path.join(root, "bench"))
+    import plot_results
+    labels = [p[0] for p in plot_results.kernel_points(doc, kernels)][len(doc.get("kernels", [])):]
+    check("kernel points name the GEMV's input form, and only where it has one",
+          labels == ["cuda_orin gemv Qwen3-4B ffn_up 9728x2560 x f32", "cuda_orin gemv Qwen3-4B ffn_up 9728x2560 x q8",
+                     "cuda_orin attention kv 32768"], labels)
+
     # Bad input: a clear one-line error, non-zero exit, nothing written.
     bad_dir = os.path.join(work, "bad")
     os.makedirs(bad_dir)
