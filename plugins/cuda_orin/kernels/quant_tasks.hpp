@@ -310,18 +310,43 @@ ER_HD float segment_dot(const Segment& s, const ActivationQ8& x) {
 }
 
 // Where a thread reads float activations: four values at `pos` (a multiple of 4) of one
-// row of x, in one 16-byte load. GlobalFloatX reads the row in global memory;
-// StagedFloatX reads the block's copy in shared memory, whose 16-byte units were placed
-// by staged_unit (gemv.cu stages it). Two types, not a flag, so that the compiler sees
-// which memory each load reads.
+// row of x, in one 16-byte load; or the 16 values of a segment (`pos` a multiple of 16),
+// whose four loads share one address computation. GlobalFloatX reads the row in global
+// memory; StagedFloatX reads the block's copy in shared memory, whose 16-byte units were
+// placed by staged_unit (gemv.cu stages it). Two types, not a flag, so that the compiler
+// sees which memory each load reads.
 struct GlobalFloatX {
     const float* row;
     ER_HD Words4 load4(int pos) const { return load_16B(row + pos); }
+
+    struct Segment16 {
+        const float* first;
+        ER_HD Words4 load4(int part) const { return load_16B(first + 4 * part); }  // values 4 part .. 4 part + 3
+    };
+    ER_HD Segment16 segment(int pos) const { return {row + pos}; }
 };
 
 struct StagedFloatX {
     const float* row;
     ER_HD Words4 load4(int pos) const { return load_shared_16B(row + 4 * staged_unit(pos / 4)); }
+
+    // staged_unit permutes units only inside a 32-value row, by an XOR of the low three
+    // bits with a function of the row: so unit u0 + part, u0 a multiple of 4 and part <
+    // 4, is at staged_unit(u0) ^ part. The permutation is computed once for four loads.
+    struct Segment16 {
+        const Words4* units;
+        int first;
+        ER_HD Words4 load4(int part) const { return load_shared_16B(units + (first ^ part)); }
+    };
+    ER_HD Segment16 segment(int pos) const {
+#if !defined(__CUDA_ARCH__)
+        if (pos % 16 != 0) {
+            std::fprintf(stderr, "cuda_orin: a staged segment of x at %d, not a multiple of 16\n", pos);
+            std::abort();
+        }
+#endif
+        return {reinterpret_cast<const Words4*>(row), staged_unit(pos / 4)};
+    }
 };
 
 // A dequantized task dotted with one row of activations. The multi-row GEMV dequantizes a
@@ -334,15 +359,24 @@ ER_HD float dequantized_task_dot(const Task& t, const ActivationQ8& x) {
 // Float activations: exact to float rounding (no 8-bit activation noise), at the cost of
 // reading 4 bytes of x per weight instead of 1: four 16-byte loads per segment (a segment
 // starts at a multiple of 16 values of a 16-byte aligned row), the products summed in
-// index order as before.
+// index order as before. The weight loops are unrolled (a run-time index into s.q became
+// chains of compares and selects: twice the instructions, kernels/README.md); the loop
+// over the two segments is not: unrolled, ptxas hoisted both segments' eight loads of x
+// and spilled at the register count it picks for gemv_kernel.
 template <class X>
 ER_HD float dequantized_task_dot_float(const Task& t, const X& x) {
     float acc = 0.0f;
-    for (const Segment& s : t.seg)
+#pragma unroll 1
+    for (int k = 0; k < 2; ++k) {
+        const Segment s = k == 0 ? t.seg[0] : t.seg[1];  // a select: t.seg[k] would put t in local memory
+        const auto xs = x.segment(s.pos);
+#pragma unroll
         for (int part = 0; part < 4; ++part) {
-            const Words4 xv = x.load4(s.pos + 4 * part);
+            const Words4 xv = xs.load4(part);
+#pragma unroll
             for (int i = 0; i < 4; ++i) acc += segment_weight(s, 4 * part + i) * quant::bits_to_float(xv.w[i]);
         }
+    }
     return acc;
 }
 

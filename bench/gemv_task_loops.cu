@@ -1,0 +1,47 @@
+// The GEMV's per-task loop (gemv.cu's row_slice_dot) for one weight type and one input
+// form per kernel, so that gemv_task_instructions.py can count the SASS instructions one
+// task costs. Compiled only by that script, never linked: `#pragma unroll 1` makes one
+// loop iteration exactly one task (the real loop is unrolled twice: the same work).
+#include "quant_tasks.hpp"
+
+namespace edgerun::cuda_orin {
+
+// Float activations, staged in shared memory (the backend's default).
+template <int32_t Type>
+__global__ void task_loop_f32(const __grid_constant__ PackedMatrix w, float* out) {
+    extern __shared__ Words4 stage[];
+    const StagedFloatX x{reinterpret_cast<const float*>(stage)};
+    const int n_tasks = tasks_per_row(w);
+    float acc = 0.0f;
+#pragma unroll 1
+    for (int t = threadIdx.x; t < n_tasks; t += 32) acc += task_dot_float<Type>(w, blockIdx.x, t, x);
+    out[threadIdx.x] = acc;
+}
+
+// 8-bit activations dotted by dp4a (option activations=q8).
+template <int32_t Type>
+__global__ void task_loop_q8(const __grid_constant__ PackedMatrix w, const __grid_constant__ ActivationQ8 x,
+                             float* out) {
+    const int n_tasks = tasks_per_row(w);
+    float acc = 0.0f;
+#pragma unroll 1
+    for (int t = threadIdx.x; t < n_tasks; t += 32) acc += task_dot<Type>(w, blockIdx.x, t, x);
+    out[threadIdx.x] = acc;
+}
+
+#define TASK_LOOPS(T)                                                                    \
+    template __global__ void task_loop_f32<T>(const __grid_constant__ PackedMatrix, float*); \
+    template __global__ void task_loop_q8<T>(const __grid_constant__ PackedMatrix,           \
+                                             const __grid_constant__ ActivationQ8, float*);
+TASK_LOOPS(kQ4_0)
+TASK_LOOPS(kQ4_1)
+TASK_LOOPS(kQ5_0)
+TASK_LOOPS(kQ5_1)
+TASK_LOOPS(kQ8_0)
+TASK_LOOPS(kQ2_K)
+TASK_LOOPS(kQ3_K)
+TASK_LOOPS(kQ4_K)
+TASK_LOOPS(kQ5_K)
+TASK_LOOPS(kQ6_K)
+
+}  // namespace edgerun::cuda_orin
