@@ -194,6 +194,14 @@ ER_HD void store_float_or_half(void* out, bool as_half, size_t at, float v) {
         static_cast<float*>(out)[at] = v;
 }
 
+// Tells the compiler that v >= 0 (task, block and byte indices always are): its divisions
+// and remainders by powers of two then compile to shifts and masks, without the fix-up
+// instructions a possibly negative int needs (several per division in the dequantizers).
+#define ER_ASSUME_NON_NEGATIVE(v)            \
+    do {                                     \
+        if ((v) < 0) __builtin_unreachable(); \
+    } while (0)
+
 // Four bytes picked from the eight of x (bytes 0-3) and y (bytes 4-7): byte n of the
 // result is byte (s >> 4n) & 7 of them. One PRMT instruction on the device; the host twin
 // follows the CUDA documentation of __byte_perm, so the emulation checks the selectors.

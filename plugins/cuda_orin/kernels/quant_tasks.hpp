@@ -43,6 +43,7 @@ ER_HD constexpr bool has_min(int32_t type) {
 // Byte k (0..15) of four words. Selects rather than indexes, so the words stay in
 // registers (a run-time index into a register array would send it to local memory).
 ER_HD uint32_t byte_of(const Words4& v, int k) {
+    ER_ASSUME_NON_NEGATIVE(k);
     const uint32_t word = k < 4 ? v.w[0] : k < 8 ? v.w[1] : k < 12 ? v.w[2] : v.w[3];
     return (word >> (8 * (k % 4))) & 0xFFu;
 }
@@ -52,6 +53,7 @@ ER_HD Task dequantize_task(const PackedMatrix& w, int row, int task);
 
 template <>
 ER_HD Task dequantize_task<kQ4_0>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const float d = half_to_float(load_2B(plane_row(w, 1, row, 2) + 2 * task));
     Task t;
@@ -68,6 +70,7 @@ ER_HD Task dequantize_task<kQ4_0>(const PackedMatrix& w, int row, int task) {
 
 template <>
 ER_HD Task dequantize_task<kQ4_1>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const uint32_t dm = load_4B(plane_row(w, 1, row, 4) + 4 * task);
     const float d = half_to_float(uint16_t(dm & 0xFFFFu));
@@ -86,6 +89,7 @@ ER_HD Task dequantize_task<kQ4_1>(const PackedMatrix& w, int row, int task) {
 
 template <>
 ER_HD Task dequantize_task<kQ5_0>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const uint32_t qh = load_4B(plane_row(w, 1, row, 4) + 4 * task);
     const float d = half_to_float(load_2B(plane_row(w, 2, row, 2) + 2 * task));
@@ -105,6 +109,7 @@ ER_HD Task dequantize_task<kQ5_0>(const PackedMatrix& w, int row, int task) {
 
 template <>
 ER_HD Task dequantize_task<kQ5_1>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const uint32_t qh = load_4B(plane_row(w, 1, row, 4) + 4 * task);
     const uint32_t dm = load_4B(plane_row(w, 2, row, 4) + 4 * task);
@@ -124,6 +129,7 @@ ER_HD Task dequantize_task<kQ5_1>(const PackedMatrix& w, int row, int task) {
 
 template <>
 ER_HD Task dequantize_task<kQ8_0>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const uint8_t* qs = plane_row(w, 0, row, 32) + 32 * task;
     const Words4 a = load_16B(qs), b = load_16B(qs + 16);
     const float d = half_to_float(load_2B(plane_row(w, 1, row, 2) + 2 * task));
@@ -151,6 +157,7 @@ ER_HD LowBitTask low_bit_task(int task) {
 
 template <>
 ER_HD Task dequantize_task<kQ2_K>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const LowBitTask k = low_bit_task(task);
     const Words4 qs = load_16B(plane_row(w, 0, row, 64) + 64 * k.block + 32 * k.half + 16 * k.h);
     const Words4 scales = load_16B(plane_row(w, 1, row, 16) + 16 * k.block);  // scale | min << 4
@@ -170,6 +177,7 @@ ER_HD Task dequantize_task<kQ2_K>(const PackedMatrix& w, int row, int task) {
 
 template <>
 ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const LowBitTask k = low_bit_task(task);
     const Words4 qs = load_16B(plane_row(w, 0, row, 64) + 64 * k.block + 32 * k.half + 16 * k.h);
     // hmask byte l holds the third bit of weight l of each of the 8 groups of 32: bit g
@@ -201,6 +209,7 @@ ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, int task) {
 // rather than indexes, so the words stay in registers (a run-time index into a register
 // array would send it to local memory).
 ER_HD uint32_t k_quant_scale_byte(const Words4& meta, int k) {
+    ER_ASSUME_NON_NEGATIVE(k);
     const uint32_t word = k < 4 ? meta.w[1] : k < 8 ? meta.w[2] : meta.w[3];
     return (word >> (8 * (k % 4))) & 0xFFu;
 }
@@ -209,6 +218,7 @@ ER_HD uint32_t k_quant_scale_byte(const Words4& meta, int k) {
 // meta field (d, dmin, 12 bytes of packed 6-bit scales and mins): blocks.hpp's
 // q4k_scale_min unpacking, on the words.
 ER_HD void k_quant_sub_scales(const Words4& meta, int c, Segment* s0, Segment* s1) {
+    ER_ASSUME_NON_NEGATIVE(c);
     const float d = half_to_float(uint16_t(meta.w[0] & 0xFFFFu));
     const float dmin = half_to_float(uint16_t(meta.w[0] >> 16));
     Segment* out[2] = {s0, s1};
@@ -229,6 +239,7 @@ ER_HD void k_quant_sub_scales(const Words4& meta, int c, Segment* s0, Segment* s
 
 template <>
 ER_HD Task dequantize_task<kQ4_K>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const int block = task / 8, j = task % 8, c = j / 2, h = j % 2;
     const Words4 qs = load_16B(plane_row(w, 0, row, 128) + 128 * block + 32 * c + 16 * h);
     const Words4 meta = load_16B(plane_row(w, 1, row, 16) + 16 * block);
@@ -245,6 +256,7 @@ ER_HD Task dequantize_task<kQ4_K>(const PackedMatrix& w, int row, int task) {
 
 template <>
 ER_HD Task dequantize_task<kQ5_K>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const int block = task / 8, j = task % 8, c = j / 2, h = j % 2;
     const Words4 qs = load_16B(plane_row(w, 0, row, 128) + 128 * block + 32 * c + 16 * h);
     // qh byte l holds the fifth bit of weight l of every sub-block: bit s for sub-block s.
@@ -263,6 +275,7 @@ ER_HD Task dequantize_task<kQ5_K>(const PackedMatrix& w, int row, int task) {
 
 template <>
 ER_HD Task dequantize_task<kQ6_K>(const PackedMatrix& w, int row, int task) {
+    ER_ASSUME_NON_NEGATIVE(task);
     const int block = task / 8, o = task % 8, half = o / 4, k = o % 4;
     const int pair = k / 2;  // 0: groups 0 and 2, 1: groups 1 and 3 of this half
     const int l0 = 16 * (k % 2);
