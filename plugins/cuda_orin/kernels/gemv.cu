@@ -107,12 +107,14 @@ __device__ void stage_x_row(const Activation& x, Words4* stage) {
 }
 
 // xf: where this thread reads the float activations (GlobalFloatX or StagedFloatX).
+// One task an iteration: unrolled twice, the loop needed 86 registers (2 blocks per SM)
+// or spilled at 80; the weights' DRAM latency is the L2 prefetch's to hide (prefetch_row).
 template <int32_t Type, class X>
 __device__ float row_slice_dot(const PackedMatrix& w, int row, const Activation& x, const X& xf, int first_task,
                                int stride) {
     const int n_tasks = tasks_per_row(w);
     float acc = 0.0f;
-#pragma unroll 2
+#pragma unroll 1
     for (int t = first_task; t < n_tasks; t += stride) {
         if constexpr (plain_value_bytes(Type) != 0)
             acc += task_dot_plain<Type>(w, row, t, xf);
@@ -144,7 +146,10 @@ __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
 // number: a plain by-value parameter indexed so is first copied, every thread its own
 // ~500 bytes, into local memory (ptxas: "488 bytes stack frame"), about 125 KB of local
 // stores per block before any weight is read.
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const __grid_constant__ GemvLaunch p) {
+//
+// At least 3 blocks per SM (as many as a full stage of x lets sm_87 hold): up to 80
+// registers. Left to itself ptxas picked 64 for sm_90, and spilled.
+__global__ void __launch_bounds__(kGemvWarps * 32, 3) gemv_kernel(const __grid_constant__ GemvLaunch p) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rows_per_block = kGemvWarps / p.warps_per_row;
 

@@ -205,36 +205,28 @@ ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, int task) {
     return t;
 }
 
-// Byte k (0..11) of the packed scales of a Q4_K/Q5_K meta field (words 1..3). Selects
-// rather than indexes, so the words stay in registers (a run-time index into a register
-// array would send it to local memory).
-ER_HD uint32_t k_quant_scale_byte(const Words4& meta, int k) {
-    ER_ASSUME_NON_NEGATIVE(k);
-    const uint32_t word = k < 4 ? meta.w[1] : k < 8 ? meta.w[2] : meta.w[3];
-    return (word >> (8 * (k % 4))) & 0xFFu;
-}
-
 // Scale and minimum of sub-blocks 2c and 2c+1 of a Q4_K/Q5_K block from its 16-byte
-// meta field (d, dmin, 12 bytes of packed 6-bit scales and mins): blocks.hpp's
-// q4k_scale_min unpacking, on the words.
+// meta field (d, dmin, 12 bytes q[0..11] of packed 6-bit scales and mins): blocks.hpp's
+// q4k_scale_min unpacking. Sub-block j < 4: scale q[j] & 63, min q[j+4] & 63; j >= 4: scale
+// (q[j+4] & 15) | (q[j-4] >> 6) << 4, min (q[j+4] >> 4) | (q[j] >> 6) << 4. Sub-blocks 2c
+// and 2c+1 use bytes 2c%4 and 2c%4+1 of each of the words q[0..3], q[4..7] and q[8..11],
+// so both are worked out at once on 16-bit pairs, without a branch: the lanes of a warp
+// take different c, and the two cases as branches diverged.
 ER_HD void k_quant_sub_scales(const Words4& meta, int c, Segment* s0, Segment* s1) {
     ER_ASSUME_NON_NEGATIVE(c);
     const float d = half_to_float(uint16_t(meta.w[0] & 0xFFFFu));
     const float dmin = half_to_float(uint16_t(meta.w[0] >> 16));
-    Segment* out[2] = {s0, s1};
-    for (int i = 0; i < 2; ++i) {
-        const int j = 2 * c + i;
-        uint32_t sc, mn;
-        if (j < 4) {
-            sc = k_quant_scale_byte(meta, j) & 63;
-            mn = k_quant_scale_byte(meta, j + 4) & 63;
-        } else {
-            sc = (k_quant_scale_byte(meta, j + 4) & 0xF) | ((k_quant_scale_byte(meta, j - 4) >> 6) << 4);
-            mn = (k_quant_scale_byte(meta, j + 4) >> 4) | ((k_quant_scale_byte(meta, j) >> 6) << 4);
-        }
-        out[i]->d = d * float(sc);
-        out[i]->m = dmin * float(mn);
-    }
+    const int shift = 16 * (c & 1);  // bytes 0-1 or 2-3 of each word
+    const uint32_t b0 = (meta.w[1] >> shift) & 0xFFFFu;  // q[j-4] (c >= 2) or q[j] (c < 2)
+    const uint32_t b1 = (meta.w[2] >> shift) & 0xFFFFu;  // q[j] (c >= 2) or q[j+4] (c < 2)
+    const uint32_t b2 = (meta.w[3] >> shift) & 0xFFFFu;  // q[j+4] (c >= 2)
+    const bool high = c >= 2;
+    const uint32_t sc = high ? (b2 & 0x0F0Fu) | ((b0 >> 2) & 0x3030u) : b0 & 0x3F3Fu;
+    const uint32_t mn = high ? ((b2 >> 4) & 0x0F0Fu) | ((b1 >> 2) & 0x3030u) : b1 & 0x3F3Fu;
+    s0->d = d * float(sc & 0xFFu);
+    s0->m = dmin * float(mn & 0xFFu);
+    s1->d = d * float(sc >> 8);
+    s1->m = dmin * float(mn >> 8);
 }
 
 template <>
