@@ -6,11 +6,12 @@
 // fraction of the peak measured in the same run by a plain device-to-device copy
 // (counted as bytes read + written). GEMVs are timed with each input form the backend can
 // give them (ActivationForm: float rows staged in shared memory, its default; 8-bit rows
-// for dp4a, its activations=q8), over the same weights. Weights and KV caches rotate through distinct
-// buffers totalling at least 4x the L2 (the H100's 50 MB L2 holds a whole layer); the
-// layer benchmarks run all 36 layers of Qwen3-4B Q4_K_M in order. So the figures are
-// DRAM figures, never one buffer re-timed from L2. Writes DIR/<device>-<UTC time>.json
-// (DIR defaults to bench/results) with device name, commit and command, and prints a table.
+// for dp4a, its activations=q8), over the same weights. Weights and KV caches rotate
+// through distinct buffers totalling at least 4x the L2 (the H100's 50 MB L2 holds a
+// whole layer); the layer benchmarks run all 36 layers of Qwen3-4B Q4_K_M in order. So
+// the figures are DRAM figures, never one buffer re-timed from L2. Writes
+// DIR/<device>-<UTC time>.json (DIR defaults to bench/results) with device name, commit
+// and command, and prints a table.
 #include "bench_common.hpp"
 
 #include <ctime>
