@@ -90,14 +90,25 @@ def main(argv):
     if not cuobjdump:
         print("gemv_task_instructions: no cuobjdump beside nvcc or on PATH (give --cuobjdump)", file=sys.stderr)
         return 1
+    for tool, path in (("nvcc", args.nvcc), ("cuobjdump", cuobjdump)):
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            print(f"gemv_task_instructions: {tool} '{path}' is not an executable file", file=sys.stderr)
+            return 1
     kernels = os.path.join(ROOT, "plugins", "cuda_orin", "kernels")
     for arch in args.arch or ["sm_87", "sm_90"]:
         with tempfile.TemporaryDirectory() as tmp:
             cubin = os.path.join(tmp, "loops.cubin")
-            subprocess.run([args.nvcc, "-cubin", "-O3", "-DNDEBUG", "-std=c++17", f"-arch={arch}", "-o", cubin,
-                            os.path.join(ROOT, "bench", "gemv_task_loops.cu"), f"-I{kernels}",
-                            f"-I{os.path.join(ROOT, 'core', 'include')}"], check=True)
-            sass = subprocess.run([cuobjdump, "-sass", cubin], check=True, capture_output=True, text=True).stdout
+            compiled = subprocess.run([args.nvcc, "-cubin", "-O3", "-DNDEBUG", "-std=c++17", f"-arch={arch}", "-o",
+                                       cubin, os.path.join(ROOT, "bench", "gemv_task_loops.cu"), f"-I{kernels}",
+                                       f"-I{os.path.join(ROOT, 'core', 'include')}"], capture_output=True, text=True)
+            if compiled.returncode != 0:
+                print(f"gemv_task_instructions: nvcc failed for {arch}:\n{compiled.stderr}", file=sys.stderr)
+                return 1
+            dumped = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True)
+            if dumped.returncode != 0:
+                print(f"gemv_task_instructions: cuobjdump failed: {dumped.stderr.strip()}", file=sys.stderr)
+                return 1
+            sass = dumped.stdout
         counts = loop_instructions(sass)
         if len(counts) != 2 * len(TYPES):
             print(f"gemv_task_instructions: found {len(counts)} task loops in the {arch} SASS, "
