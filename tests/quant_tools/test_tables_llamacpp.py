@@ -13,8 +13,10 @@ Exit 0 pass, 1 fail, 77 skipped (llama-cpp-python or gguf missing). --slow (or
 EDGERUN_SLOW_TESTS=1) covers every preset and more file types.
 """
 import argparse
+import atexit
 import ctypes
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -113,6 +115,7 @@ def main():
     plugin_args = [a for d in args.plugin_dir for a in ("--plugin-dir", d)]
     check = Checker()
     work = tempfile.mkdtemp(prefix="edgerun-tables-")
+    atexit.register(shutil.rmtree, work, True)  # half a GB of models: gone however the run ends
     theirs_path = os.path.join(work, "llama.gguf")
 
     # 1. The real model, every file type (plan only) and one real file.
