@@ -1,7 +1,8 @@
 // The GEMV's per-task loop (gemv.cu's row_slice_dot) for one weight type and one input
 // form per kernel, so that gemv_task_instructions.py can count the SASS instructions one
-// task costs. Compiled only by that script, never linked: `#pragma unroll 1` makes one
-// loop iteration exactly one task (the real loop is unrolled twice: the same work).
+// task costs. Compiled only by that script, never linked. Not row_slice_dot itself: it
+// picks the input form at run time, so its loop holds both forms' code. `#pragma unroll
+// 1`, as there, makes one loop iteration exactly one task.
 #include "quant_tasks.hpp"
 
 namespace edgerun::cuda_orin {
