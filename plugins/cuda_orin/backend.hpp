@@ -60,6 +60,10 @@ struct Backend {
     // Option stage_x=0: GEMVs read float activations in place instead of from a copy in
     // each block's shared memory (kernels/gemv.cu), to measure the difference.
     bool stage_x = true;
+    // Option gemv_rows_per_warp=N (1-8): rows each warp of a one-row GEMV takes, so a
+    // block's staging of x serves more rows (GemvLaunch::rows_per_warp); 0, the default:
+    // the plan chooses per launch from its shape and the SM count (choose_rows_per_warp).
+    int32_t gemv_rows_per_warp = 0;
     // Option fuse=0: every node launched on its own (fusion.hpp's patterns off), to measure
     // what the fusions save and to tell a fused path's fault from an unfused one's.
     bool fuse = true;

@@ -130,9 +130,11 @@ void Plan::launch_node(size_t index, int32_t n) {
 
 // Rows in groups of up to kGemvMaxRows: prepare writes each row's float and q8 forms into
 // its slot, then one GEMV launch computes every output of the node for the whole group,
-// reading each weight once (one row: the one-row kernel). Float activations whose rows
-// need no padding and lie one after another are read where they are, without a prepare
-// launch (a decode step's every GEMV, for widths that are multiples of 32).
+// reading each weight once (one row: the one-row kernel). Rows of x that need no padding
+// and lie one after another are read where they are, without a prepare launch (a decode
+// step's every GEMV, for widths that are multiples of 32): as floats, or with
+// activations=q8 quantized by the GEMV as it stages them (GemvLaunch::quantize_x), where
+// they fit the stage and every weight is quantized.
 // A fused RMS_NORM (one row) is done by the GEMV's staging of x when x is read in place
 // and fits the stage, else by prepare.
 void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
@@ -141,13 +143,17 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
     const int64_t width = in.width;
     const int32_t n_pad = padded_length(int32_t(width));
     const bool q8 = ctx_.model->backend->q8_activations, stage_x = ctx_.model->backend->stage_x;
+    bool all_quantized = true;
+    for (const DeviceWeight* w : weights) all_quantized = all_quantized && plain_value_bytes(w->packed.type) == 0;
     for (int32_t first = 0; first < n_rows; first += gemv_slots_) {
         const int32_t group = std::min(gemv_slots_, n_rows - first);
         const int64_t first_row = row_index ? row_index[first] : first;
         bool consecutive = true;
         for (int32_t j = 1; j < group && row_index; ++j) consecutive = consecutive && row_index[first + j] == first_row + j;
-        const bool norm_staged = stage_x && group == 1 && gemv_stage_fits(1, n_pad);
-        const bool in_place = !q8 && n_pad == width && consecutive && (!in.norm || norm_staged);
+        const bool readable = n_pad == width && consecutive && (!in.norm || group == 1);
+        const bool quantize_x = q8 && stage_x && all_quantized && readable && gemv_q8_stage_fits(group, n_pad);
+        const bool float_in_place = !q8 && readable && (!in.norm || (stage_x && gemv_stage_fits(1, n_pad)));
+        const bool in_place = quantize_x || float_in_place;
         for (int32_t j = 0; j < group && !in_place; ++j) {
             const int64_t r = row_index ? row_index[first + j] : first + j;
             PrepareParams prep;
@@ -161,8 +167,10 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
             device_.prepare(prep);
         }
         GemvLaunch g;
-        if (q8) g.x.q8 = {act_q_.as<uint8_t>(), act_d_.as<float>()};
+        if (q8 && !quantize_x) g.x.q8 = {act_q_.as<uint8_t>(), act_d_.as<float>()};
         else g.x.q8 = {nullptr, nullptr};
+        g.quantize_x = quantize_x;
+        g.rows_per_warp = ctx_.model->backend->gemv_rows_per_warp;
         g.x.f = in_place ? in.x + first_row * width : act_f_.as<float>();
         g.x.n = int32_t(width);
         g.x.n_pad = n_pad;

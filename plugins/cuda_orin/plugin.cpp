@@ -125,6 +125,14 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                 backend->tiled_attention_rows = parse_rows("tiled_attention", item.substr(16));
             else if (item == "profile=1") backend->profile = true;
             else if (item == "profile=0") backend->profile = false;
+            else if (item.substr(0, 19) == "gemv_rows_per_warp=") {
+                const int32_t rows = parse_rows("gemv_rows_per_warp", item.substr(19));
+                if (rows > kGemvMaxRowsPerWarp)
+                    throw Failure(ER_E_INVALID_ARGUMENT, "option gemv_rows_per_warp: " + std::to_string(rows) +
+                                                             " is more than " + std::to_string(kGemvMaxRowsPerWarp) +
+                                                             " (0: the plan chooses)");
+                backend->gemv_rows_per_warp = rows;
+            }
             else if (item == "stage_x=1") backend->stage_x = true;
             else if (item == "stage_x=0") backend->stage_x = false;
             else if (item == "gemm=f16") backend->gemm_f16 = true;
@@ -140,7 +148,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
                                    "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
-                                   "tiled_attention=N, profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, pdl=0|1, weights=shared|device)");
+                                   "tiled_attention=N, gemv_rows_per_warp=N, profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "
+                                   "pdl=0|1, weights=shared|device)");
         }
         backend->device = open_device(params->device);
         const DeviceDescription& device = backend->device->description();

@@ -47,7 +47,7 @@ def dynamic_shared(kernels_dir):
     if not m:
         sys.exit("FAIL: kGemvMaxStageBytes = N * 1024 not found in kernel_params.hpp")
     stage = int(m.group(1)) * 1024
-    return {"gemv_kernel": stage, "gemv_rows_kernel": stage}
+    return {"gemv_kernel": stage, "gemv_rows_kernel": stage}  # by name, whatever the template arguments
 
 
 def demangle(names):

@@ -132,6 +132,16 @@ inline std::vector<float> read_output(DeviceApi& api, const void* y, int n, bool
     return out;
 }
 
+// The largest |a - b| where the bit patterns differ (1e30 for a NaN in a), 0 when a and b
+// are equal bit for bit.
+inline double largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = a.size() == b.size() ? 0.0 : 1e30;
+    for (size_t k = 0; k < a.size() && k < b.size(); ++k)
+        if (std::memcmp(&a[k], &b[k], 4) != 0)
+            worst = std::max(worst, std::isnan(a[k]) ? 1e30 : std::fabs(double(a[k]) - b[k]) + 1e-300);
+    return worst;
+}
+
 inline double gemv_bound(int32_t type) { return plain_value_bytes(type) ? kBoundF16Gemv : kBoundQ8Gemv; }
 
 // y = W x (+ bias + residual) for one matrix; x and y in F32 or F16.
@@ -166,6 +176,12 @@ inline void check_gemv(DeviceApi& api, const Report& report, int32_t type, int n
     // Against the products' energy where the sums cancel (a single short row can sum to
     // almost nothing, and then the plain NMSE measures the cancellation).
     report({name, nmse(y, ref, gemv_term_energy(m.values, n_rows, n_cols, xd)), gemv_bound(type)});
+    GemvLaunch regrouped = launch;  // each warp taking up to three rows one after another
+    regrouped.rows_per_warp = 3;
+    regrouped.out[0].y = api.alloc(size_t(n_rows) * 4);
+    api.gemv(regrouped);
+    report({std::string(name) + ": largest difference, three rows a warp against one",
+            largest_difference(read_output(api, regrouped.out[0].y, n_rows, y_f16), y), 0.0});
     api.reset();
 }
 
@@ -344,6 +360,112 @@ inline void check_gemv_float_x(DeviceApi& api, const Report& report, int32_t typ
     api.reset();
 }
 
+// x quantized by the GEMV as it stages it (GemvLaunch::quantize_x) for n_x rows: against
+// the reference, and equal bit for bit to the same launch given prepare's 8-bit rows
+// (the same bytes, scales and sums of bytes, so the same products in the same order).
+// With `norm` (one row) x is normalised first: against norm-then-multiply in double.
+// A launch it cannot take is refused: prepared q8 given as well, a plain output, a stage
+// too wide, a norm over several rows.
+inline void check_gemv_quantize_x(DeviceApi& api, const Report& report, const std::vector<int32_t>& types,
+                                  const std::vector<int>& rows, int n_cols, int n_x, bool norm, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int n_pad = padded_length(n_cols);
+    std::vector<float> x_host(size_t(n_x) * n_pad, 0.0f);
+    std::vector<std::vector<double>> x_ref(n_x);
+    const std::vector<float> weight = random_vector(n_cols, rng);
+    const float eps = 1e-5f;
+    for (int r = 0; r < n_x; ++r) {
+        const std::vector<float> x = random_vector(n_cols, rng);
+        std::copy(x.begin(), x.end(), x_host.begin() + size_t(r) * n_pad);
+        double sum_sq = 0;
+        for (float v : x) sum_sq += double(v) * v;
+        const double inv_rms = norm ? 1.0 / std::sqrt(sum_sq / n_cols + eps) : 1.0;
+        for (int i = 0; i < n_cols; ++i) x_ref[r].push_back(x[i] * inv_rms * (norm ? weight[i] : 1.0));
+    }
+    GemvLaunch launch;
+    launch.x.f = api.upload_vector(x_host);
+    launch.x.n = n_cols;
+    launch.x.n_pad = n_pad;
+    if (norm) {
+        launch.x.norm = api.upload_vector(weight);
+        launch.x.norm_eps = eps;
+    }
+    launch.n_x_rows = n_x;
+    launch.quantize_x = 1;
+    launch.n_outputs = int(types.size());
+    std::vector<TestMatrix> ms;
+    for (size_t i = 0; i < types.size(); ++i) {
+        ms.push_back(make_device_matrix(api, types[i], rows[i], n_cols, rng));
+        launch.out[i].w = ms[i].view;
+        launch.out[i].y = api.alloc(size_t(rows[i]) * n_x * 4);
+        launch.out[i].y_row_stride = rows[i];
+    }
+    api.gemv(launch);
+    // One row of x: again with each warp taking three rows one after another
+    // (rows_per_warp), which only regroups the rows into blocks.
+    GemvLaunch regrouped = launch;
+    regrouped.rows_per_warp = 3;
+    if (n_x == 1) {
+        for (size_t i = 0; i < types.size(); ++i) regrouped.out[i].y = api.alloc(size_t(rows[i]) * 4);
+        api.gemv(regrouped);
+    }
+    // The same rows through prepare (no norm: with one the sums of squares are added in
+    // another order, so the normalised x may differ in its last bit).
+    GemvLaunch prepared = launch;
+    if (!norm) {
+        int8_t* q = static_cast<int8_t*>(api.alloc(size_t(n_x) * n_pad));
+        float* d = static_cast<float*>(api.alloc(size_t(n_x) * n_pad / 8));
+        float* f = static_cast<float*>(api.alloc(size_t(n_x) * n_pad * 4));
+        for (int r = 0; r < n_x; ++r) {
+            PrepareParams p;
+            p.x = launch.x.f + size_t(r) * n_pad;
+            p.n = n_pad;
+            p.out_f = f + size_t(r) * n_pad;
+            p.out_q = q + size_t(r) * n_pad;
+            p.out_d = d + size_t(r) * (n_pad / 32);
+            api.prepare(p);
+        }
+        prepared.quantize_x = 0;
+        prepared.x.q8 = {reinterpret_cast<const uint8_t*>(q), d};
+        for (size_t i = 0; i < types.size(); ++i) prepared.out[i].y = api.alloc(size_t(rows[i]) * n_x * 4);
+        api.gemv(prepared);
+    }
+    for (size_t i = 0; i < types.size(); ++i) {
+        const std::vector<float> got = read_output(api, launch.out[i].y, rows[i] * n_x, false);
+        std::vector<double> ref;
+        double energy = 0;
+        for (int r = 0; r < n_x; ++r) {
+            const std::vector<double> ref_r = ref_gemv(ms[i].values, rows[i], n_cols, x_ref[r]);
+            ref.insert(ref.end(), ref_r.begin(), ref_r.end());
+            energy += gemv_term_energy(ms[i].values, rows[i], n_cols, x_ref[r]);
+        }
+        char name[200];
+        std::snprintf(name, sizeof name, "gemv, x quantized as staged%s, %d rows of x, output %zu/%zu %s %dx%d",
+                      norm ? " after its norm" : "", n_x, i + 1, types.size(), weight_type_name(types[i]), rows[i], n_cols);
+        report({name, nmse(got, ref, energy), kBoundQ8Gemv});
+        if (n_x == 1)
+            report({std::string(name) + ": largest difference, three rows a warp against one",
+                    largest_difference(read_output(api, regrouped.out[i].y, rows[i], false), got), 0.0});
+        if (norm) continue;
+        report({std::string(name) + ": largest difference from prepare's 8-bit x",
+                largest_difference(got, read_output(api, prepared.out[i].y, rows[i] * n_x, false)), 0.0});
+    }
+    // Each a copy of the launch that ran, with one flaw.
+    GemvLaunch accepted = launch, given_q8 = launch, plain = launch, too_wide = launch, norm_rows = launch;
+    given_q8.x.q8 = {reinterpret_cast<const uint8_t*>(launch.x.f), launch.x.f};
+    plain.out[0].w.type = kF16;
+    too_wide.n_outputs = 1;
+    too_wide.x.n = too_wide.x.n_pad = too_wide.out[0].w.n_cols = 40 * 1024;
+    norm_rows.x.norm = launch.x.f;
+    norm_rows.n_x_rows = 2;
+    const bool refused = plan_gemv(accepted, 132) != 0 && accepted.x_stage_bytes == q8_stage(n_x, n_pad).bytes &&
+                         plan_gemv(given_q8, 132) == 0 && plan_gemv(plain, 132) == 0 &&
+                         plan_gemv(too_wide, 132) == 0 && plan_gemv(norm_rows, 132) == 0;
+    report({std::string("gemv, x quantized as staged: launches it cannot take refused (0: yes), ") + weight_type_name(types[0]),
+            refused ? 0.0 : 1.0, 0.0});
+    api.reset();
+}
+
 // A fused RMS_NORM (Activation::norm): the one-row GEMV normalises x while staging it;
 // against the reference norm-then-multiply in double. A launch that would not stage x
 // (stage_x = 0, or several rows) is refused, not run without its norm.
@@ -382,9 +504,10 @@ inline void check_gemv_norm(DeviceApi& api, const Report& report, int32_t type, 
     api.reset();
 }
 
-// y = silu(W_gate x) * (W_up x) in one launch.
+// y = silu(W_gate x) * (W_up x) in one launch; x prepared, or with `quantize_x` quantized
+// by the GEMV as it stages it.
 inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type, int32_t up_type, int n_ff,
-                         int n_embd, uint32_t seed) {
+                         int n_embd, uint32_t seed, bool quantize_x = false) {
     std::mt19937 rng(seed);
     const std::vector<float> x = random_vector(n_embd, rng);
     const DeviceActivation a = prepare_on_device(api, x, false);
@@ -392,6 +515,8 @@ inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type
     const TestMatrix up = make_device_matrix(api, up_type, n_ff, n_embd, rng);
     GemvLaunch launch;
     launch.x = a.view;
+    if (quantize_x) launch.x.q8 = {nullptr, nullptr};
+    launch.quantize_x = quantize_x;
     launch.n_outputs = 2;
     launch.epilogue = kEpilogueSwiGLU;
     launch.out[0].w = gate.view;
@@ -404,10 +529,17 @@ inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type
     std::vector<double> ref(n_ff);
     for (int i = 0; i < n_ff; ++i) ref[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
     char name[160];
-    std::snprintf(name, sizeof name, "swiglu gate %s up %s %dx%d", weight_type_name(gate_type),
-                  weight_type_name(up_type), n_ff, n_embd);
+    std::snprintf(name, sizeof name, "swiglu gate %s up %s %dx%d%s", weight_type_name(gate_type),
+                  weight_type_name(up_type), n_ff, n_embd, quantize_x ? ", x quantized as staged" : "");
     // Both factors carry the activation quantization noise: twice the single bound.
-    report({name, nmse(read_output(api, launch.out[0].y, n_ff, false), ref), 2 * kBoundQ8Gemv});
+    const std::vector<float> got = read_output(api, launch.out[0].y, n_ff, false);
+    report({name, nmse(got, ref), 2 * kBoundQ8Gemv});
+    GemvLaunch regrouped = launch;  // each warp taking two rows one after another
+    regrouped.rows_per_warp = 2;
+    regrouped.out[0].y = regrouped.out[1].y = api.alloc(size_t(n_ff) * 4);
+    api.gemv(regrouped);
+    report({std::string(name) + ": largest difference, two rows a warp against one",
+            largest_difference(read_output(api, regrouped.out[0].y, n_ff, false), got), 0.0});
     api.reset();
 }
 

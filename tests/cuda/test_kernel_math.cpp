@@ -328,6 +328,78 @@ TEST_CASE("staged activations: the eight lanes of a quarter-warp load from eight
     }
 }
 
+TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never an emptier wave") {
+    // Qwen3-4B's gate/up (9728 rows, SwiGLU: one range) with x quantized in the stage:
+    // on an H200 (132 SMs, 396 block slots) one row a warp takes 1216 blocks, 4 waves of
+    // (1 + 1) passes = 8; 4 rows a warp, 304 blocks in one wave of 5 passes.
+    const int64_t gate[] = {9728};
+    CHECK(choose_rows_per_warp(gate, 1, 3, 132, kGemvQuantizeStageCost) == 4);
+    // Its down projection (2560 rows) fills less than a wave at one row a warp: kept.
+    const int64_t down[] = {2560};
+    CHECK(choose_rows_per_warp(down, 1, 3, 132, kGemvQuantizeStageCost) == 1);
+    // x read in place costs nothing to stage: one row a warp, whatever the shape.
+    for (int sms : {8, 16, 132}) CHECK(choose_rows_per_warp(gate, 1, 3, sms, 0.0) == 1);
+    // An Orin AGX (16 SMs) and its Q/K/V (4096 + 1024 + 1024 rows): the most rows a warp.
+    const int64_t qkv[] = {4096, 1024, 1024};
+    CHECK(choose_rows_per_warp(qkv, 3, 3, 16, kGemvQuantizeStageCost) == kGemvMaxRowsPerWarp);
+    // Against every R, on every shape: the choice is the cheapest by its own measure.
+    for (int sms : {8, 16, 132})
+        for (int64_t n : {64, 1000, 2560, 9728, 151936})
+            for (double cost : {0.15, 1.0}) {
+                const int64_t r1[] = {n};
+                const int chosen = choose_rows_per_warp(r1, 1, 3, sms, cost);
+                auto time = [&](int r) {
+                    const int64_t blocks = (n + 8 * r - 1) / (8 * r), slots = int64_t(sms) * 3;
+                    return double((blocks + slots - 1) / slots) * (r + cost);
+                };
+                for (int r = 1; r <= kGemvMaxRowsPerWarp; ++r) CHECK(time(chosen) <= time(r));
+            }
+}
+
+TEST_CASE("x quantized as staged: the eight lanes of a quarter-warp load from eight different bank groups") {
+    // staged_q8_unit permutes units (16 bytes) inside each group of 16, and a row's stage
+    // holds whole groups (q8_stage_row_units), so no unit leaves its row.
+    for (int n_pad : {32, 96, 160, 256, 288, 4096, 9728}) {
+        const int n_units = q8_stage_row_units(n_pad);
+        REQUIRE(n_units % 16 == 0);
+        REQUIRE(n_units >= n_pad / 16);
+        std::vector<int> seen(size_t(n_units), 0);
+        for (int u = 0; u < n_units; ++u) {
+            REQUIRE(staged_q8_unit(u) / 16 == u / 16);
+            ++seen[size_t(staged_q8_unit(u))];
+        }
+        for (int n : seen) REQUIRE(n == 1);
+        const Q8Stage stage = q8_stage(3, n_pad);
+        CHECK(stage.meta_offset == 3 * n_units * 16);
+        CHECK(stage.bytes == stage.meta_offset + 3 * (n_pad / 16) * 8);
+        CHECK(stage.bytes % 16 == 0);
+    }
+    // A segment's 16 bytes are one unit; lanes 8q..8q+7 load tasks t0..t0+7 (t0 a multiple
+    // of 8), one unit per segment.
+    for (const std::string name : kTypes) {
+        CAPTURE(name);
+        const Packed packed = pack(load_weights(name));
+        if (plain_value_bytes(packed.view.type)) continue;
+        const int n_tasks = tasks_per_row(packed.view);
+        REQUIRE(n_tasks >= 8);
+        int worst_staged = 0, worst_in_place = 0;
+        for (int t0 = 0; t0 + 8 <= n_tasks; t0 += 8)
+            for (int s = 0; s < 2; ++s) {
+                std::vector<int> staged(8, 0), in_place(8, 0);
+                for (int lane = 0; lane < 8; ++lane) {
+                    const int unit = dequantize_any(packed.view, 0, t0 + lane).seg[s].pos / 16;
+                    ++staged[size_t(staged_q8_unit(unit) % 8)];
+                    ++in_place[size_t(unit % 8)];
+                }
+                worst_staged = std::max(worst_staged, *std::max_element(staged.begin(), staged.end()));
+                worst_in_place = std::max(worst_in_place, *std::max_element(in_place.begin(), in_place.end()));
+            }
+        MESSAGE(name << ": lanes per bank group at worst, staged " << worst_staged << ", unpermuted " << worst_in_place);
+        CHECK(worst_staged == 1);
+        CHECK(worst_in_place >= 2);
+    }
+}
+
 TEST_CASE("INT8 KV and activation quantization match gguf's Q8_0 byte for byte") {
     const std::string path = std::string(vectors_dir()) + "/q8_groups.bin";
     std::ifstream f(path, std::ios::binary);
@@ -509,8 +581,11 @@ TEST_CASE("launch planning for GPUs of 8, 16 and 132 SMs (Orin Nano/NX, AGX, H10
                     l.out[0].w.plane[0] = plane;
                     l.out[0].y = y;
                     const int blocks = plan_gemv(l, sms);
-                    const int rows_per_block = kGemvWarps / l.warps_per_row;
+                    const int rows_per_block = kGemvWarps / l.warps_per_row * l.rows_per_warp;
                     REQUIRE(blocks > 0);
+                    CHECK(l.rows_per_warp >= 1);
+                    CHECK(l.rows_per_warp <= kGemvMaxRowsPerWarp);
+                    if (l.warps_per_row > 1) CHECK(l.rows_per_warp == 1);
                     // Every row in exactly one block, no block without rows.
                     CHECK(int64_t(blocks) * rows_per_block >= m[0]);
                     CHECK(int64_t(blocks - 1) * rows_per_block < m[0]);
@@ -521,14 +596,16 @@ TEST_CASE("launch planning for GPUs of 8, 16 and 132 SMs (Orin Nano/NX, AGX, H10
                         CHECK(tasks >= 32 * l.warps_per_row);
                         CHECK(int64_t(m[0]) * (l.warps_per_row / 2) < int64_t(sms) * 32);
                     }
-                    // Several rows of x: the same blocks and split (so each row's sum is the
-                    // one-row kernel's), up to kGemvMaxRows rows, each output row strided.
+                    // Several rows of x: the same split (so each row's sum is the one-row
+                    // kernel's), a row per warp, up to kGemvMaxRows rows, each output row strided.
                     GemvLaunch rows = l;
                     rows.out[0].y_row_stride = m[0];
                     for (int n_x : {2, kGemvMaxRows}) {
                         rows.n_x_rows = n_x;
-                        CHECK(plan_gemv(rows, sms) == blocks);
+                        const int rows_per_pass = kGemvWarps / l.warps_per_row;
+                        CHECK(plan_gemv(rows, sms) == (m[0] + rows_per_pass - 1) / rows_per_pass);
                         CHECK(rows.warps_per_row == l.warps_per_row);
+                        CHECK(rows.rows_per_warp == 1);
                     }
                     rows.n_x_rows = kGemvMaxRows + 1;
                     CHECK(plan_gemv(rows, sms) == 0);

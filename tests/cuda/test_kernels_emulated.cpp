@@ -164,6 +164,25 @@ TEST_CASE("emulated: GEMV of float activations, staged in shared memory and in p
         check_gemv_norm(dev, doctest_report(), type, 21, type == kQ4_K || type == kQ6_K ? 1024 : 320, seed++);
 }
 
+TEST_CASE("emulated: GEMV of x quantized as the block stages it, every quantized type") {
+    EmulatedDevice dev;
+    uint32_t seed = 260;
+    for (int32_t type : kAllTypes) {
+        if (plain_value_bytes(type)) continue;
+        const int n_cols = plane_geometry(type).block_elems == 256 ? 512 : 96;
+        check_gemv_quantize_x(dev, doctest_report(), {type}, {19}, n_cols, 1, false, seed++);
+        check_gemv_quantize_x(dev, doctest_report(), {type}, {9}, n_cols, 3, false, seed++);
+        check_gemv_quantize_x(dev, doctest_report(), {type}, {9}, n_cols, 1, true, seed++);
+    }
+    // Q/K/V of mixed types over eight rows; rows split across warps; a row of 31872 values
+    // (a stage of 47936 bytes, near its 48128) and rows of several 16-unit groups plus a part.
+    check_gemv_quantize_x(dev, doctest_report(), {kQ4_K, kQ4_K, kQ6_K}, {24, 8, 8}, 256, 8, false, seed++);
+    check_gemv_quantize_x(dev, doctest_report(), {kQ4_K}, {12}, 4096, 1, true, seed++);
+    check_gemv_quantize_x(dev, doctest_report(), {kQ8_0}, {2}, 31872, 1, false, seed++);
+    check_gemv_quantize_x(dev, doctest_report(), {kQ5_1}, {5}, 288, 2, false, seed++);
+    check_swiglu(dev, doctest_report(), kQ4_K, kQ6_K, 40, 256, seed++, true);
+}
+
 TEST_CASE("emulated: activation prepare (residual, RMSNorm, q8)") {
     EmulatedDevice dev;
     check_prepare(dev, doctest_report(), 100, false, 60);

@@ -48,6 +48,30 @@ ER_HD int staged_unit(int u) {
     return u ^ swizzle;
 }
 
+// The 8-bit form of the same stage (GemvLaunch::quantize_x): each block quantizes x by
+// the q8 rule as it stages it. A segment's 16 bytes are one 16-byte unit, and lanes 8q..
+// 8q+7 load the units of eight consecutive tasks: for every type's task order those fall
+// two to a group of four banks, unless the units of every other 128-byte row are
+// reversed (XOR 7), which spreads them over all eight groups (test_kernel_math.cpp checks
+// each type).
+ER_HD int staged_q8_unit(int u) { return u ^ (((u >> 3) & 1) * 7); }
+
+// Units (16 bytes) a row's bytes take in the stage: the XOR above moves a unit within its
+// group of 16, so a row is padded to whole groups.
+ER_HD int q8_stage_row_units(int n_pad) { return (n_pad / 16 + 15) / 16 * 16; }
+
+// The stage of n_x rows in two parts, each 16-byte aligned: every row's bytes, then every
+// row's segment words (8 bytes per 16 values: the float scale of the segment's group of
+// 32, and the int32 sum of its bytes), read together in one 8-byte load.
+struct Q8Stage {
+    int meta_offset, bytes;
+};
+
+ER_HD Q8Stage q8_stage(int n_x, int n_pad) {
+    const int q_bytes = n_x * q8_stage_row_units(n_pad) * 16;
+    return {q_bytes, q_bytes + n_x * (n_pad / 16) * 8};  // a multiple of 16: n_pad is of 32
+}
+
 ER_HD float q8_scale(float amax) { return amax / 127.0f; }
 ER_HD float q8_inverse(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
 ER_HD int8_t q8_round(float x, float inverse_d) { return int8_t(roundf(x * inverse_d)); }

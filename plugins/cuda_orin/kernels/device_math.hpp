@@ -87,6 +87,28 @@ struct Words2 {
     uint32_t w[2];
 };
 
+// 8 bytes of shared memory (8-byte aligned) in one load.
+ER_HD Words2 load_shared_8B(const void* p) {
+#if defined(__CUDA_ARCH__)
+    const uint2 v = *static_cast<const uint2*>(p);
+    return {{v.x, v.y}};
+#else
+    require_aligned(p, 8);
+    Words2 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
+ER_HD void store_shared_8B(void* p, const Words2& v) {
+#if defined(__CUDA_ARCH__)
+    *static_cast<uint2*>(p) = make_uint2(v.w[0], v.w[1]);
+#else
+    require_aligned(p, 8);
+    memcpy(p, &v, sizeof v);
+#endif
+}
+
 // `p` must be 8-byte aligned.
 ER_HD Words2 load_8B(const void* p) {
 #if defined(__CUDA_ARCH__)

@@ -74,16 +74,28 @@ __device__ float sum_of_squares(const Words4& v) {
     return s;
 }
 
-// The one-row kernel's stage_x. With x.norm (a fused RMS_NORM) the row is also normalised
-// as rms_norm_kernel does it, x * rsqrt(mean(x^2) + eps) * weight: the squares are summed
-// during the copy, and after the barrier the copy needs anyway each thread scales the
-// units it copied; one more barrier. Every block repeats this over a few KiB, which costs
-// less than a launch of its own and a round trip of the normalised row through memory.
-// (One row only: in the multi-row kernel the same code made ptxas spill in the main loop.)
-__device__ void stage_x_row(const Activation& x, Words4* stage) {
-    if (!x.norm) return stage_x(x, 1, stage);
+// x * rsqrt(mean(x^2) + eps) as rms_norm_kernel forms it, from each thread's sum of the
+// squares of the units u = threadIdx.x, threadIdx.x + blockDim.x, ... of the row: both
+// stages below sum in that order, so they normalise x to the same floats.
+__device__ float staged_inverse_rms(const Activation& x, float sum_sq) {
     __shared__ float warp_sums[kGemvWarps];
     ER_SHARED_ARRAY(warp_sums);
+    sum_sq = warp_sum(sum_sq);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum_sq;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < kGemvWarps; ++w) total += warp_sums[w];
+    return rsqrtf(total / float(x.n) + x.norm_eps);
+}
+
+// The one-row kernel's stage_x. With x.norm (a fused RMS_NORM) the row is also normalised:
+// the squares are summed during the copy, and after the barrier the copy needs anyway
+// each thread scales the units it copied; one more barrier. Every block repeats this
+// over a few KiB, which costs less than a launch of its own and a round trip of the
+// normalised row through memory. (One row only: in the multi-row kernel the same code
+// made ptxas spill in the main loop.)
+__device__ void stage_x_row(const Activation& x, Words4* stage) {
+    if (!x.norm) return stage_x(x, 1, stage);
     const int units_per_row = x.n_pad / 4;
     float sum_sq = 0.0f;
     for (int u = threadIdx.x; u < units_per_row; u += blockDim.x) {
@@ -91,12 +103,7 @@ __device__ void stage_x_row(const Activation& x, Words4* stage) {
         store_shared_16B(stage + staged_unit(u), v);
         sum_sq += sum_of_squares(v);
     }
-    sum_sq = warp_sum(sum_sq);
-    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum_sq;
-    __syncthreads();
-    float total = 0.0f;
-    for (int w = 0; w < kGemvWarps; ++w) total += warp_sums[w];
-    const float inv_rms = rsqrtf(total / float(x.n) + x.norm_eps);
+    const float inv_rms = staged_inverse_rms(x, sum_sq);
     for (int u = threadIdx.x; u < units_per_row; u += blockDim.x) {
         Words4 v = load_shared_16B(stage + staged_unit(u));
         for (int j = 0; j < 4; ++j)
@@ -106,35 +113,109 @@ __device__ void stage_x_row(const Activation& x, Words4* stage) {
     __syncthreads();
 }
 
-// xf: where this thread reads the float activations (GlobalFloatX or StagedFloatX).
+// GemvLaunch::quantize_x: n_x rows of float x quantized into the stage (Q8Stage) by
+// prepare's rule, normalised first if x.norm (one row). Every block repeats this over the
+// whole row, so it is kept short: a lane takes four values (one 16-byte load), eight lanes
+// a group of 32, whose largest magnitude three shuffles find; the lane packs its four
+// bytes into one word, and each four lanes' sum (a segment's, for the types with a
+// minimum) takes two more shuffles. A value a lane, as prepare does it, cost about three
+// times the instructions, more than the dp4a loop after it.
+__device__ void stage_x_q8(const Activation& x, int n_x, uint8_t* stage) {
+    float inv_rms = 1.0f;
+    if (x.norm) {
+        float sum_sq = 0.0f;
+        for (int u = threadIdx.x; u < x.n_pad / 4; u += blockDim.x) sum_sq += sum_of_squares(load_16B(x.f + 4 * u));
+        inv_rms = staged_inverse_rms(x, sum_sq);
+    }
+    Words2* meta = reinterpret_cast<Words2*>(stage + q8_stage(n_x, x.n_pad).meta_offset);
+    const int quads_per_row = x.n_pad / 4, lane = threadIdx.x % 32;
+    const int row_bytes = q8_stage_row_units(x.n_pad) * 16;
+    // Quad j of row r; the loop's bound is the same for the lanes of a warp (shuffles),
+    // and whole groups of eight lanes are in or out (quads_per_row is a multiple of 8).
+    int r = 0, j = threadIdx.x;
+    for (int first = threadIdx.x - lane; first < n_x * quads_per_row; first += kGemvWarps * 32) {
+        while (j >= quads_per_row) {
+            j -= quads_per_row;
+            ++r;
+        }
+        const bool active = r < n_x;
+        Words4 v{};
+        if (active) v = load_16B(x.f + int64_t(r) * x.n_pad + 4 * j);
+        float f[4];
+        float amax = 0.0f;
+        for (int k = 0; k < 4; ++k) {
+            f[k] = quant::bits_to_float(v.w[k]);
+            if (x.norm && active) f[k] = f[k] * inv_rms * x.norm[4 * j + k];
+            amax = fmaxf(amax, fabsf(f[k]));
+        }
+        for (int offset = 4; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, offset));
+        const float scale = q8_scale(amax), inverse = q8_inverse(scale);
+        uint32_t word = 0;
+        int32_t sum = 0;
+        for (int k = 0; k < 4; ++k) {
+            const int8_t q = q8_round(f[k], inverse);
+            word |= uint32_t(uint8_t(q)) << (8 * k);
+            sum += q;
+        }
+        for (int offset = 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
+        if (active) {
+            uint8_t* at = stage + r * row_bytes + staged_q8_unit(j / 4) * 16 + 4 * (j % 4);
+            *reinterpret_cast<uint32_t*>(at) = word;
+            if (j % 4 == 0) store_shared_8B(meta + r * (x.n_pad / 16) + j / 4, {{quant::float_to_bits(scale), uint32_t(sum)}});
+        }
+        j += kGemvWarps * 32;
+    }
+    __syncthreads();
+}
+
+// Which x a launch's blocks read: float or 8-bit, in global memory or staged.
+enum class XForm { kGlobal, kStagedFloat, kStagedQ8 };
+
+__device__ XForm x_form(const GemvLaunch& p) {
+    return p.quantize_x ? XForm::kStagedQ8 : p.x_stage_bytes != 0 ? XForm::kStagedFloat : XForm::kGlobal;
+}
+
+__device__ StagedQ8X staged_q8(const Activation& x, int n_x, const void* stage) {
+    const uint8_t* bytes = static_cast<const uint8_t*>(stage);
+    return {reinterpret_cast<const Words4*>(bytes),
+            reinterpret_cast<const Words2*>(bytes + q8_stage(n_x, x.n_pad).meta_offset)};
+}
+
+// xr: where this thread reads x: GlobalFloatX or StagedFloatX (float activations, exact),
+// GlobalQ8X or StagedQ8X (8-bit ones, dp4a; quantized weights only).
 // One task an iteration: unrolled twice, the loop needed 86 registers (2 blocks per SM)
 // or spilled at 80; the weights' DRAM latency is the L2 prefetch's to hide (prefetch_row).
 template <int32_t Type, class X>
-__device__ float row_slice_dot(const PackedMatrix& w, int row, const Activation& x, const X& xf, int first_task,
-                               int stride) {
+__device__ float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first_task, int stride) {
+    constexpr bool kPlain = plain_value_bytes(Type) != 0;
     const int n_tasks = tasks_per_row(w);
     float acc = 0.0f;
 #pragma unroll 1
     for (int t = first_task; t < n_tasks; t += stride) {
-        if constexpr (plain_value_bytes(Type) != 0)
-            acc += task_dot_plain<Type>(w, row, t, xf);
-        else if (x.q8.q)
-            acc += task_dot<Type>(w, row, t, x.q8);
-        else  // float activations (Activation's q8 left null)
-            acc += task_dot_float<Type>(w, row, t, xf);
+        if constexpr (X::kQ8)
+            acc += task_dot<Type>(w, row, t, xr);
+        else if constexpr (kPlain)
+            acc += task_dot_plain<Type>(w, row, t, xr);
+        else
+            acc += task_dot_float<Type>(w, row, t, xr);
     }
     return acc;
 }
 
-// stage: the block's shared copy of x, read when `staged`. Inlined by force: as a call,
-// its arguments went through a stack frame in local memory.
-__device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, bool staged,
-                                   const Words4* stage, int first_task, int stride) {
+// One row's dot in the launch's form of x (x_form). Plain types read floats whatever the
+// form (plan_gemv keeps them out of a quantize_x launch). Inlined by force: as a call, its
+// arguments went through a stack frame in local memory.
+__device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, XForm form,
+                                                   const Words4* stage, int first_task, int stride) {
     return visit_weight_type(w.type, 0.0f, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
-        if (staged)
-            return row_slice_dot<kType>(w, row, x, StagedFloatX{reinterpret_cast<const float*>(stage)}, first_task, stride);
-        return row_slice_dot<kType>(w, row, x, GlobalFloatX{x.f}, first_task, stride);
+        if constexpr (plain_value_bytes(kType) == 0) {
+            if (form == XForm::kStagedQ8) return row_slice_dot<kType>(w, row, staged_q8(x, 1, stage), first_task, stride);
+            if (x.q8.q) return row_slice_dot<kType>(w, row, GlobalQ8X{x.q8}, first_task, stride);
+        }
+        if (form == XForm::kStagedFloat)
+            return row_slice_dot<kType>(w, row, StagedFloatX{reinterpret_cast<const float*>(stage)}, first_task, stride);
+        return row_slice_dot<kType>(w, row, GlobalFloatX{x.f}, first_task, stride);
     });
 }
 
@@ -149,61 +230,78 @@ __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
 //
 // At least 3 blocks per SM (as many as a full stage of x lets sm_87 hold): up to 80
 // registers. Left to itself ptxas picked 64 for sm_90, and spilled.
+//
+// kRowLoop: each warp takes p.rows_per_warp rows (GemvLaunch::rows_per_warp > 1), so the
+// block's staging of x serves that many more rows; then a row is never split across warps
+// (plan_gemv), and with warps_per_row, first task and stride known to the compiler the
+// loop over rows fits the 80 registers (taking them from the launch, it spilled).
+template <bool kRowLoop>
 __global__ void __launch_bounds__(kGemvWarps * 32, 3) gemv_kernel(const __grid_constant__ GemvLaunch p) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int rows_per_block = kGemvWarps / p.warps_per_row;
+    const int warps_per_row = kRowLoop ? 1 : p.warps_per_row;
+    const int rows_per_warp = kRowLoop ? p.rows_per_warp : 1;
+    const int rows_per_pass = kGemvWarps / warps_per_row;
 
     const bool swiglu = p.epilogue == kEpilogueSwiGLU;
     const int n_ranges = swiglu ? 1 : p.n_outputs;
     int o = 0;  // which output's rows this block computes
     while (o + 1 < n_ranges && int(blockIdx.x) >= p.block_begin[o + 1]) ++o;
     const GemvOutput& out = p.out[o];
-    const int row = (int(blockIdx.x) - p.block_begin[o]) * rows_per_block + warp / p.warps_per_row;
-    const int slice = warp % p.warps_per_row;
-    const int first_task = slice * 32 + lane, stride = 32 * p.warps_per_row;
+    const int first_row = (int(blockIdx.x) - p.block_begin[o]) * rows_per_pass * rows_per_warp + warp / warps_per_row;
+    const int slice = warp % warps_per_row;
+    const int first_task = slice * 32 + lane, stride = 32 * warps_per_row;
 
     if (p.prefetch) {
-        prefetch_row(out.w, row, slice, p.warps_per_row, lane);
-        if (swiglu) prefetch_row(p.out[1].w, row, slice, p.warps_per_row, lane);
+        prefetch_row(out.w, first_row, slice, warps_per_row, lane);
+        if (swiglu) prefetch_row(p.out[1].w, first_row, slice, warps_per_row, lane);
     }
     wait_for_prior_grids();  // x (and the residual) come from earlier launches
     allow_next_grid();
 
     ER_DYNAMIC_SHARED(Words4, x_stage);
-    const bool staged = p.x_stage_bytes != 0;
-    if (staged) stage_x_row(p.x, x_stage);
+    const XForm form = x_form(p);
+    if (form == XForm::kStagedQ8) stage_x_q8(p.x, 1, reinterpret_cast<uint8_t*>(x_stage));
+    else if (form == XForm::kStagedFloat) stage_x_row(p.x, x_stage);
 
-    float acc = 0.0f, acc_up = 0.0f;
-    if (row < out.w.n_rows) {
-        acc = row_slice_dot_any(out.w, row, p.x, staged, x_stage, first_task, stride);
-        if (swiglu) acc_up = row_slice_dot_any(p.out[1].w, row, p.x, staged, x_stage, first_task, stride);
-    }
-    acc = warp_sum(acc);
-    if (swiglu) acc_up = warp_sum(acc_up);
-
-    if (p.warps_per_row > 1) {
-        __shared__ float slice_sums[kGemvWarps][2];
-        ER_SHARED_ARRAY(slice_sums);
-        if (lane == 0) {
-            slice_sums[warp][0] = acc;
-            slice_sums[warp][1] = acc_up;
+#pragma unroll 1
+    for (int k = 0; k < rows_per_warp; ++k) {
+        const int row = first_row + k * rows_per_pass;
+        if (p.prefetch && k + 1 < rows_per_warp) {  // the next row's weights, while this one is read
+            prefetch_row(out.w, row + rows_per_pass, slice, warps_per_row, lane);
+            if (swiglu) prefetch_row(p.out[1].w, row + rows_per_pass, slice, warps_per_row, lane);
         }
-        __syncthreads();
-        if (slice == 0 && lane == 0)
-            for (int s = 1; s < p.warps_per_row; ++s) {
-                acc += slice_sums[warp + s][0];
-                acc_up += slice_sums[warp + s][1];
-            }
-    }
-    if (slice != 0 || lane != 0 || row >= out.w.n_rows) return;
+        float acc = 0.0f, acc_up = 0.0f;
+        if (row < out.w.n_rows) {
+            acc = row_slice_dot_any(out.w, row, p.x, form, x_stage, first_task, stride);
+            if (swiglu) acc_up = row_slice_dot_any(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
+        }
+        acc = warp_sum(acc);
+        if (swiglu) acc_up = warp_sum(acc_up);
 
-    float v = acc + (out.bias ? out.bias[row] : 0.0f);
-    if (swiglu) {
-        const GemvOutput& up = p.out[1];
-        v = silu(v) * (acc_up + (up.bias ? up.bias[row] : 0.0f));
+        if (warps_per_row > 1) {
+            __shared__ float slice_sums[kGemvWarps][2];
+            ER_SHARED_ARRAY(slice_sums);
+            if (lane == 0) {
+                slice_sums[warp][0] = acc;
+                slice_sums[warp][1] = acc_up;
+            }
+            __syncthreads();
+            if (slice == 0 && lane == 0)
+                for (int s = 1; s < warps_per_row; ++s) {
+                    acc += slice_sums[warp + s][0];
+                    acc_up += slice_sums[warp + s][1];
+                }
+        }
+        if (slice != 0 || lane != 0 || row >= out.w.n_rows) continue;
+
+        float v = acc + (out.bias ? out.bias[row] : 0.0f);
+        if (swiglu) {
+            const GemvOutput& up = p.out[1];
+            v = silu(v) * (acc_up + (up.bias ? up.bias[row] : 0.0f));
+        }
+        if (out.residual) v += out.residual[row];
+        store_output(out, row, v);
     }
-    if (out.residual) v += out.residual[row];
-    store_output(out, row, v);
 }
 
 // ------------------------------------------------------------ several rows of x --
@@ -213,47 +311,53 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 3) gemv_kernel(const __grid_c
 // gemv_kernel's, so it is that kernel's result bit for bit (unless the compiler contracts
 // the two kernels' multiply-adds differently).
 
-// xf: row 0 of the float activations as this thread reads them; row r is r * x.n_pad
-// values further, staged or not.
+// xr: row 0 of x as this thread reads it (row_slice_dot's readers); xr.row_at(r, n_pad) is
+// row r, staged or not.
 template <int32_t Type, class X>
-__device__ void row_slice_dot_rows(const PackedMatrix& w, int row, const Activation& x, const X& xf, int n_x,
-                                   int first_task, int stride, float (&acc)[kGemvMaxRows]) {
+__device__ void row_slice_dot_rows(const PackedMatrix& w, int row, int n_pad, const X& xr, int n_x, int first_task,
+                                   int stride, float (&acc)[kGemvMaxRows]) {
     const int n_tasks = tasks_per_row(w);
     for (int t = first_task; t < n_tasks; t += stride) {
         if constexpr (plain_value_bytes(Type) != 0) {
             const PlainTask<Type> task = load_plain_task<Type>(w, row, t);
 #pragma unroll
             for (int r = 0; r < kGemvMaxRows; ++r)
-                if (r < n_x) acc[r] += plain_task_dot<Type>(task, X{xf.row + int64_t(r) * x.n_pad}, 32 * t);
+                if (r < n_x) acc[r] += plain_task_dot<Type>(task, xr.row_at(r, n_pad), 32 * t);
         } else {
             const Task task = dequantize_task<Type>(w, row, t);
-            if (x.q8.q) {
 #pragma unroll
-                for (int r = 0; r < kGemvMaxRows; ++r)
-                    if (r < n_x) {
-                        const ActivationQ8 xr{x.q8.q + int64_t(r) * x.n_pad, x.q8.d + int64_t(r) * (x.n_pad / 32)};
-                        acc[r] += dequantized_task_dot<Type>(task, xr);
-                    }
-            } else {
-#pragma unroll
-                for (int r = 0; r < kGemvMaxRows; ++r)
-                    if (r < n_x) acc[r] += dequantized_task_dot_float(task, X{xf.row + int64_t(r) * x.n_pad});
-            }
+            for (int r = 0; r < kGemvMaxRows; ++r)
+                if (r < n_x) {
+                    if constexpr (X::kQ8)
+                        acc[r] += dequantized_task_dot<Type>(task, xr.row_at(r, n_pad));
+                    else
+                        acc[r] += dequantized_task_dot_float(task, xr.row_at(r, n_pad));
+                }
         }
     }
 }
 
 // As row_slice_dot_any, for several rows of x.
-__device__ __forceinline__ void row_slice_dot_rows_any(const PackedMatrix& w, int row, const Activation& x, bool staged,
-                                       const Words4* stage, int n_x, int first_task, int stride,
-                                       float (&acc)[kGemvMaxRows]) {
+__device__ __forceinline__ void row_slice_dot_rows_any(const PackedMatrix& w, int row, const Activation& x, XForm form,
+                                                       const Words4* stage, int n_x, int first_task, int stride,
+                                                       float (&acc)[kGemvMaxRows]) {
     visit_weight_type(w.type, false, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
-        if (staged)
-            row_slice_dot_rows<kType>(w, row, x, StagedFloatX{reinterpret_cast<const float*>(stage)}, n_x, first_task,
-                                      stride, acc);
+        if constexpr (plain_value_bytes(kType) == 0) {
+            if (form == XForm::kStagedQ8) {
+                row_slice_dot_rows<kType>(w, row, x.n_pad, staged_q8(x, n_x, stage), n_x, first_task, stride, acc);
+                return true;
+            }
+            if (x.q8.q) {
+                row_slice_dot_rows<kType>(w, row, x.n_pad, GlobalQ8X{x.q8}, n_x, first_task, stride, acc);
+                return true;
+            }
+        }
+        if (form == XForm::kStagedFloat)
+            row_slice_dot_rows<kType>(w, row, x.n_pad, StagedFloatX{reinterpret_cast<const float*>(stage)}, n_x,
+                                      first_task, stride, acc);
         else
-            row_slice_dot_rows<kType>(w, row, x, GlobalFloatX{x.f}, n_x, first_task, stride, acc);
+            row_slice_dot_rows<kType>(w, row, x.n_pad, GlobalFloatX{x.f}, n_x, first_task, stride, acc);
         return true;
     });
 }
@@ -281,13 +385,14 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2) gemv_rows_kernel(const __g
     allow_next_grid();
 
     ER_DYNAMIC_SHARED(Words4, x_stage);
-    const bool staged = p.x_stage_bytes != 0;
-    if (staged) stage_x(p.x, n_x, x_stage);
+    const XForm form = x_form(p);
+    if (form == XForm::kStagedQ8) stage_x_q8(p.x, n_x, reinterpret_cast<uint8_t*>(x_stage));
+    else if (form == XForm::kStagedFloat) stage_x(p.x, n_x, x_stage);
 
     float acc[kGemvMaxRows];
 #pragma unroll
     for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
-    if (row < out.w.n_rows) row_slice_dot_rows_any(out.w, row, p.x, staged, x_stage, n_x, first_task, stride, acc);
+    if (row < out.w.n_rows) row_slice_dot_rows_any(out.w, row, p.x, form, x_stage, n_x, first_task, stride, acc);
 #pragma unroll
     for (int r = 0; r < kGemvMaxRows; ++r)
         if (r < n_x) acc[r] = warp_sum(acc[r]);
@@ -322,13 +427,15 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2) gemv_rows_kernel(const __g
 cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream) {
     const int n_blocks = plan_gemv(launch, n_sms);
     if (n_blocks == 0) return cudaErrorInvalidValue;
-    return launch_kernel(launch.n_x_rows > 1 ? gemv_rows_kernel : gemv_kernel, dim3(n_blocks), dim3(kGemvWarps * 32),
-                         size_t(launch.x_stage_bytes), stream, launch);
+    const auto kernel = launch.n_x_rows > 1        ? gemv_rows_kernel
+                        : launch.rows_per_warp > 1 ? gemv_kernel<true>
+                                                   : gemv_kernel<false>;
+    return launch_kernel(kernel, dim3(n_blocks), dim3(kGemvWarps * 32), size_t(launch.x_stage_bytes), stream, launch);
 }
 
 bool kernels_wait_for_prior_grids(std::string* why) {
     cudaFuncAttributes attributes{};
-    if (const cudaError_t err = cudaFuncGetAttributes(&attributes, gemv_kernel); err != cudaSuccess) {
+    if (const cudaError_t err = cudaFuncGetAttributes(&attributes, gemv_kernel<false>); err != cudaSuccess) {
         *why = std::string("cudaFuncGetAttributes: ") + cudaGetErrorString(err);
         return false;
     }

@@ -80,6 +80,13 @@ inline bool gemv_stage_fits(int n_x_rows, int n_pad) {
     return n_pad % 32 == 0 && int64_t(n_x_rows) * n_pad * 4 <= kGemvMaxStageBytes;
 }
 
+// The same for x quantized as it is staged (GemvLaunch::quantize_x): 1.5 bytes a
+// value instead of 4.
+inline bool gemv_q8_stage_fits(int n_x_rows, int n_pad) {
+    return n_pad % 32 == 0 && n_pad <= (1 << 20) && n_x_rows <= kGemvMaxRows &&
+           q8_stage(n_x_rows, n_pad).bytes <= kGemvMaxStageBytes;
+}
+
 // Several outputs sharing one input in one launch; their weight types may differ
 // (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
 struct GemvLaunch {
@@ -101,6 +108,17 @@ struct GemvLaunch {
     // weights' DRAM latency overlaps both; 0: not (the backend's option prefetch=0, to
     // compare). The results are the same.
     int32_t prefetch = 1;
+    // 1: x.f is quantized to 8 bits per 32 values (the q8 rule, activation.hpp) by each
+    // block as it stages it, and dotted by dp4a, with a fused norm if x.norm: the
+    // backend's activations=q8 without a prepare launch. x.q8 must be null, every output
+    // quantized, and the stage must fit (gemv_q8_stage_fits); stage_x is not consulted.
+    // Without a norm the bytes and scales are prepare's, so are the sums.
+    int32_t quantize_x = 0;
+    // Rows each warp of the one-row kernel takes, one after another (1..kGemvMaxRowsPerWarp),
+    // so that a block's staging of x serves that many more rows. 0: plan_gemv chooses
+    // (choose_rows_per_warp); else kept (the backend's option gemv_rows_per_warp=N, to
+    // compare). The multi-row kernel and rows split across warps take 1.
+    int32_t rows_per_warp = 0;
     // Filled by launch_gemv: split-K width, the first block of each output, and the
     // shared memory the staged rows of x take (0: read in place).
     int32_t warps_per_row = 1;
@@ -136,7 +154,27 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     // sums then split and reduce as the one-row kernel's do.
     const int n_ranges = swiglu ? 1 : launch.n_outputs;
     launch.warps_per_row = choose_warps_per_row(swiglu ? total_rows / 2 : total_rows, min_tasks, n_sms);
-    const int rows_per_block = kGemvWarps / launch.warps_per_row;
+    bool stage = false;
+    if (launch.quantize_x) {
+        bool any_plain = false;
+        for (int i = 0; i < launch.n_outputs; ++i) any_plain = any_plain || plain_value_bytes(launch.out[i].w.type) != 0;
+        if (launch.x.q8.q || !launch.x.f || any_plain || !gemv_q8_stage_fits(launch.n_x_rows, launch.x.n_pad)) return 0;
+        stage = true;
+        launch.x_stage_bytes = q8_stage(launch.n_x_rows, launch.x.n_pad).bytes;
+    } else {
+        stage = launch.stage_x && reads_float_x && gemv_stage_fits(launch.n_x_rows, launch.x.n_pad);
+        launch.x_stage_bytes = stage ? launch.n_x_rows * launch.x.n_pad * 4 : 0;
+    }
+    if (launch.rows_per_warp < 0 || launch.rows_per_warp > kGemvMaxRowsPerWarp) return 0;
+    if (launch.warps_per_row > 1 || launch.n_x_rows > 1) {
+        launch.rows_per_warp = 1;
+    } else if (launch.rows_per_warp == 0) {
+        int64_t rows[kMaxGemvOutputs] = {};
+        for (int i = 0; i < n_ranges; ++i) rows[i] = launch.out[i].w.n_rows;
+        const double stage_cost = launch.quantize_x ? kGemvQuantizeStageCost : stage ? kGemvFloatStageCost : 0.0;
+        launch.rows_per_warp = choose_rows_per_warp(rows, n_ranges, kGemvBlocksPerSm, n_sms, stage_cost);
+    }
+    const int rows_per_block = kGemvWarps / launch.warps_per_row * launch.rows_per_warp;
     launch.block_begin[0] = 0;
     for (int i = 0; i < kMaxGemvOutputs; ++i) {
         const int rows = launch.out[i].w.n_rows;
@@ -144,8 +182,6 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         if (i < n_ranges && planted(PlantedFault::GemvRowTail)) blocks = std::max(1, rows / rows_per_block);
         launch.block_begin[i + 1] = launch.block_begin[i] + blocks;
     }
-    const bool stage = launch.stage_x && reads_float_x && gemv_stage_fits(launch.n_x_rows, launch.x.n_pad);
-    launch.x_stage_bytes = stage ? launch.n_x_rows * launch.x.n_pad * 4 : 0;
     if (launch.x.norm && (!stage || launch.n_x_rows != 1 || launch.x.q8.q || launch.x.n != launch.x.n_pad)) return 0;
     return launch.block_begin[n_ranges];
 }

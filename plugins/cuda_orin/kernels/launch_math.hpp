@@ -25,6 +25,40 @@ inline int choose_warps_per_row(int64_t total_rows, int min_tasks_per_row, int n
     return wpr;
 }
 
+// Rows per warp of the one-row GEMV (gemv_kernel). Every block stages x (copies the whole
+// row, or quantizes it: GemvLaunch::quantize_x) before its warps take a row each, so
+// blocks of more rows spend less on it per row; but fewer blocks than the SMs hold leave
+// warp slots empty, and bigger blocks make a partial last wave cost more. Takes the R in
+// 1..kGemvMaxRowsPerWarp that minimises waves(R) * (R + stage_cost), the time of a block
+// in passes of its warps over one row each; stage_cost is the staging's time in such
+// passes (the constants below); ties go to the smaller R.
+inline constexpr int kGemvMaxRowsPerWarp = 8;
+inline constexpr int kGemvBlocksPerSm = 3;  // gemv_kernel's __launch_bounds__
+// Staging against one pass of the block's warps over a Q4_K row of the same length, from
+// the SASS instructions per task and per staged value on sm_90 (kernels/README.md): a
+// quantized stage costs about as much as a pass of the dp4a loop, a float copy about a
+// seventh of a pass of the float loop. Estimates from the compiler, not measurements;
+// option gemv_rows_per_warp=N overrides the choice.
+inline constexpr double kGemvQuantizeStageCost = 1.0;
+inline constexpr double kGemvFloatStageCost = 0.15;
+
+inline int choose_rows_per_warp(const int64_t* rows, int n_ranges, int blocks_per_sm, int n_sms, double stage_cost) {
+    const int64_t slots = int64_t(std::max(n_sms, 1)) * std::max(blocks_per_sm, 1);
+    int best = 1;
+    double best_time = 0.0;
+    for (int r = 1; r <= kGemvMaxRowsPerWarp; ++r) {
+        int64_t blocks = 0;
+        for (int i = 0; i < n_ranges; ++i) blocks += (rows[i] + kGemvWarps * r - 1) / (kGemvWarps * r);
+        const int64_t waves = (blocks + slots - 1) / slots;
+        const double time = double(waves) * (r + stage_cost);
+        if (r == 1 || time < best_time) {
+            best = r;
+            best_time = time;
+        }
+    }
+    return best;
+}
+
 // Number of KV splits for a context of n_ctx positions: enough blocks for about four per
 // SM at full context, each split at least 4 tiles of keys.
 inline int choose_kv_splits(int n_ctx, int n_head_kv, int n_sms) {

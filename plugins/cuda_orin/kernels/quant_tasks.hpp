@@ -299,19 +299,58 @@ ER_HD float segment_weight(const Segment& s, int i) {
     return s.d * signed_byte_to_float(s.q[i / 4], i % 4) - s.m;
 }
 
-// Segment · x, with x quantized per 32 values (d_x * qx): d_x * (d * Σ q qx - m * Σ qx).
-template <bool HasMin>
-ER_HD float segment_dot(const Segment& s, const ActivationQ8& x) {
-    const Words4 xq = load_16B(x.q + s.pos);
-    const float xd = load_f32(x.d + s.pos / 32);
-    int32_t qdot = 0, qsum = 0;
-    for (int i = 0; i < 4; ++i) {
-        qdot = dp4a(s.q[i], xq.w[i], qdot);
-        if (HasMin) qsum = dp4a(0x01010101u, xq.w[i], qsum);
+// 16 values of 8-bit x: the bytes, the scale of their group of 32, and (when asked for:
+// types with a minimum) the sum of the bytes.
+struct Q8Segment {
+    Words4 q;
+    float d;
+    int32_t sum;
+};
+
+// Where a thread reads 8-bit activations, a segment (`pos` a multiple of 16) at a time.
+// GlobalQ8X reads a row prepared in global memory (prepare.cu) and sums the bytes itself;
+// StagedQ8X reads the block's copy in shared memory, which the GEMV quantized from float x
+// as it staged it (gemv.cu), the scale and sum of each segment side by side in one 8-byte
+// word (Q8Stage). The bytes, scales and sums are the same either way, so are the dots.
+struct GlobalQ8X {
+    static constexpr bool kQ8 = true;
+    ActivationQ8 x;
+    template <bool WithSum>
+    ER_HD Q8Segment segment(int pos) const {
+        Q8Segment s{load_16B(x.q + pos), load_f32(x.d + pos / 32), 0};
+        if (WithSum)
+            for (int i = 0; i < 4; ++i) s.sum = dp4a(0x01010101u, s.q.w[i], s.sum);
+        return s;
     }
+    ER_HD GlobalQ8X row_at(int r, int n_pad) const {
+        return {{x.q + int64_t(r) * n_pad, x.d + int64_t(r) * (n_pad / 32)}};
+    }
+};
+
+struct StagedQ8X {
+    static constexpr bool kQ8 = true;
+    const Words4* units;  // one row's bytes, 16-byte unit u at staged_q8_unit(u)
+    const Words2* meta;   // per segment: the float bits of its group's scale, then its sum
+    template <bool WithSum>
+    ER_HD Q8Segment segment(int pos) const {
+        const Words2 m = load_shared_8B(meta + pos / 16);
+        return {load_shared_16B(units + staged_q8_unit(pos / 16)), quant::bits_to_float(m.w[0]), int32_t(m.w[1])};
+    }
+    // The stage holds rows one after another in each of its parts (Q8Stage).
+    ER_HD StagedQ8X row_at(int r, int n_pad) const {
+        return {units + int64_t(r) * q8_stage_row_units(n_pad), meta + int64_t(r) * (n_pad / 16)};
+    }
+};
+
+// Segment · x, with x quantized per 32 values (d_x * qx): d_x * (d * Σ q qx - m * Σ qx).
+template <bool HasMin, class X>
+ER_HD float segment_dot(const Segment& s, const X& x) {
+    const Q8Segment xs = x.template segment<HasMin>(s.pos);
+    int32_t qdot = 0;
+    for (int i = 0; i < 4; ++i) qdot = dp4a(s.q[i], xs.q.w[i], qdot);
     float r = s.d * float(qdot);
-    if (HasMin) r -= s.m * float(qsum);
-    return xd * r;
+    if (HasMin) r -= s.m * float(xs.sum);
+    return xs.d * r;
 }
 
 // Where a thread reads float activations: four values at `pos` (a multiple of 4) of one
@@ -321,8 +360,10 @@ ER_HD float segment_dot(const Segment& s, const ActivationQ8& x) {
 // placed by staged_unit (gemv.cu stages it). Two types, not a flag, so that the compiler
 // sees which memory each load reads.
 struct GlobalFloatX {
+    static constexpr bool kQ8 = false;
     const float* row;
     ER_HD Words4 load4(int pos) const { return load_16B(row + pos); }
+    ER_HD GlobalFloatX row_at(int r, int n_pad) const { return {row + int64_t(r) * n_pad}; }
 
     struct Segment16 {
         const float* first;
@@ -332,8 +373,10 @@ struct GlobalFloatX {
 };
 
 struct StagedFloatX {
+    static constexpr bool kQ8 = false;
     const float* row;
     ER_HD Words4 load4(int pos) const { return load_shared_16B(row + 4 * staged_unit(pos / 4)); }
+    ER_HD StagedFloatX row_at(int r, int n_pad) const { return {row + int64_t(r) * n_pad}; }
 
     // staged_unit permutes units only inside a 32-value row, by an XOR of the low three
     // bits with a function of the row: so unit u0 + part, u0 a multiple of 4 and part <
@@ -354,10 +397,11 @@ struct StagedFloatX {
     }
 };
 
-// A dequantized task dotted with one row of activations. The multi-row GEMV dequantizes a
-// task once and calls these for every row, so each row's sum is the one-row kernel's.
-template <int32_t Type>
-ER_HD float dequantized_task_dot(const Task& t, const ActivationQ8& x) {
+// A dequantized task dotted with one row of 8-bit activations (GlobalQ8X or StagedQ8X).
+// The multi-row GEMV dequantizes a task once and calls this for every row, so each row's
+// sum is the one-row kernel's.
+template <int32_t Type, class X>
+ER_HD float dequantized_task_dot(const Task& t, const X& x) {
     return segment_dot<has_min(Type)>(t.seg[0], x) + segment_dot<has_min(Type)>(t.seg[1], x);
 }
 
@@ -385,9 +429,14 @@ ER_HD float dequantized_task_dot_float(const Task& t, const X& x) {
     return acc;
 }
 
+template <int32_t Type, class X>
+ER_HD float task_dot(const PackedMatrix& w, int row, int task, const X& x) {
+    return dequantized_task_dot<Type>(dequantize_task<Type>(w, row, task), x);
+}
+
 template <int32_t Type>
 ER_HD float task_dot(const PackedMatrix& w, int row, int task, const ActivationQ8& x) {
-    return dequantized_task_dot<Type>(dequantize_task<Type>(w, row, task), x);
+    return task_dot<Type>(w, row, task, GlobalQ8X{x});
 }
 
 template <int32_t Type, class X>

@@ -12,8 +12,11 @@ inline void prepare(const PrepareParams& p) {
 
 // `l` as plan_gemv filled it in; `blocks` what it returned.
 inline void gemv(const GemvLaunch& l, int blocks) {
-    emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { l.n_x_rows > 1 ? gemv_rows_kernel(l) : gemv_kernel(l); },
-                size_t(l.x_stage_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
+    emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] {
+        if (l.n_x_rows > 1) gemv_rows_kernel(l);
+        else if (l.rows_per_warp > 1) gemv_kernel<true>(l);
+        else gemv_kernel<false>(l);
+    }, size_t(l.x_stage_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
 }
 
 // The split flash-decode kernel, or with p.tiles the tiled one, then the merge of their

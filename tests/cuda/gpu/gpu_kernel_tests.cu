@@ -111,6 +111,26 @@ int main(int argc, char** argv) {
         check_gemv_float_x(dev, report, type, 37, k_quant(type) ? 512 : 96, 5, true, seed++);
     }
 
+    // --- x quantized by the GEMV as it stages it (activations=q8): bit for bit against
+    // prepare's 8-bit rows, and after a fused norm against the reference -----------------
+    for (int32_t type : kTypes) {
+        if (plain_value_bytes(type)) continue;
+        for (const Shape& s : kModels) {
+            if (quick && s.n_embd > 600) continue;
+            if (k_quant(type) && (s.n_embd % 256 || s.n_ff % 256)) continue;
+            check_gemv_quantize_x(dev, report, {type}, {s.n_q}, s.n_embd, 1, true, seed++);
+            check_gemv_quantize_x(dev, report, {type}, {s.n_embd}, s.n_ff, 1, false, seed++);
+        }
+        check_gemv_quantize_x(dev, report, {type}, {37}, k_quant(type) ? 512 : 96, 5, false, seed++);
+    }
+    for (const Shape& s : kModels) {
+        if (quick && s.n_embd > 600) continue;
+        const bool k = s.n_embd % 256 == 0;
+        check_gemv_quantize_x(dev, report, k ? std::vector<int32_t>{kQ4_K, kQ4_K, kQ6_K} : std::vector<int32_t>{kQ5_0, kQ5_0, kQ8_0},
+                              {s.n_q, s.n_kv, s.n_kv}, s.n_embd, 8, false, seed++);
+        check_swiglu(dev, report, k ? kQ4_K : kQ5_0, k ? kQ4_K : kQ5_0, s.n_ff, s.n_embd, seed++, true);
+    }
+
     // --- fused multi-output, SwiGLU, prepare ----------------------------------------
     for (const Shape& s : kModels) {
         if (quick && s.n_embd > 600) continue;
