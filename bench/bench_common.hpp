@@ -30,10 +30,15 @@ struct Result {
 };
 
 // How a GEMV reads its input: float rows, staged in each block's shared memory, as the
-// backend runs by default; or 8-bit rows dotted by dp4a, its option activations=q8. The
-// bench times both, so the default is measured and the option's worth is seen beside it.
-enum class ActivationForm { kF32, kQ8 };
-inline const char* activation_form_name(ActivationForm f) { return f == ActivationForm::kF32 ? "f32" : "q8"; }
+// backend runs by default; 8-bit rows dotted by dp4a, which the block quantizes from the
+// floats as it stages them (GemvLaunch::quantize_x), as the option activations=q8 runs
+// wherever x fits the stage; or 8-bit rows prepare made in global memory, that option's
+// way for the rest ("q8-prepared"). The bench times each, so the default is measured and
+// the option's worth, and the staging's cost, are seen beside it.
+enum class ActivationForm { kF32, kQ8, kQ8Prepared };
+inline const char* activation_form_name(ActivationForm f) {
+    return f == ActivationForm::kF32 ? "f32" : f == ActivationForm::kQ8 ? "q8" : "q8-prepared";
+}
 
 struct Bench {
     cudaStream_t stream{};
@@ -164,8 +169,8 @@ inline double matrix_bytes(const PackedMatrix& m) {
     return per_block * double(m.n_rows) * m.blocks_per_row;
 }
 
-// Activations of length n prepared once and reused by every launch, in both forms (take
-// one with in_form).
+// Activations of length n prepared once and reused by every launch, float and 8-bit
+// (gemv_launch takes the form's).
 inline Activation make_activation(Bench& b, int n) {
     const int n_pad = padded_length(n);
     std::vector<float> x(n);
@@ -183,23 +188,27 @@ inline Activation make_activation(Bench& b, int n) {
     return {{reinterpret_cast<const uint8_t*>(p.out_q), p.out_d}, p.out_f, n, n_pad};
 }
 
-// x as a GEMV of that form reads it: the float rows alone (q8 null), or both (a quantized
-// weight then takes the 8-bit rows; a plain one, F16, reads floats in any case).
-inline Activation in_form(Activation x, ActivationForm form) {
-    if (form == ActivationForm::kF32) x.q8 = {};
-    return x;
+// A GEMV launch reading x in that form: the float rows (q8 null), quantized by the launch
+// (quantize_x), or the prepared 8-bit rows (a quantized weight then takes those; a plain
+// one, F16, reads floats in any case).
+inline GemvLaunch gemv_launch(Activation x, ActivationForm form) {
+    if (form != ActivationForm::kQ8Prepared) x.q8 = {};
+    GemvLaunch l;
+    l.x = x;
+    l.quantize_x = form == ActivationForm::kQ8;
+    return l;
 }
 
 // The forms a GEMV of this weight type can take: plain types read float x only.
 inline std::vector<ActivationForm> activation_forms(int32_t type) {
     if (plain_value_bytes(type) != 0) return {ActivationForm::kF32};
-    return {ActivationForm::kF32, ActivationForm::kQ8};
+    return {ActivationForm::kF32, ActivationForm::kQ8, ActivationForm::kQ8Prepared};
 }
 
-// Activation bytes a GEMV reads besides the weights: the float row, or int8 values +
-// float scales.
+// Activation bytes a GEMV reads besides the weights: the float row (also when the launch
+// quantizes it), or int8 values + float scales.
 inline double activation_bytes(const Activation& x, ActivationForm form) {
-    return form == ActivationForm::kF32 ? x.n_pad * 4.0 : x.n_pad * (1.0 + 4.0 / 32);
+    return form != ActivationForm::kQ8Prepared ? x.n_pad * 4.0 : x.n_pad * (1.0 + 4.0 / 32);
 }
 
 void bench_attention(Bench& b);  // bench_attention.cu

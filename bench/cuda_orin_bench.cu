@@ -6,7 +6,8 @@
 // fraction of the peak measured in the same run by a plain device-to-device copy
 // (counted as bytes read + written). GEMVs are timed with each input form the backend can
 // give them (ActivationForm: float rows staged in shared memory, its default; 8-bit rows
-// for dp4a, its activations=q8), over the same weights. Weights and KV caches rotate
+// for dp4a, quantized by the GEMV as it stages them or prepared by a launch of their own:
+// its activations=q8), over the same weights. Weights and KV caches rotate
 // through distinct buffers totalling at least 4x the L2 (the H100's 50 MB L2 holds a
 // whole layer); the layer benchmarks run all 36 layers of Qwen3-4B Q4_K_M in order. So
 // the figures are DRAM figures, never one buffer re-timed from L2. Writes
@@ -39,9 +40,8 @@ double measure_peak(Bench& b) {
     return 2.0 * double(bytes) / (us * 1e-6) / 1e9;
 }
 
-void launch_single(Bench& b, const Activation& x, const PackedMatrix& w, float* y) {
-    GemvLaunch l;
-    l.x = x;
+void launch_single(Bench& b, const Activation& x, ActivationForm form, const PackedMatrix& w, float* y) {
+    GemvLaunch l = gemv_launch(x, form);
     l.n_outputs = 1;
     l.out[0].w = w;
     l.out[0].y = y;
@@ -56,8 +56,7 @@ void bench_gemv(Bench& b, int32_t type, const std::string& shape, int rows, int 
     const int n = b.copies_for(double(layout.total_bytes));
     std::vector<PackedMatrix> copies = random_matrices(type, rows, cols, n, b.rng);
     for (const ActivationForm form : activation_forms(type)) {
-        const Activation xf = in_form(x, form);
-        const double us = b.time_us(n, b.reps(), [&](int i) { launch_single(b, xf, copies[i], y); });
+        const double us = b.time_us(n, b.reps(), [&](int i) { launch_single(b, x, form, copies[i], y); });
         b.add("gemv", shape + " " + std::to_string(rows) + "x" + std::to_string(cols), weight_type_name(type), us,
               matrix_bytes(copies[0]) + activation_bytes(x, form), "", activation_form_name(form));
     }
@@ -120,14 +119,13 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
     // Q/K/V: three launches against one fused launch.
     const double qkv_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.q) + matrix_bytes(L.k) + matrix_bytes(L.v); });
     const double separate = b.time_us(n_layers, reps, [&](int i) {
-        launch_single(b, in.x, layers[i].q, y);
-        launch_single(b, in.x, layers[i].k, y);
-        launch_single(b, in.x, layers[i].v, y);
+        launch_single(b, in.x, in.form, layers[i].q, y);
+        launch_single(b, in.x, in.form, layers[i].k, y);
+        launch_single(b, in.x, in.form, layers[i].v, y);
     });
     b.add("qkv 3 launches", shape, "Q4_K/Q4_K/Q6|4_K", separate, qkv_bytes, "", form);
     const double fused = b.time_us(n_layers, reps, [&](int i) {
-        GemvLaunch l;
-        l.x = in.x;
+        GemvLaunch l = gemv_launch(in.x, in.form);
         l.n_outputs = 3;
         l.out[0] = {layers[i].q, nullptr, nullptr, y, 0};
         l.out[1] = {layers[i].k, nullptr, nullptr, y + nq, 0};
@@ -140,19 +138,18 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
 
     // attn_output, alone.
     b.add("attn_output", shape, "Q4_K",
-          b.time_us(n_layers, reps, [&](int i) { launch_single(b, in.x_q, layers[i].o, y); }),
+          b.time_us(n_layers, reps, [&](int i) { launch_single(b, in.x_q, in.form, layers[i].o, y); }),
           per_layer([](const QwenLayer& L) { return matrix_bytes(L.o); }), "", form);
 
     // gate + up: two launches against the fused SwiGLU launch.
     const double gu_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.gate) + matrix_bytes(L.up); });
     const double gu_separate = b.time_us(n_layers, reps, [&](int i) {
-        launch_single(b, in.x, layers[i].gate, y);
-        launch_single(b, in.x, layers[i].up, in.y2);
+        launch_single(b, in.x, in.form, layers[i].gate, y);
+        launch_single(b, in.x, in.form, layers[i].up, in.y2);
     });
     b.add("gate+up 2 launches", shape, "Q4_K", gu_separate, gu_bytes, "", form);
     const double gu_fused = b.time_us(n_layers, reps, [&](int i) {
-        GemvLaunch l;
-        l.x = in.x;
+        GemvLaunch l = gemv_launch(in.x, in.form);
         l.n_outputs = 2;
         l.epilogue = kEpilogueSwiGLU;
         l.out[0] = {layers[i].gate, nullptr, nullptr, y, 0};
@@ -168,7 +165,7 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
         for (int i = 0; i < n_layers; ++i)
             if (layers[i].down.type == t) idx.push_back(i);
         if (idx.empty()) continue;
-        const double us = b.time_us(int(idx.size()), reps, [&](int j) { launch_single(b, in.x_ff, layers[idx[j]].down, y); });
+        const double us = b.time_us(int(idx.size()), reps, [&](int j) { launch_single(b, in.x_ff, in.form, layers[idx[j]].down, y); });
         b.add("ffn_down", shape + " (" + std::to_string(idx.size()) + " of them)", weight_type_name(t), us,
               matrix_bytes(layers[idx[0]].down) + activation_bytes(in.x_ff, in.form), "", form);
     }
@@ -191,7 +188,7 @@ void bench_layers(Bench& b) {
     const Activation x = make_activation(b, embd), x_q = make_activation(b, nq), x_ff = make_activation(b, ff);
     float* y = static_cast<float*>(device_alloc(size_t(2 * ff) * 4));
     for (const ActivationForm form : activation_forms(kQ4_K))
-        bench_layer_gemvs(b, layers, {in_form(x, form), in_form(x_q, form), in_form(x_ff, form), form, y, y + ff});
+        bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, y, y + ff});
     for (QwenLayer& L : layers)
         for (PackedMatrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) free_matrix(*m);
     cudaFree(y);

@@ -38,9 +38,13 @@ TYPES = {2: ("Q4_0", 18), 3: ("Q4_1", 20), 6: ("Q5_0", 22), 7: ("Q5_1", 24), 8: 
 # copy measured on 2026-11-24; the Orins' are data-sheet figures (no Jetson here).
 GPUS = [("H200", 132, 1.98, 4270.0), ("Orin AGX 64GB", 16, 1.30, 204.8), ("Orin Nano 8GB", 8, 0.625, 68.0)]
 
+# Input forms (gemv_task_loops.cu): float x staged; 8-bit x prepared in global memory;
+# 8-bit x quantized into the stage by the GEMV itself.
+FORMS = ("f32", "q8", "q8s")
+
 FUNCTION = re.compile(r"Function : (\S+)")
 INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)[^;]*?(?:0x([0-9a-f]+))?\s*;")
-KERNEL = re.compile(r"task_loop_(f32|q8)ILi(\d+)E")
+KERNEL = re.compile(r"task_loop_(f32|q8s|q8)ILi(\d+)E")
 
 
 def loop_instructions(sass):
@@ -110,9 +114,9 @@ def main(argv):
                 return 1
             sass = dumped.stdout
         counts = loop_instructions(sass)
-        if len(counts) != 2 * len(TYPES):
+        if len(counts) != len(FORMS) * len(TYPES):
             print(f"gemv_task_instructions: found {len(counts)} task loops in the {arch} SASS, "
-                  f"expected {2 * len(TYPES)}", file=sys.stderr)
+                  f"expected {len(FORMS) * len(TYPES)}", file=sys.stderr)
             return 1
         header = " | ".join(f"{g[0]} ceiling / peak" for g in GPUS)
         print(f"\n{arch}: SASS instructions per task (32 weights) and the issue ceiling (4 warp-instructions "
@@ -120,7 +124,7 @@ def main(argv):
         print(f"| type | x | instructions per task | per weight | {header} |")
         print("|---|---|---:|---:|" + "---:|" * len(GPUS))
         for type_id, (name, task_bytes) in TYPES.items():
-            for form in ("f32", "q8"):
+            for form in FORMS:
                 n = counts[(form, type_id)]
                 cells = []
                 for _, sms, ghz, peak in GPUS:

@@ -19,7 +19,8 @@ __global__ void task_loop_f32(const __grid_constant__ PackedMatrix w, float* out
     out[threadIdx.x] = acc;
 }
 
-// 8-bit activations dotted by dp4a (option activations=q8).
+// 8-bit activations prepared in global memory, dotted by dp4a (option activations=q8
+// where x does not fit the stage).
 template <int32_t Type>
 __global__ void task_loop_q8(const __grid_constant__ PackedMatrix w, const __grid_constant__ ActivationQ8 x,
                              float* out) {
@@ -30,10 +31,25 @@ __global__ void task_loop_q8(const __grid_constant__ PackedMatrix w, const __gri
     out[threadIdx.x] = acc;
 }
 
+// 8-bit activations the block quantized as it staged them (GemvLaunch::quantize_x, which
+// activations=q8 takes where x fits the stage): bytes, scales and sums in shared memory.
+template <int32_t Type>
+__global__ void task_loop_q8s(const __grid_constant__ PackedMatrix w, int n_pad, float* out) {
+    extern __shared__ Words4 stage[];
+    const StagedQ8X x{stage, reinterpret_cast<const Words2*>(reinterpret_cast<const uint8_t*>(stage) +
+                                                             q8_stage(1, n_pad).meta_offset)};
+    const int n_tasks = tasks_per_row(w);
+    float acc = 0.0f;
+#pragma unroll 1
+    for (int t = threadIdx.x; t < n_tasks; t += 32) acc += task_dot<Type>(w, blockIdx.x, t, x);
+    out[threadIdx.x] = acc;
+}
+
 #define TASK_LOOPS(T)                                                                    \
     template __global__ void task_loop_f32<T>(const __grid_constant__ PackedMatrix, float*); \
     template __global__ void task_loop_q8<T>(const __grid_constant__ PackedMatrix,           \
-                                             const __grid_constant__ ActivationQ8, float*);
+                                             const __grid_constant__ ActivationQ8, float*);  \
+    template __global__ void task_loop_q8s<T>(const __grid_constant__ PackedMatrix, int, float*);
 TASK_LOOPS(kQ4_0)
 TASK_LOOPS(kQ4_1)
 TASK_LOOPS(kQ5_0)

@@ -74,7 +74,8 @@ def plot_context(doc, path, plt):
 def kernel_points(doc, kernels_file):
     """(label, bytes, GB/s) of each kernel: from the results' own "kernels" list and/or
     bench/cuda_orin_bench's JSON (results: kernel, shape, bytes, GBps, and for GEMVs the
-    input's form, activations f32 or q8, which the label names: the bench times both)."""
+    input's form, activations f32, q8 or q8-prepared, which the label names: the bench
+    times each)."""
     points = [(f"{k['runtime']} {k['kernel']}", k["bytes"], k["gb_s"]) for k in doc.get("kernels", [])]
     if kernels_file:
         with open(kernels_file) as f:

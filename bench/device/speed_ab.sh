@@ -11,7 +11,12 @@
 #   stage_x=0        x read in place (the staging's effect; never measured on a GPU)
 #   graphs=0         plain launches (the CUDA Graph's effect)
 #   fuse=0           every node launched on its own (the fusions' effect)
-#   activations=q8   the dp4a path (prepare launches, 8-bit x)
+#   activations=q8   the dp4a path (x quantized by each GEMV as it stages it), first: on
+#                    the float path a Q4_K GEMV's issue ceiling is under the H200's peak
+#   activations=q8,gemv_rows_per_warp=1
+#                    the same with a row a warp (the plan's choice, choose_rows_per_warp,
+#                    gives a block up to 8 rows a warp to share its staging)
+#   gemv_rows_per_warp=1   the same for the default float path
 # Then per model a profile=1 decode run with the sm_90 build and one with the compute_87
 # PTX build (--plugin-dir .device-bundle/ptx87: its cuda_orin is found first), the copy
 # peak, and bench/project_orin.py's Orin projection from the PTX profiles. Variants are in
@@ -44,7 +49,8 @@ if ! probe ""; then
 fi
 echo "$BASE" > $L/base_options; cp $L/base_options /tmp/edgerun_base_options  # for speed_prefill.sh
 TAILN=4
-for opts in "" "pdl=1" "prefetch=0" "stage_x=0" "graphs=0" "fuse=0" "activations=q8"; do
+for opts in "" "activations=q8" "activations=q8,gemv_rows_per_warp=1" "pdl=1" "prefetch=0" "stage_x=0" "graphs=0" \
+    "fuse=0" "gemv_rows_per_warp=1"; do
   [ -n "$opts" ] && [ "$opts" = "$BASE" ] && continue
   o=$BASE${BASE:+${opts:+,}}$opts
   for m in $M1 $M4; do
