@@ -95,7 +95,7 @@ struct KeyScorer<Dim, kKvQ8> {
             float s = 0.0f;
             if (g < n_q) {
                 const int8_t* qg = &q8[g][seg * kDimsPerLane];  // 16-byte aligned
-                const Words4 qa = load_shared_16B(qg), qb = load_shared_16B(qg + 16);
+                const Words4 qa = load_shared<Words4>(qg), qb = load_shared<Words4>(qg + 16);
                 int32_t dot = 0;
                 for (int i = 0; i < 4; ++i) {
                     dot = dp4a(a.w[i], qa.w[i], dot);

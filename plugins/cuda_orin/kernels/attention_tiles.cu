@@ -82,7 +82,7 @@ __device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int en
         Words4 k{};
         uint16_t v[8] = {};
         if (key < end) load_key_unit<Dim, Kv>(c, kv_head, key, u, &k, v);
-        store_shared_16B(&k_tile[j][8 * u], k);
+        store_shared(&k_tile[j][8 * u], k);
         for (int d = 0; d < 8; ++d) v_t[8 * u + d][Staging::v_t_column(8 * u + d, j)] = v[d];
     }
 }

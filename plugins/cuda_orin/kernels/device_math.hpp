@@ -61,50 +61,40 @@ ER_HD Words4 load_16B(const void* p) {
 #endif
 }
 
-// 16 bytes of shared memory (16-byte aligned) in one load.
-ER_HD Words4 load_shared_16B(const void* p) {
-#if defined(__CUDA_ARCH__)
-    const uint4 v = *static_cast<const uint4*>(p);
-    return {{v.x, v.y, v.z, v.w}};
-#else
-    require_aligned(p, 16);
-    Words4 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-#endif
-}
-
-ER_HD void store_shared_16B(void* p, const Words4& v) {
-#if defined(__CUDA_ARCH__)
-    *static_cast<uint4*>(p) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
-#else
-    require_aligned(p, 16);
-    memcpy(p, &v, sizeof v);
-#endif
-}
-
 struct Words2 {
     uint32_t w[2];
 };
 
-// 8 bytes of shared memory (8-byte aligned) in one load.
-ER_HD Words2 load_shared_8B(const void* p) {
+// 16 (Words4) or 8 (Words2) bytes of shared memory, aligned to their size, in one access.
+template <class Words>
+ER_HD Words load_shared(const void* p) {
+    static_assert(sizeof(Words) == 16 || sizeof(Words) == 8);
 #if defined(__CUDA_ARCH__)
-    const uint2 v = *static_cast<const uint2*>(p);
-    return {{v.x, v.y}};
+    if constexpr (sizeof(Words) == 16) {
+        const uint4 v = *static_cast<const uint4*>(p);
+        return {{v.x, v.y, v.z, v.w}};
+    } else {
+        const uint2 v = *static_cast<const uint2*>(p);
+        return {{v.x, v.y}};
+    }
 #else
-    require_aligned(p, 8);
-    Words2 v;
+    require_aligned(p, sizeof(Words));
+    Words v;
     memcpy(&v, p, sizeof v);
     return v;
 #endif
 }
 
-ER_HD void store_shared_8B(void* p, const Words2& v) {
+template <class Words>
+ER_HD void store_shared(void* p, const Words& v) {
+    static_assert(sizeof(Words) == 16 || sizeof(Words) == 8);
 #if defined(__CUDA_ARCH__)
-    *static_cast<uint2*>(p) = make_uint2(v.w[0], v.w[1]);
+    if constexpr (sizeof(Words) == 16)
+        *static_cast<uint4*>(p) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+    else
+        *static_cast<uint2*>(p) = make_uint2(v.w[0], v.w[1]);
 #else
-    require_aligned(p, 8);
+    require_aligned(p, sizeof(Words));
     memcpy(p, &v, sizeof v);
 #endif
 }

@@ -63,7 +63,7 @@ __device__ void stage_x(const Activation& x, int n_x, Words4* stage) {
     const int units_per_row = x.n_pad / 4;
     for (int i = threadIdx.x; i < n_x * units_per_row; i += blockDim.x) {
         const int r = i / units_per_row, u = i % units_per_row;
-        store_shared_16B(stage + r * units_per_row + staged_unit(u), load_16B(x.f + int64_t(r) * x.n_pad + 4 * u));
+        store_shared(stage + r * units_per_row + staged_unit(u), load_16B(x.f + int64_t(r) * x.n_pad + 4 * u));
     }
     __syncthreads();
 }
@@ -100,15 +100,15 @@ __device__ void stage_x_row(const Activation& x, Words4* stage) {
     float sum_sq = 0.0f;
     for (int u = threadIdx.x; u < units_per_row; u += blockDim.x) {
         const Words4 v = load_16B(x.f + 4 * u);
-        store_shared_16B(stage + staged_unit(u), v);
+        store_shared(stage + staged_unit(u), v);
         sum_sq += sum_of_squares(v);
     }
     const float inv_rms = staged_inverse_rms(x, sum_sq);
     for (int u = threadIdx.x; u < units_per_row; u += blockDim.x) {
-        Words4 v = load_shared_16B(stage + staged_unit(u));
+        Words4 v = load_shared<Words4>(stage + staged_unit(u));
         for (int j = 0; j < 4; ++j)
             v.w[j] = quant::float_to_bits(quant::bits_to_float(v.w[j]) * inv_rms * x.norm[4 * u + j]);
-        store_shared_16B(stage + staged_unit(u), v);
+        store_shared(stage + staged_unit(u), v);
     }
     __syncthreads();
 }
@@ -161,7 +161,7 @@ __device__ void stage_x_q8(const Activation& x, int n_x, uint8_t* stage) {
         if (active) {
             uint8_t* at = stage + r * row_bytes + staged_q8_unit(j / 4) * 16 + 4 * (j % 4);
             *reinterpret_cast<uint32_t*>(at) = word;
-            if (j % 4 == 0) store_shared_8B(meta + r * (x.n_pad / 16) + j / 4, {{quant::float_to_bits(scale), uint32_t(sum)}});
+            if (j % 4 == 0) store_shared<Words2>(meta + r * (x.n_pad / 16) + j / 4, {{quant::float_to_bits(scale), uint32_t(sum)}});
         }
         j += kGemvWarps * 32;
     }

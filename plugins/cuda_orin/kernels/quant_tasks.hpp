@@ -333,8 +333,8 @@ struct StagedQ8X {
     const Words2* meta;   // per segment: the float bits of its group's scale, then its sum
     template <bool WithSum>
     ER_HD Q8Segment segment(int pos) const {
-        const Words2 m = load_shared_8B(meta + pos / 16);
-        return {load_shared_16B(units + staged_q8_unit(pos / 16)), quant::bits_to_float(m.w[0]), int32_t(m.w[1])};
+        const Words2 m = load_shared<Words2>(meta + pos / 16);
+        return {load_shared<Words4>(units + staged_q8_unit(pos / 16)), quant::bits_to_float(m.w[0]), int32_t(m.w[1])};
     }
     // The stage holds rows one after another in each of its parts (Q8Stage).
     ER_HD StagedQ8X row_at(int r, int n_pad) const {
@@ -375,7 +375,7 @@ struct GlobalFloatX {
 struct StagedFloatX {
     static constexpr bool kQ8 = false;
     const float* row;
-    ER_HD Words4 load4(int pos) const { return load_shared_16B(row + 4 * staged_unit(pos / 4)); }
+    ER_HD Words4 load4(int pos) const { return load_shared<Words4>(row + 4 * staged_unit(pos / 4)); }
     ER_HD StagedFloatX row_at(int r, int n_pad) const { return {row + int64_t(r) * n_pad}; }
 
     // staged_unit permutes units only inside a 32-value row, by an XOR of the low three
@@ -384,7 +384,7 @@ struct StagedFloatX {
     struct Segment16 {
         const Words4* units;
         int first;
-        ER_HD Words4 load4(int part) const { return load_shared_16B(units + (first ^ part)); }
+        ER_HD Words4 load4(int part) const { return load_shared<Words4>(units + (first ^ part)); }
     };
     ER_HD Segment16 segment(int pos) const {
 #if !defined(__CUDA_ARCH__)
