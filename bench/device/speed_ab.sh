@@ -16,7 +16,8 @@
 #   activations=q8,gemv_rows_per_warp=1
 #                    the same with a row a warp (the plan's choice, choose_rows_per_warp,
 #                    gives a block up to 8 rows a warp to share its staging)
-#   gemv_rows_per_warp=1   the same for the default float path
+#   gemv_rows_per_warp=4   the default float path with 4 rows a warp (the plan keeps
+#                    it at one: whether sharing the float copy of x pays is unmeasured)
 # Then per model a profile=1 decode run with the sm_90 build and one with the compute_87
 # PTX build (--plugin-dir .device-bundle/ptx87: its cuda_orin is found first), the copy
 # peak, and bench/project_orin.py's Orin projection from the PTX profiles. Variants are in
@@ -50,7 +51,7 @@ fi
 echo "$BASE" > $L/base_options; cp $L/base_options /tmp/edgerun_base_options  # for speed_prefill.sh
 TAILN=4
 for opts in "" "activations=q8" "activations=q8,gemv_rows_per_warp=1" "pdl=1" "prefetch=0" "stage_x=0" "graphs=0" \
-    "fuse=0" "gemv_rows_per_warp=1"; do
+    "fuse=0" "gemv_rows_per_warp=4"; do
   [ -n "$opts" ] && [ "$opts" = "$BASE" ] && continue
   o=$BASE${BASE:+${opts:+,}}$opts
   for m in $M1 $M4; do

@@ -62,7 +62,8 @@ struct Backend {
     bool stage_x = true;
     // Option gemv_rows_per_warp=N (1-8): rows each warp of a one-row GEMV takes, so a
     // block's staging of x serves more rows (GemvLaunch::rows_per_warp); 0, the default:
-    // the plan chooses per launch from its shape and the SM count (choose_rows_per_warp).
+    // the plan chooses per launch from its shape and the SM count where x is quantized in
+    // the stage (choose_rows_per_warp), one elsewhere.
     int32_t gemv_rows_per_warp = 0;
     // Option fuse=0: every node launched on its own (fusion.hpp's patterns off), to measure
     // what the fusions save and to tell a fused path's fault from an unfused one's.

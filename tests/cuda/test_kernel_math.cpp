@@ -337,15 +337,46 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
     // Its down projection (2560 rows) fills less than a wave at one row a warp: kept.
     const int64_t down[] = {2560};
     CHECK(choose_rows_per_warp(down, 1, 3, 132, kGemvQuantizeStageCost) == 1);
-    // x read in place costs nothing to stage: one row a warp, whatever the shape.
+    // Launches whose staging is not costed (x read in place, or copied as floats: the
+    // plan gives them no cost) keep one row a warp, whatever the shape.
     for (int sms : {8, 16, 132}) CHECK(choose_rows_per_warp(gate, 1, 3, sms, 0.0) == 1);
     // An Orin AGX (16 SMs) and its Q/K/V (4096 + 1024 + 1024 rows): the most rows a warp.
     const int64_t qkv[] = {4096, 1024, 1024};
     CHECK(choose_rows_per_warp(qkv, 3, 3, 16, kGemvQuantizeStageCost) == kGemvMaxRowsPerWarp);
+    // plan_gemv: the same gate/up launch takes 4 rows a warp with x quantized in the
+    // stage, 1 with x staged as floats.
+    {
+        alignas(256) static uint8_t plane[256];
+        static float x[2560], y[1];
+        GemvLaunch l;
+        l.x.f = x;
+        l.x.n = l.x.n_pad = 2560;
+        l.n_outputs = 2;
+        l.epilogue = kEpilogueSwiGLU;
+        for (int i = 0; i < 2; ++i) {
+            l.out[i].w.type = kQ4_K;
+            l.out[i].w.n_rows = 9728;
+            l.out[i].w.n_cols = 2560;
+            l.out[i].w.blocks_per_row = 10;
+            l.out[i].w.plane[0] = plane;
+            l.out[i].y = y;
+        }
+        GemvLaunch quantized = l;
+        quantized.quantize_x = 1;
+        CHECK(plan_gemv(quantized, 132) == 304);
+        CHECK(quantized.rows_per_warp == 4);
+        CHECK(plan_gemv(l, 132) == 1216);
+        CHECK(l.x_stage_bytes == 2560 * 4);
+        CHECK(l.rows_per_warp == 1);
+        GemvLaunch fixed = l;
+        fixed.rows_per_warp = 2;  // the option's value is kept
+        CHECK(plan_gemv(fixed, 132) == 608);
+        CHECK(fixed.rows_per_warp == 2);
+    }
     // Against every R, on every shape: the choice is the cheapest by its own measure.
     for (int sms : {8, 16, 132})
         for (int64_t n : {64, 1000, 2560, 9728, 151936})
-            for (double cost : {0.15, 1.0}) {
+            for (double cost : {0.15, 1.0, 2.5}) {
                 const int64_t r1[] = {n};
                 const int chosen = choose_rows_per_warp(r1, 1, 3, sms, cost);
                 auto time = [&](int r) {

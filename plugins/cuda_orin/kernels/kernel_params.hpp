@@ -116,8 +116,9 @@ struct GemvLaunch {
     int32_t quantize_x = 0;
     // Rows each warp of the one-row kernel takes, one after another (1..kGemvMaxRowsPerWarp),
     // so that a block's staging of x serves that many more rows. 0: plan_gemv chooses
-    // (choose_rows_per_warp); else kept (the backend's option gemv_rows_per_warp=N, to
-    // compare). The multi-row kernel and rows split across warps take 1.
+    // (choose_rows_per_warp, for quantize_x; 1 otherwise); else kept (the backend's option
+    // gemv_rows_per_warp=N, to compare). The multi-row kernel and rows split across warps
+    // take 1.
     int32_t rows_per_warp = 0;
     // Filled by launch_gemv: split-K width, the first block of each output, and the
     // shared memory the staged rows of x take (0: read in place).
@@ -171,7 +172,9 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     } else if (launch.rows_per_warp == 0) {
         int64_t rows[kMaxGemvOutputs] = {};
         for (int i = 0; i < n_ranges; ++i) rows[i] = launch.out[i].w.n_rows;
-        const double stage_cost = launch.quantize_x ? kGemvQuantizeStageCost : stage ? kGemvFloatStageCost : 0.0;
+        // A float copy is cheap beside the float loop; its launches keep a row a warp
+        // (all the SM's warp slots) until a GPU says that sharing it pays.
+        const double stage_cost = launch.quantize_x ? kGemvQuantizeStageCost : 0.0;
         launch.rows_per_warp = choose_rows_per_warp(rows, n_ranges, kGemvBlocksPerSm, n_sms, stage_cost);
     }
     const int rows_per_block = kGemvWarps / launch.warps_per_row * launch.rows_per_warp;

@@ -34,13 +34,11 @@ inline int choose_warps_per_row(int64_t total_rows, int min_tasks_per_row, int n
 // passes (the constants below); ties go to the smaller R.
 inline constexpr int kGemvMaxRowsPerWarp = 8;
 inline constexpr int kGemvBlocksPerSm = 3;  // gemv_kernel's __launch_bounds__
-// Staging against one pass of the block's warps over a Q4_K row of the same length, from
-// the SASS instruction counts on sm_90 (kernels/README.md, "Rows per warp"): a quantized
-// stage costs about as much as a pass of the dp4a loop, a float copy about a seventh of a
-// pass of the float loop. Estimates from the compiler, not measurements; option
-// gemv_rows_per_warp=N overrides the choice.
+// A quantized stage against one pass of the block's warps over a Q4_K row of the same
+// length, from the SASS instruction counts on sm_90 (kernels/README.md, "Rows per warp"):
+// about as much as a pass of the dp4a loop. An estimate from the compiler, not a
+// measurement; option gemv_rows_per_warp=N overrides the choice.
 inline constexpr double kGemvQuantizeStageCost = 1.0;
-inline constexpr double kGemvFloatStageCost = 0.15;
 
 inline int choose_rows_per_warp(const int64_t* rows, int n_ranges, int blocks_per_sm, int n_sms, double stage_cost) {
     const int64_t slots = int64_t(std::max(n_sms, 1)) * std::max(blocks_per_sm, 1);
