@@ -1,8 +1,8 @@
-// The GEMV's per-task loop (gemv.cu's row_slice_dot) for one weight type and one input
-// form per kernel, so that gemv_task_instructions.py can count the SASS instructions one
-// task costs. Compiled only by that script, never linked. Not row_slice_dot itself: it
-// picks the input form at run time, so its loop holds both forms' code. `#pragma unroll
-// 1`, as there, makes one loop iteration exactly one task.
+// The GEMV's per-task loop (row_slice_dot, quant_tasks.hpp) for one weight type and one
+// input form per kernel, so that gemv_task_instructions.py can count the SASS instructions
+// one task costs: each kernel is a warp over one row, through the loop gemv.cu runs.
+// Compiled only by that script, never linked. `#pragma unroll 1` there makes one loop
+// iteration exactly one task.
 #include "quant_tasks.hpp"
 
 namespace edgerun::cuda_orin {
@@ -12,11 +12,7 @@ template <int32_t Type>
 __global__ void task_loop_f32(const __grid_constant__ PackedMatrix w, float* out) {
     extern __shared__ Words4 stage[];
     const StagedFloatX x{reinterpret_cast<const float*>(stage)};
-    const int n_tasks = tasks_per_row(w);
-    float acc = 0.0f;
-#pragma unroll 1
-    for (int t = threadIdx.x; t < n_tasks; t += 32) acc += task_dot_float<Type>(w, blockIdx.x, t, x);
-    out[threadIdx.x] = acc;
+    out[threadIdx.x] = row_slice_dot<Type>(w, blockIdx.x, x, threadIdx.x, 32);
 }
 
 // 8-bit activations prepared in global memory, dotted by dp4a (option activations=q8
@@ -24,11 +20,7 @@ __global__ void task_loop_f32(const __grid_constant__ PackedMatrix w, float* out
 template <int32_t Type>
 __global__ void task_loop_q8(const __grid_constant__ PackedMatrix w, const __grid_constant__ ActivationQ8 x,
                              float* out) {
-    const int n_tasks = tasks_per_row(w);
-    float acc = 0.0f;
-#pragma unroll 1
-    for (int t = threadIdx.x; t < n_tasks; t += 32) acc += task_dot<Type>(w, blockIdx.x, t, x);
-    out[threadIdx.x] = acc;
+    out[threadIdx.x] = row_slice_dot<Type>(w, blockIdx.x, GlobalQ8X{x}, threadIdx.x, 32);
 }
 
 // 8-bit activations the block quantized as it staged them (GemvLaunch::quantize_x, which
@@ -36,13 +28,7 @@ __global__ void task_loop_q8(const __grid_constant__ PackedMatrix w, const __gri
 template <int32_t Type>
 __global__ void task_loop_q8s(const __grid_constant__ PackedMatrix w, int n_pad, float* out) {
     extern __shared__ Words4 stage[];
-    const StagedQ8X x{stage, reinterpret_cast<const Words2*>(reinterpret_cast<const uint8_t*>(stage) +
-                                                             q8_stage(1, n_pad).meta_offset)};
-    const int n_tasks = tasks_per_row(w);
-    float acc = 0.0f;
-#pragma unroll 1
-    for (int t = threadIdx.x; t < n_tasks; t += 32) acc += task_dot<Type>(w, blockIdx.x, t, x);
-    out[threadIdx.x] = acc;
+    out[threadIdx.x] = row_slice_dot<Type>(w, blockIdx.x, StagedQ8X::in_stage(stage, 1, n_pad), threadIdx.x, 32);
 }
 
 #define TASK_LOOPS(T)                                                                    \

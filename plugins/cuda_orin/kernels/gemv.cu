@@ -175,33 +175,6 @@ __device__ XForm x_form(const GemvLaunch& p) {
     return p.quantize_x ? XForm::kStagedQ8 : p.x_stage_bytes != 0 ? XForm::kStagedFloat : XForm::kGlobal;
 }
 
-__device__ StagedQ8X staged_q8(const Activation& x, int n_x, const void* stage) {
-    const uint8_t* bytes = static_cast<const uint8_t*>(stage);
-    return {reinterpret_cast<const Words4*>(bytes),
-            reinterpret_cast<const Words2*>(bytes + q8_stage(n_x, x.n_pad).meta_offset)};
-}
-
-// xr: where this thread reads x: GlobalFloatX or StagedFloatX (float activations, exact),
-// GlobalQ8X or StagedQ8X (8-bit ones, dp4a; quantized weights only).
-// One task an iteration: unrolled twice, the loop needed 86 registers (2 blocks per SM)
-// or spilled at 80; the weights' DRAM latency is the L2 prefetch's to hide (prefetch_row).
-template <int32_t Type, class X>
-__device__ float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first_task, int stride) {
-    constexpr bool kPlain = plain_value_bytes(Type) != 0;
-    const int n_tasks = tasks_per_row(w);
-    float acc = 0.0f;
-#pragma unroll 1
-    for (int t = first_task; t < n_tasks; t += stride) {
-        if constexpr (X::kQ8)
-            acc += task_dot<Type>(w, row, t, xr);
-        else if constexpr (kPlain)
-            acc += task_dot_plain<Type>(w, row, t, xr);
-        else
-            acc += task_dot_float<Type>(w, row, t, xr);
-    }
-    return acc;
-}
-
 // One row's dot in the launch's form of x (x_form). Plain types read floats whatever the
 // form (plan_gemv keeps them out of a quantize_x launch). Inlined by force: as a call, its
 // arguments went through a stack frame in local memory.
@@ -210,7 +183,8 @@ __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int ro
     return visit_weight_type(w.type, 0.0f, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
         if constexpr (plain_value_bytes(kType) == 0) {
-            if (form == XForm::kStagedQ8) return row_slice_dot<kType>(w, row, staged_q8(x, 1, stage), first_task, stride);
+            if (form == XForm::kStagedQ8)
+                return row_slice_dot<kType>(w, row, StagedQ8X::in_stage(stage, 1, x.n_pad), first_task, stride);
             if (x.q8.q) return row_slice_dot<kType>(w, row, GlobalQ8X{x.q8}, first_task, stride);
         }
         if (form == XForm::kStagedFloat)
@@ -311,7 +285,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 3) gemv_kernel(const __grid_c
 // gemv_kernel's, so it is that kernel's result bit for bit (unless the compiler contracts
 // the two kernels' multiply-adds differently).
 
-// xr: row 0 of x as this thread reads it (row_slice_dot's readers); xr.row_at(r, n_pad) is
+// xr: row 0 of x as this thread reads it (row_slice_dot's readers, quant_tasks.hpp);
+// xr.row_at(r, n_pad) is
 // row r, staged or not.
 template <int32_t Type, class X>
 __device__ void row_slice_dot_rows(const PackedMatrix& w, int row, int n_pad, const X& xr, int n_x, int first_task,
@@ -345,7 +320,7 @@ __device__ __forceinline__ void row_slice_dot_rows_any(const PackedMatrix& w, in
         constexpr int32_t kType = decltype(type)::value;
         if constexpr (plain_value_bytes(kType) == 0) {
             if (form == XForm::kStagedQ8) {
-                row_slice_dot_rows<kType>(w, row, x.n_pad, staged_q8(x, n_x, stage), n_x, first_task, stride, acc);
+                row_slice_dot_rows<kType>(w, row, x.n_pad, StagedQ8X::in_stage(stage, n_x, x.n_pad), n_x, first_task, stride, acc);
                 return true;
             }
             if (x.q8.q) {

@@ -336,6 +336,11 @@ struct StagedQ8X {
         const Words2 m = load_shared<Words2>(meta + pos / 16);
         return {load_shared<Words4>(units + staged_q8_unit(pos / 16)), quant::bits_to_float(m.w[0]), int32_t(m.w[1])};
     }
+    // Row 0 of the n_x rows a GEMV block quantized into `stage` (Q8Stage).
+    ER_HD static StagedQ8X in_stage(const void* stage, int n_x, int n_pad) {
+        const uint8_t* bytes = static_cast<const uint8_t*>(stage);
+        return {static_cast<const Words4*>(stage), reinterpret_cast<const Words2*>(bytes + q8_stage(n_x, n_pad).meta_offset)};
+    }
     // The stage holds rows one after another in each of its parts (Q8Stage).
     ER_HD StagedQ8X row_at(int r, int n_pad) const {
         return {units + int64_t(r) * q8_stage_row_units(n_pad), meta + int64_t(r) * (n_pad / 16)};
@@ -500,6 +505,28 @@ ER_HD float task_dot_plain(const PackedMatrix& w, int row, int task, const X& x)
 // Tasks per row: one task is 32 weights for every type.
 ER_HD int tasks_per_row(const PackedMatrix& w) {
     return w.blocks_per_row * (plane_geometry(w.type).block_elems / 32);
+}
+
+// A thread's share of one row's dot in the GEMV (gemv.cu): tasks first_task, first_task +
+// stride, ... of row `row`, with x read through xr: GlobalFloatX or StagedFloatX (float
+// activations, exact), GlobalQ8X or StagedQ8X (8-bit ones, dp4a; quantized weights only).
+// One task an iteration: unrolled twice, the loop needed 86 registers (2 blocks per SM)
+// or spilled at 80; the weights' DRAM latency is the L2 prefetch's to hide (gemv.cu's
+// prefetch_row). bench/gemv_task_instructions.py counts this loop's instructions.
+template <int32_t Type, class X>
+ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first_task, int stride) {
+    const int n_tasks = tasks_per_row(w);
+    float acc = 0.0f;
+#pragma unroll 1
+    for (int t = first_task; t < n_tasks; t += stride) {
+        if constexpr (X::kQ8)
+            acc += task_dot<Type>(w, row, t, xr);
+        else if constexpr (plain_value_bytes(Type) != 0)
+            acc += task_dot_plain<Type>(w, row, t, xr);
+        else
+            acc += task_dot_float<Type>(w, row, t, xr);
+    }
+    return acc;
 }
 
 }  // namespace edgerun::cuda_orin
