@@ -11,7 +11,8 @@
 //      group; dp4a against an 8-bit query in decode steps, floats otherwise) dims,
 //      summed with shuffles;
 //   2. updates its online softmax (max, sum; softmax_merge.hpp) per query head;
-//   3. accumulates p * V with 8 dims per lane, so a V row is one coalesced load.
+//   3. accumulates p * V with 8 dims per lane, so a V row is one coalesced load, four
+//      rows a lane loaded before the first is used.
 // Warps are merged in shared memory, splits by a second kernel; splits past the current
 // KV length (read from device memory) return at once and are skipped by the merge.
 //
@@ -40,25 +41,39 @@ __device__ SplitGeometry split_geometry(const AttentionParams& p, int row) {
     return {p.n_head / p.cache.n_head_kv, max(kv_len, 0)};
 }
 
+// A lane's 32 bytes of a K row (16 dims of F16 or 32 of INT8, with their scale), loaded
+// before they are scored so that a warp can have several passes' keys in flight.
+struct KeyBytes {
+    Words4 a, b;
+    uint16_t scale;
+};
+
+template <int Dim, int Kv>
+__device__ KeyBytes load_key(const KvCacheLayer& c, int kv_head, int key, int seg) {
+    const size_t token = size_t(kv_head) * c.n_ctx + key;
+    const uint8_t* row = static_cast<const uint8_t*>(c.k) + (token * Dim + seg * (Kv == kKvF16 ? 16 : 32)) * (Kv == kKvF16 ? 2 : 1);
+    KeyBytes k{load_16B(row), load_16B(row + 16), 0};
+    if constexpr (Kv != kKvF16) k.scale = load_2B(c.k_scales + token * (Dim / 32) + seg);
+    return k;
+}
+
 template <int Dim, int Kv>
 struct KeyScorer;
 
-// F16 keys: Dim/16 lanes per key, 16 dims (two 16-byte loads) each; q in float.
+// F16 keys: Dim/16 lanes per key, 16 dims each; q in float.
 template <int Dim>
 struct KeyScorer<Dim, kKvF16> {
     static constexpr int kLanesPerKey = Dim / 16;
     static constexpr int kDimsPerLane = 16;
 
-    __device__ static void score(const KvCacheLayer& c, const float (*q)[Dim], const int8_t (*)[Dim],
-                                 const float (*)[Dim / 32], int kv_head, int key, int seg, int n_q, float* out) {
-        const uint8_t* row = static_cast<const uint8_t*>(c.k) + ((size_t(kv_head) * c.n_ctx + key) * Dim + seg * kDimsPerLane) * 2;
-        const Words4 a = load_16B(row), b = load_16B(row + 16);
+    __device__ static void score(const KeyBytes& key, const float (*q)[Dim], const int8_t (*)[Dim],
+                                 const float (*)[Dim / 32], int seg, int n_q, float* out) {
         float k[16];
         for (int i = 0; i < 4; ++i) {
-            k[2 * i] = half_to_float(uint16_t(a.w[i] & 0xFFFFu));
-            k[2 * i + 1] = half_to_float(uint16_t(a.w[i] >> 16));
-            k[8 + 2 * i] = half_to_float(uint16_t(b.w[i] & 0xFFFFu));
-            k[8 + 2 * i + 1] = half_to_float(uint16_t(b.w[i] >> 16));
+            k[2 * i] = half_to_float(uint16_t(key.a.w[i] & 0xFFFFu));
+            k[2 * i + 1] = half_to_float(uint16_t(key.a.w[i] >> 16));
+            k[8 + 2 * i] = half_to_float(uint16_t(key.b.w[i] & 0xFFFFu));
+            k[8 + 2 * i + 1] = half_to_float(uint16_t(key.b.w[i] >> 16));
         }
         for (int g = 0; g < kMaxGroup; ++g) {
             float s = 0.0f;
@@ -85,12 +100,9 @@ struct KeyScorer<Dim, kKvQ8> {
     static constexpr int kLanesPerKey = Dim / 32;
     static constexpr int kDimsPerLane = 32;
 
-    __device__ static void score(const KvCacheLayer& c, const float (*)[Dim], const int8_t (*q8)[Dim],
-                                 const float (*q8_scale)[Dim / 32], int kv_head, int key, int seg, int n_q, float* out) {
-        const size_t token = size_t(kv_head) * c.n_ctx + key;
-        const uint8_t* row = static_cast<const uint8_t*>(c.k) + token * Dim + seg * kDimsPerLane;
-        const Words4 a = load_16B(row), b = load_16B(row + 16);
-        const float k_scale = half_to_float(load_2B(c.k_scales + token * (Dim / 32) + seg));
+    __device__ static void score(const KeyBytes& key, const float (*)[Dim], const int8_t (*q8)[Dim],
+                                 const float (*q8_scale)[Dim / 32], int seg, int n_q, float* out) {
+        const float k_scale = half_to_float(key.scale);
         for (int g = 0; g < kMaxGroup; ++g) {
             float s = 0.0f;
             if (g < n_q) {
@@ -98,8 +110,8 @@ struct KeyScorer<Dim, kKvQ8> {
                 const Words4 qa = load_shared<Words4>(qg), qb = load_shared<Words4>(qg + 16);
                 int32_t dot = 0;
                 for (int i = 0; i < 4; ++i) {
-                    dot = dp4a(a.w[i], qa.w[i], dot);
-                    dot = dp4a(b.w[i], qb.w[i], dot);
+                    dot = dp4a(key.a.w[i], qa.w[i], dot);
+                    dot = dp4a(key.b.w[i], qb.w[i], dot);
                 }
                 s = k_scale * q8_scale[g][seg] * float(dot);
             }
@@ -113,16 +125,13 @@ struct KeyScorer<Dim, kKvQ8FloatQuery> {
     static constexpr int kLanesPerKey = Dim / 32;
     static constexpr int kDimsPerLane = 32;
 
-    __device__ static void score(const KvCacheLayer& c, const float (*q)[Dim], const int8_t (*)[Dim],
-                                 const float (*)[Dim / 32], int kv_head, int key, int seg, int n_q, float* out) {
-        const size_t token = size_t(kv_head) * c.n_ctx + key;
-        const uint8_t* row = static_cast<const uint8_t*>(c.k) + token * Dim + seg * kDimsPerLane;
-        const Words4 a = load_16B(row), b = load_16B(row + 16);
-        const float k_scale = half_to_float(load_2B(c.k_scales + token * (Dim / 32) + seg));
+    __device__ static void score(const KeyBytes& key, const float (*q)[Dim], const int8_t (*)[Dim],
+                                 const float (*)[Dim / 32], int seg, int n_q, float* out) {
+        const float k_scale = half_to_float(key.scale);
         float k[32];
         for (int i = 0; i < 16; ++i) {
-            k[i] = signed_byte_to_float(a.w[i / 4], i % 4);
-            k[16 + i] = signed_byte_to_float(b.w[i / 4], i % 4);
+            k[i] = signed_byte_to_float(key.a.w[i / 4], i % 4);
+            k[16 + i] = signed_byte_to_float(key.b.w[i / 4], i % 4);
         }
         for (int g = 0; g < kMaxGroup; ++g) {
             float s = 0.0f;
@@ -133,31 +142,63 @@ struct KeyScorer<Dim, kKvQ8FloatQuery> {
     }
 };
 
-// Eight dims of a V row as floats: a 16-byte load (F16) or an 8-byte one plus the scale
-// of its 32-value group (INT8).
+// Eight dims of a V row: loaded first (a 16-byte load of halves for F16; 8 bytes and the
+// scale of their 32-value group for INT8), added into the accumulators later, so that a
+// warp can have several rows in flight before it uses one. The INT8 scale multiplies the
+// probability once per query head instead of each of the eight values.
 template <int Dim, int Kv>
-__device__ void load_value_dims(const KvCacheLayer& c, int kv_head, int key, int seg, float* v) {
-    const size_t token = size_t(kv_head) * c.n_ctx + key;
-    if constexpr (Kv == kKvF16) {
-        const Words4 w = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + seg * 8) * 2);
-        for (int i = 0; i < 4; ++i) {
-            v[2 * i] = half_to_float(uint16_t(w.w[i] & 0xFFFFu));
-            v[2 * i + 1] = half_to_float(uint16_t(w.w[i] >> 16));
-        }
-    } else {
-        const Words2 w = load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + seg * 8);
-        const float scale = half_to_float(load_2B(c.v_scales + token * (Dim / 32) + seg / 4));
-        for (int i = 0; i < 8; ++i) v[i] = signed_byte_to_float(w.w[i / 4], i % 4) * scale;
+struct ValueDims {
+    Words2 bytes;
+    uint16_t scale;
+
+    __device__ void load(const KvCacheLayer& c, int kv_head, int key, int seg) {
+        const size_t token = size_t(kv_head) * c.n_ctx + key;
+        bytes = load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + seg * 8);
+        scale = load_2B(c.v_scales + token * (Dim / 32) + seg / 4);
     }
-}
+    __device__ void add_to(float (&acc)[kMaxGroup][8], const float (*probs)[kTile], int j, int n_q) const {
+        const float d = half_to_float(scale);
+        float v[8];
+        for (int i = 0; i < 8; ++i) v[i] = signed_byte_to_float(bytes.w[i / 4], i % 4);
+        for (int g = 0; g < n_q; ++g) {
+            const float prob = probs[g][j] * d;
+            for (int i = 0; i < 8; ++i) acc[g][i] += prob * v[i];
+        }
+    }
+};
+
+template <int Dim>
+struct ValueDims<Dim, kKvF16> {
+    Words4 halves;
+
+    __device__ void load(const KvCacheLayer& c, int kv_head, int key, int seg) {
+        const size_t token = size_t(kv_head) * c.n_ctx + key;
+        halves = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + seg * 8) * 2);
+    }
+    __device__ void add_to(float (&acc)[kMaxGroup][8], const float (*probs)[kTile], int j, int n_q) const {
+        float v[8];
+        for (int i = 0; i < 4; ++i) {
+            v[2 * i] = half_to_float(uint16_t(halves.w[i] & 0xFFFFu));
+            v[2 * i + 1] = half_to_float(uint16_t(halves.w[i] >> 16));
+        }
+        for (int g = 0; g < n_q; ++g) {
+            const float prob = probs[g][j];
+            for (int i = 0; i < 8; ++i) acc[g][i] += prob * v[i];
+        }
+    }
+};
 
 template <int Dim, int Kv>
 __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
     using Scorer = KeyScorer<Dim, Kv>;
     constexpr int kKeysPerPass = 32 / Scorer::kLanesPerKey;
+    constexpr int kKeyPasses = kTile / kKeysPerPass, kKeyBatch = 2;
+    static_assert(kKeyPasses % kKeyBatch == 0, "a tile's key passes come in whole batches");
     constexpr int kValueLanes = Dim / 8;         // lanes covering one V row
     constexpr int kValueKeys = 32 / kValueLanes;  // V rows per step
+    constexpr int kValueSteps = kTile / kValueKeys, kValueBatch = 4;
+    static_assert(kValueSteps % kValueBatch == 0, "a tile's V steps come in whole batches");
 
     alignas(16) __shared__ float q_f[kMaxGroup][Dim];
     ER_SHARED_ARRAY(q_f);
@@ -214,21 +255,29 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
     const int key_slot = lane / Scorer::kLanesPerKey, key_seg = lane % Scorer::kLanesPerKey;
     const int value_slot = lane / kValueLanes, value_seg = lane % kValueLanes;
     for (int tile = begin + warp * kTile; tile < end; tile += kWarps * kTile) {
-        // 1. Scores of the tile's keys, -inf past the end.
-        for (int pass = 0; pass < kTile / kKeysPerPass; ++pass) {
-            const int j = pass * kKeysPerPass + key_slot, key = tile + j;
-            float s[kMaxGroup];
-            if (key < end)
-                Scorer::score(cache, q_f, q_8, q_8_scale, kv_head, key, key_seg, n_q, s);
-            for (int g = 0; g < kMaxGroup; ++g) {
-                const float total = group_sum(key < end ? s[g] : 0.0f, Scorer::kLanesPerKey);
-                if (key_seg == 0) probs[warp][g][j] = key < end ? total : -INFINITY;
+        // 1. Scores of the tile's keys, kKeyBatch passes' keys loaded before the first is
+        // scored. Keys past the end load the last key; step 2 drops their scores.
+        for (int pass = 0; pass < kKeyPasses && tile + pass * kKeysPerPass < end; pass += kKeyBatch) {
+            KeyBytes keys[kKeyBatch];
+#pragma unroll
+            for (int b = 0; b < kKeyBatch; ++b)
+                keys[b] = load_key<Dim, Kv>(cache, kv_head, min(tile + (pass + b) * kKeysPerPass + key_slot, end - 1), key_seg);
+#pragma unroll
+            for (int b = 0; b < kKeyBatch; ++b) {
+                const int j = (pass + b) * kKeysPerPass + key_slot;
+                float s[kMaxGroup];
+                Scorer::score(keys[b], q_f, q_8, q_8_scale, key_seg, n_q, s);
+                for (int g = 0; g < kMaxGroup; ++g) {
+                    const float total = group_sum(s[g], Scorer::kLanesPerKey);
+                    if (key_seg == 0) probs[warp][g][j] = total;
+                }
             }
         }
         __syncwarp();
-        // 2. Online softmax per query head; scores become probabilities in place.
+        // 2. Online softmax per query head; scores become probabilities in place, 0 past
+        // the end (where step 1 may have written nothing).
         for (int g = 0; g < n_q; ++g) {
-            const float s = probs[warp][g][lane];
+            const float s = tile + lane < end ? probs[warp][g][lane] : -INFINITY;
             const float factor = online_softmax_rescale(&m[g], warp_max(s));
             const float prob = s == -INFINITY ? 0.0f : exp2f(s - m[g]);
             l[g] = l[g] * factor + warp_sum(prob);
@@ -236,16 +285,17 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
             for (int i = 0; i < 8; ++i) acc[g][i] *= factor;
         }
         __syncwarp();
-        // 3. acc += p * V.
-        for (int step = 0; step < kTile / kValueKeys; ++step) {
-            const int j = step * kValueKeys + value_slot, key = tile + j;
-            if (key >= end) continue;
-            float v[8];
-            load_value_dims<Dim, Kv>(cache, kv_head, key, value_seg, v);
-            for (int g = 0; g < n_q; ++g) {
-                const float prob = probs[warp][g][j];
-                for (int i = 0; i < 8; ++i) acc[g][i] += prob * v[i];
-            }
+        // 3. acc += p * V, kValueBatch rows a lane loaded before any is used: one at a time
+        // left a warp 256 bytes in flight (INT8), far too few to cover DRAM latency. Keys
+        // past the end load the last key's row (in the cache, finite) under a probability
+        // of 0, which adds nothing.
+        for (int step = 0; step < kValueSteps && tile + step * kValueKeys < end; step += kValueBatch) {
+            ValueDims<Dim, Kv> v[kValueBatch];
+#pragma unroll
+            for (int b = 0; b < kValueBatch; ++b)
+                v[b].load(cache, kv_head, min(tile + (step + b) * kValueKeys + value_slot, end - 1), value_seg);
+#pragma unroll
+            for (int b = 0; b < kValueBatch; ++b) v[b].add_to(acc, probs[warp], (step + b) * kValueKeys + value_slot, n_q);
         }
         __syncwarp();  // probs is overwritten by the next tile's scores
     }
