@@ -11,8 +11,9 @@
 //      group; dp4a against an 8-bit query in decode steps, floats otherwise) dims,
 //      summed with shuffles;
 //   2. updates its online softmax (max, sum; softmax_merge.hpp) per query head;
-//   3. accumulates p * V with 8 dims per lane, so a V row is one coalesced load, four
-//      rows a lane loaded before the first is used.
+//   3. accumulates p * V from one load of a V row per lane (ValueDims: 8 dims of F16,
+//      16 of INT8, 8 in the float-query form), so a row is one coalesced load; four rows
+//      a lane are loaded before the first is used.
 // Warps are merged in shared memory, splits by a second kernel; splits past the current
 // KV length (read from device memory) return at once and are skipped by the merge.
 //
@@ -142,61 +143,74 @@ struct KeyScorer<Dim, kKvQ8FloatQuery> {
     }
 };
 
-// Eight dims of a V row: loaded first (a 16-byte load of halves for F16; 8 bytes and the
-// scale of their 32-value group for INT8), added into the accumulators later, so that a
-// warp can have several rows in flight before it uses one. The INT8 scale multiplies the
-// probability once per query head instead of each of the eight values.
+// A lane's part of a V row: loaded first, added into the accumulators later, so that a
+// warp can have several rows in flight before it uses one. F16: 8 dims (16 bytes). INT8:
+// 16 dims (16 bytes) in decode steps, where the bytes' conversion and the FMAs are most
+// of the kernel's instructions and more dims a load means less else per byte; 8 (8
+// bytes) in the float-query form, whose K scoring holds 32 floats and would spill past
+// 128 registers. The INT8 scale (of the dims' 32-value group) multiplies the probability
+// once per query head instead of each value.
 template <int Dim, int Kv>
 struct ValueDims {
-    Words2 bytes;
+    static constexpr int kDims = Kv == kKvQ8 ? 16 : 8;
+    Words4 bytes;  // the first kDims / 4 words
     uint16_t scale;
 
     __device__ void load(const KvCacheLayer& c, int kv_head, int key, int seg) {
         const size_t token = size_t(kv_head) * c.n_ctx + key;
-        bytes = load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + seg * 8);
-        scale = load_2B(c.v_scales + token * (Dim / 32) + seg / 4);
+        const uint8_t* dims = static_cast<const uint8_t*>(c.v) + token * Dim + seg * kDims;
+        if constexpr (kDims == 16) {
+            bytes = load_16B(dims);
+        } else {
+            const Words2 half = load_8B(dims);
+            bytes.w[0] = half.w[0];
+            bytes.w[1] = half.w[1];
+        }
+        scale = load_2B(c.v_scales + token * (Dim / 32) + seg * kDims / 32);
     }
-    __device__ void add_to(float (&acc)[kMaxGroup][8], const float (*probs)[kTile], int j, int n_q) const {
+    __device__ void add_to(float (&acc)[kMaxGroup][kDims], const float (*probs)[kTile], int j, int n_q) const {
         const float d = half_to_float(scale);
-        float v[8];
-        for (int i = 0; i < 8; ++i) v[i] = signed_byte_to_float(bytes.w[i / 4], i % 4);
+        float v[kDims];
+        for (int i = 0; i < kDims; ++i) v[i] = signed_byte_to_float(bytes.w[i / 4], i % 4);
         for (int g = 0; g < n_q; ++g) {
             const float prob = probs[g][j] * d;
-            for (int i = 0; i < 8; ++i) acc[g][i] += prob * v[i];
+            for (int i = 0; i < kDims; ++i) acc[g][i] += prob * v[i];
         }
     }
 };
 
 template <int Dim>
 struct ValueDims<Dim, kKvF16> {
+    static constexpr int kDims = 8;
     Words4 halves;
 
     __device__ void load(const KvCacheLayer& c, int kv_head, int key, int seg) {
         const size_t token = size_t(kv_head) * c.n_ctx + key;
-        halves = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + seg * 8) * 2);
+        halves = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + seg * kDims) * 2);
     }
-    __device__ void add_to(float (&acc)[kMaxGroup][8], const float (*probs)[kTile], int j, int n_q) const {
-        float v[8];
+    __device__ void add_to(float (&acc)[kMaxGroup][kDims], const float (*probs)[kTile], int j, int n_q) const {
+        float v[kDims];
         for (int i = 0; i < 4; ++i) {
             v[2 * i] = half_to_float(uint16_t(halves.w[i] & 0xFFFFu));
             v[2 * i + 1] = half_to_float(uint16_t(halves.w[i] >> 16));
         }
         for (int g = 0; g < n_q; ++g) {
             const float prob = probs[g][j];
-            for (int i = 0; i < 8; ++i) acc[g][i] += prob * v[i];
+            for (int i = 0; i < kDims; ++i) acc[g][i] += prob * v[i];
         }
     }
 };
 
 template <int Dim, int Kv>
-__global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(kWarps * 32, 4) attention_split_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
     using Scorer = KeyScorer<Dim, Kv>;
     constexpr int kKeysPerPass = 32 / Scorer::kLanesPerKey;
     constexpr int kKeyPasses = kTile / kKeysPerPass, kKeyBatch = 2;
     static_assert(kKeyPasses % kKeyBatch == 0, "a tile's key passes come in whole batches");
-    constexpr int kValueLanes = Dim / 8;         // lanes covering one V row
-    constexpr int kValueKeys = 32 / kValueLanes;  // V rows per step
+    constexpr int kValueDims = ValueDims<Dim, Kv>::kDims;  // a lane's, one 16-byte load
+    constexpr int kValueLanes = Dim / kValueDims;          // lanes covering one V row
+    constexpr int kValueKeys = 32 / kValueLanes;           // V rows per step
     constexpr int kValueSteps = kTile / kValueKeys, kValueBatch = 4;
     static_assert(kValueSteps % kValueBatch == 0, "a tile's V steps come in whole batches");
 
@@ -245,11 +259,11 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
         __syncthreads();
     }
 
-    float m[kMaxGroup], l[kMaxGroup], acc[kMaxGroup][8];
+    float m[kMaxGroup], l[kMaxGroup], acc[kMaxGroup][kValueDims];
     for (int g = 0; g < kMaxGroup; ++g) {
         m[g] = -INFINITY;
         l[g] = 0.0f;
-        for (int i = 0; i < 8; ++i) acc[g][i] = 0.0f;
+        for (int i = 0; i < kValueDims; ++i) acc[g][i] = 0.0f;
     }
 
     const int key_slot = lane / Scorer::kLanesPerKey, key_seg = lane % Scorer::kLanesPerKey;
@@ -282,7 +296,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
             const float prob = s == -INFINITY ? 0.0f : exp2f(s - m[g]);
             l[g] = l[g] * factor + warp_sum(prob);
             probs[warp][g][lane] = prob;
-            for (int i = 0; i < 8; ++i) acc[g][i] *= factor;
+            for (int i = 0; i < kValueDims; ++i) acc[g][i] *= factor;
         }
         __syncwarp();
         // 3. acc += p * V, kValueBatch rows a lane loaded before any is used: one at a time
@@ -302,12 +316,12 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(const Atte
 
     // Lanes holding the same dims for different keys add up; then warps merge.
     for (int g = 0; g < kMaxGroup; ++g)
-        for (int i = 0; i < 8; ++i)
+        for (int i = 0; i < kValueDims; ++i)
             for (int offset = kValueLanes; offset < 32; offset *= 2)
                 acc[g][i] += __shfl_xor_sync(kFullMask, acc[g][i], offset);
     if (value_slot == 0)
         for (int g = 0; g < kMaxGroup; ++g)
-            for (int i = 0; i < 8; ++i) warp_o[warp][g][value_seg * 8 + i] = acc[g][i];
+            for (int i = 0; i < kValueDims; ++i) warp_o[warp][g][value_seg * kValueDims + i] = acc[g][i];
     if (lane == 0)
         for (int g = 0; g < kMaxGroup; ++g) {
             warp_ml[warp][g][0] = m[g];
