@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_split_kernel(const A
     constexpr int kKeysPerPass = 32 / Scorer::kLanesPerKey;
     constexpr int kKeyPasses = kTile / kKeysPerPass, kKeyBatch = 2;
     static_assert(kKeyPasses % kKeyBatch == 0, "a tile's key passes come in whole batches");
-    constexpr int kValueDims = ValueDims<Dim, Kv>::kDims;  // a lane's, one 16-byte load
+    constexpr int kValueDims = ValueDims<Dim, Kv>::kDims;  // a lane's, from one load
     constexpr int kValueLanes = Dim / kValueDims;          // lanes covering one V row
     constexpr int kValueKeys = 32 / kValueLanes;           // V rows per step
     constexpr int kValueSteps = kTile / kValueKeys, kValueBatch = 4;
