@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""SASS instructions the split attention (flash-decode) spends per KB of K/V it streams,
+and the bandwidth at which issuing them becomes the limit.
+
+  bench/attention_instructions.py [--nvcc NVCC] [--cuobjdump CUOBJDUMP] [--arch sm_90 ...]
+
+Compiles plugins/cuda_orin/kernels/attention.cu, disassembles it and, in each
+attention_split_kernel<head dim, cache form>, finds the 32-key tile loop and the two loops
+inside it: the key passes (step 1) and the V rows (step 3). One tile executes the tile
+loop's body once and each inner loop's body as often as the kernel's constants say
+(below, as in attention.cu); an inner loop the compiler unrolled is in the tile body
+already. Static counts, with every query-head branch taken (four heads a KV head, as
+Llama-3.2 and Qwen3 have): what the SM must issue, not what stalls cost; a GPU run
+(cuda_orin_bench, flash-decode at 32k) measures the rest.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from gemv_task_instructions import FUNCTION, GPUS, INSTRUCTION, ROOT, find_cuobjdump
+
+# attention.cu's constants: 32-key tiles, key passes loaded two at a time, V steps four.
+TILE, KEY_BATCH, VALUE_BATCH = 32, 2, 4
+# Cache forms (template argument): 1 F16, 2 INT8 scored by dp4a (decode), 3 INT8 with the
+# float query (steps of several rows).
+FORMS = {1: "F16", 2: "INT8 (decode)", 3: "INT8 (float query)"}
+
+
+def tile_shape(dim, form):
+    """(key-loop iterations, V-loop iterations, bytes of K and of V per key)."""
+    lanes_per_key = dim // 16 if form == 1 else dim // 32
+    key_iterations = TILE // (32 // lanes_per_key) // KEY_BATCH
+    value_dims = 16 if form == 2 else 8
+    value_iterations = TILE // (32 // (dim // value_dims)) // VALUE_BATCH
+    row_bytes = 2 * dim if form == 1 else dim + 2 * (dim // 32)
+    return key_iterations, value_iterations, row_bytes
+
+
+def tile_loops(body):
+    """(tile, key loop or None, V loop or None) as (first, last) address spans."""
+    end = max(at for at, op, _ in body if op == "EXIT")  # the out-of-line divergence paths follow
+    spans = [(target, at) for at, op, target in body if op == "BRA" and target is not None and target < at <= end]
+    tile = max(spans, key=lambda s: s[1] - s[0])
+    inner = sorted(s for s in spans if s != tile and tile[0] <= s[0] and s[1] <= tile[1])
+    loads = lambda first, last: [at for at, op, _ in body if first <= at <= last and op == "LDG"]
+    inner = [s for s in inner if loads(*s)]
+    if len(inner) == 2:
+        return tile, inner[0], inner[1]
+    if len(inner) == 1:  # the other phase unrolled: loads after this loop mean it is the key loop
+        later = [at for at in loads(*tile) if at > inner[0][1]]
+        return (tile, inner[0], None) if later else (tile, None, inner[0])
+    return tile, None, None
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
+    ap.add_argument("--cuobjdump")
+    ap.add_argument("--arch", action="append", help="sm_87, sm_90 (default: both)")
+    args = ap.parse_args(argv)
+    cuobjdump = find_cuobjdump(args.nvcc, args.cuobjdump)
+    if not cuobjdump or not os.access(cuobjdump, os.X_OK):
+        print("attention_instructions: no cuobjdump beside nvcc or on PATH (give --cuobjdump)", file=sys.stderr)
+        return 1
+    kernels = os.path.join(ROOT, "plugins", "cuda_orin", "kernels")
+    for arch in args.arch or ["sm_87", "sm_90"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            cubin = os.path.join(tmp, "attention.cubin")
+            compiled = subprocess.run([args.nvcc, "-cubin", "-O3", "-DNDEBUG", "-std=c++17", f"-arch={arch}", "-o",
+                                       cubin, os.path.join(kernels, "attention.cu"), f"-I{kernels}",
+                                       f"-I{os.path.join(ROOT, 'core', 'include')}"], capture_output=True, text=True)
+            if compiled.returncode != 0:
+                print(f"attention_instructions: nvcc failed for {arch}:\n{compiled.stderr}", file=sys.stderr)
+                return 1
+            sass = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout
+        kernels_found = {}
+        name = None
+        for line in sass.splitlines():
+            if m := FUNCTION.search(line):
+                name = m.group(1)
+                kernels_found[name] = []
+            elif (m := INSTRUCTION.search(line)) and name:
+                kernels_found[name].append((int(m.group(1), 16), m.group(2), int(m.group(3), 16) if m.group(3) else None))
+        print(f"\n{arch}: SASS instructions per KB of K and V streamed (static; four query heads a KV head)\n")
+        header = " | ".join(f"{g[0]} ceiling / peak" for g in GPUS)
+        print(f"| head dim | cache | key loop per KB of K | V loop per KB of V | tile per KB of K+V | {header} |")
+        print("|---:|---|---:|---:|---:|" + "---:|" * len(GPUS))
+        rows = 0
+        for name, body in sorted(kernels_found.items()):
+            m = re.search(r"attention_split_kernelILi(\d+)ELi(\d)E", name)
+            if not m:
+                continue
+            dim, form = int(m.group(1)), int(m.group(2))
+            key_iterations, value_iterations, row_bytes = tile_shape(dim, form)
+            size = lambda span: sum(1 for at, op, _ in body if span[0] <= at <= span[1] and op != "NOP")
+            tile, keys, values = tile_loops(body)
+            per_tile = size(tile)
+            per_tile += (key_iterations - 1) * size(keys) if keys else 0
+            per_tile += (value_iterations - 1) * size(values) if values else 0
+            phase_bytes = TILE * row_bytes / 1024  # KB of K (or of V) per tile
+            key_cell = f"{key_iterations * size(keys) / phase_bytes:.0f}" if keys else "unrolled"
+            value_cell = f"{value_iterations * size(values) / phase_bytes:.0f}" if values else "unrolled"
+            per_kb = per_tile / (2 * phase_bytes)
+            cells = []
+            for _, sms, ghz, peak in GPUS:
+                ceiling = 4.0 * sms * ghz * 1024 / per_kb  # GB/s: 4 warp-instructions a clock per SM
+                cells.append(f"{ceiling:.0f} GB/s = {ceiling / peak:.2f}x")
+            print(f"| {dim} | {FORMS[form]} | {key_cell} | {value_cell} | {per_kb:.0f} | " + " | ".join(cells) + " |")
+            rows += 1
+        if rows != 6:
+            print(f"attention_instructions: found {rows} split kernels in the {arch} SASS, expected 6", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
