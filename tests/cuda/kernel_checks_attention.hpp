@@ -6,20 +6,24 @@
 namespace edgerun::cuda_orin::testing {
 
 // A KV cache layer on the device filled from float K/V [n_head_kv][n_ctx][dim], plus the
-// values the kernel will actually read (halves, or int8 times fp16 scales).
+// values the kernel will actually read (halves, or int8 times fp16 scales). Positions from
+// `valid` on hold NaN (F16 values; INT8 scales): a kernel that reads past a row's length,
+// even under a probability of 0, gets NaN into its output.
 struct TestCache {
     KvCacheLayer layer;
     std::vector<float> k_read, v_read;
 };
 
 inline void store_cache_plane(DeviceApi& api, const KvCacheLayer& c, const std::vector<float>& src, void* values,
-                              uint16_t* scales, std::vector<float>& read) {
-    const size_t n = src.size();
+                              uint16_t* scales, std::vector<float>& read, int valid) {
+    constexpr uint16_t kHalfNan = 0x7E00;
+    const size_t n = src.size(), dim = size_t(c.head_dim);
+    const auto past_valid = [&](size_t i) { return int(i / dim % size_t(c.n_ctx)) >= valid; };
     read.resize(n);
     if (c.type == kKvF16) {
         std::vector<uint16_t> h(n);
         for (size_t i = 0; i < n; ++i) {
-            h[i] = quant::fp32_to_fp16(src[i]);
+            h[i] = past_valid(i) ? kHalfNan : quant::fp32_to_fp16(src[i]);
             read[i] = quant::fp16_to_fp32(h[i]);
         }
         api.upload(values, h.data(), n * 2);
@@ -28,7 +32,7 @@ inline void store_cache_plane(DeviceApi& api, const KvCacheLayer& c, const std::
     std::vector<int8_t> q(n);
     std::vector<uint16_t> d(n / 32);
     for (size_t g = 0; g < n / 32; ++g) {
-        d[g] = kv_q8_quantize_group(&src[32 * g], &q[32 * g]);
+        d[g] = past_valid(32 * g) ? kHalfNan : kv_q8_quantize_group(&src[32 * g], &q[32 * g]);
         for (int i = 0; i < 32; ++i) read[32 * g + i] = kv_q8_value(q[32 * g + i], d[g]);
     }
     api.upload(values, q.data(), n);
@@ -50,13 +54,14 @@ inline KvCacheLayer alloc_cache(DeviceApi& api, int32_t type, int n_head_kv, int
     return c;
 }
 
-inline TestCache make_cache(DeviceApi& api, int32_t type, int n_head_kv, int n_ctx, int dim, std::mt19937& rng) {
+inline TestCache make_cache(DeviceApi& api, int32_t type, int n_head_kv, int n_ctx, int dim, std::mt19937& rng,
+                            int valid) {
     TestCache t;
     t.layer = alloc_cache(api, type, n_head_kv, n_ctx, dim);
     const std::vector<float> k = random_vector(size_t(n_head_kv) * n_ctx * dim, rng);
     const std::vector<float> v = random_vector(size_t(n_head_kv) * n_ctx * dim, rng);
-    store_cache_plane(api, t.layer, k, t.layer.k, t.layer.k_scales, t.k_read);
-    store_cache_plane(api, t.layer, v, t.layer.v, t.layer.v_scales, t.v_read);
+    store_cache_plane(api, t.layer, k, t.layer.k, t.layer.k_scales, t.k_read, valid);
+    store_cache_plane(api, t.layer, v, t.layer.v, t.layer.v_scales, t.v_read, valid);
     return t;
 }
 
@@ -96,7 +101,7 @@ inline std::vector<double> ref_attention(const std::vector<float>& q, const Test
 inline void check_attention(DeviceApi& api, const Report& report, int n_head, int n_head_kv, int dim, int kv_len,
                             int n_ctx, int32_t kv_type, int n_splits, uint32_t seed) {
     std::mt19937 rng(seed);
-    const TestCache t = make_cache(api, kv_type, n_head_kv, n_ctx, dim, rng);
+    const TestCache t = make_cache(api, kv_type, n_head_kv, n_ctx, dim, rng, kv_len);
     const std::vector<float> q = random_vector(size_t(n_head) * dim, rng, 2.0f);
     const std::vector<float> out = run_attention(api, t.layer, q, n_head, kv_len, n_splits);
     char name[160];
@@ -119,7 +124,8 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
                                  int n_splits, uint32_t seed, RowsKernel kernel = RowsKernel::split) {
     std::mt19937 rng(seed);
     const int n_rows = int(seqs.size());
-    const TestCache t = make_cache(api, kv_type, 2 * n_head_kv, n_ctx, dim, rng);  // sequences 0 and 1
+    const int longest = *std::max_element(lengths.begin(), lengths.end());
+    const TestCache t = make_cache(api, kv_type, 2 * n_head_kv, n_ctx, dim, rng, longest);  // sequences 0 and 1
     const std::vector<float> q = random_vector(size_t(n_rows) * n_head * dim, rng, 2.0f);
     AttentionParams p;
     p.q = api.upload_vector(q);
@@ -182,8 +188,8 @@ inline void check_attention_q8_vs_f16(DeviceApi& api, const Report& report, int 
     for (int i = 0; i < 2; ++i) {
         TestCache t;
         t.layer = alloc_cache(api, i == 0 ? kKvF16 : kKvQ8, n_head_kv, n_ctx, dim);
-        store_cache_plane(api, t.layer, k, t.layer.k, t.layer.k_scales, t.k_read);
-        store_cache_plane(api, t.layer, v, t.layer.v, t.layer.v_scales, t.v_read);
+        store_cache_plane(api, t.layer, k, t.layer.k, t.layer.k_scales, t.k_read, kv_len);
+        store_cache_plane(api, t.layer, v, t.layer.v, t.layer.v_scales, t.v_read, kv_len);
         outs[i] = run_attention(api, t.layer, q, n_head, kv_len, n_splits);
     }
     char name[160];
