@@ -4,6 +4,10 @@ set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=${OUT:-/tmp}/lo
 mkdir -p $L
 source bench/device/common.sh
 mkdir -p /root/lb; cat /root/stash/llama-bench.tar.xz.part-* .smol-c/llama-bench.tar.xz.part-* | tar -xJ -C /root/lb; ls -la /root/lb
+# Built on the development machine against its CUDA 13.0 (RUNPATH /usr/local/cuda/lib): a
+# library the loader cannot find here is named in the log (then rebuild it here with
+# scripts/build-llama-bench.sh, about 400 s with JOBS=10).
+ldd /root/lb/llama-bench | grep "not found" | tee $L/llama-bench-missing-libraries.txt
 J=/root/stash/gpu-compare.json
 for m in llama3.2-1b:Q4_K_M qwen3-4b:Q4_K_M qwen3-0.6b:Q4_K_M; do
   [ $(left) -lt 60 ] && break
