@@ -48,6 +48,8 @@ def tile_loops(body):
     inner = sorted(s for s in spans if s != tile and tile[0] <= s[0] and s[1] <= tile[1])
     loads = lambda first, last: [at for at, op, _ in body if first <= at <= last and op == "LDG"]
     inner = [s for s in inner if loads(*s)]
+    if len(inner) > 2:
+        sys.exit(f"attention_instructions: {len(inner)} loops with loads inside the tile loop (the count would be a guess)")
     if len(inner) == 2:
         return tile, inner[0], inner[1]
     if len(inner) == 1:  # the other phase unrolled: loads after this loop mean it is the key loop
