@@ -3,10 +3,9 @@
 # are still on the machine; else it makes them again): correctness of this session's
 # options on the GPU, then prefill.
 #   conformance_pdl        --require-full with pdl=1 (acceptance.sh runs it with the defaults)
-#   conformance_q8         the model, long and batch levels with activations=q8 (8-bit x,
-#                          quantized in each GEMV's stage): may it be the default? (Its ops
-#                          level fails on matrices of one output row, as expected: one dot
-#                          product's 8-bit rounding against the whole-output thresholds.)
+#   conformance_q8         --require-full with activations=q8 (8-bit x, quantized in each
+#                          GEMV's stage; launches of fewer than 32 outputs keep float x):
+#                          may it be the default?
 #   capture_pdl            cuda_orin_capture_check: steps of four sequences, a verification
 #                          step, one-row steps, captured and replayed, with graphs=0 and with
 #                          pdl=1,prefetch=0: every logit bit-identical among the three
@@ -48,7 +47,7 @@ done
 TAILN=3 run conformance_pdl 200 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
   --candidate-options pdl=1${X:+,$X} --require-full -t 8
 TAILN=3 run conformance_q8 150 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options activations=q8${X:+,$X} --levels models,long,batch -t 8
+  --candidate-options activations=q8${X:+,$X} --require-full -t 8
 for g in 32 0 8; do run "pp512_gemm_rows_$g" 90 $E bench --backend cuda_orin --backend-options gemm_rows=$g${X:+,$X} -m $M1 -p 512 -n 0 -r 2; done
 run pp512_gemm_f32 90 $E bench --backend cuda_orin --backend-options gemm=f32${X:+,$X} -m $M1 -p 512 -n 0 -r 2
 # Where a prompt step's time goes (profile=1: every launch timed, a table per plan at exit).

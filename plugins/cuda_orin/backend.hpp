@@ -54,8 +54,9 @@ struct Backend {
     std::unique_ptr<Device> device;
     bool use_graphs = true;  // option graphs=0 turns capture off
     // Option activations=q8: GEMVs of quantized weights read 8-bit activations (dp4a,
-    // faster; ~1e-3 relative error in a single dot product). Default: float activations,
-    // exact to float rounding like the reference.
+    // faster; ~1e-3 relative error in a single dot product), except launches of fewer than
+    // kQ8ActivationsMinRows outputs. Default: float activations, exact to float rounding
+    // like the reference.
     bool q8_activations = false;
     // Option stage_x=0: GEMVs read float activations in place instead of from a copy in
     // each block's shared memory (kernels/gemv.cu), to measure the difference.

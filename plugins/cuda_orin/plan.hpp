@@ -118,6 +118,11 @@ private:
     // GEMV input: the q8 and float forms of up to gemv_slots_ rows (prepare's outputs),
     // n_pad apart; one GEMV launch multiplies them all.
     DeviceBuffer act_f_, act_q_, act_d_;
+    // With activations=q8, GEMV launches of fewer outputs than this still read float x.
+    // Such a launch is a few blocks, bound by latency, not by the bytes that 8-bit x saves;
+    // and its few outputs are where one dot product's 8-bit rounding shows (a one-output
+    // matrix missed the suite's NMSE bound at 2.3e-3). Model matrices have hundreds of rows.
+    static constexpr int64_t kQ8ActivationsMinRows = 32;
     int32_t gemv_slots_ = 1;
     int64_t max_gemv_width_ = 0;
     // Attention scratch: the split kernel's partials, the row kernel's scores.

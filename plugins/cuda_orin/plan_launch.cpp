@@ -136,15 +136,21 @@ void Plan::launch_node(size_t index, int32_t n) {
 // activations=q8 quantized by the GEMV as it stages them (GemvLaunch::quantize_x), where
 // they fit the stage and every weight is quantized.
 // A fused RMS_NORM (one row) is done by the GEMV's staging of x when x is read in place
-// and fits the stage, else by prepare.
+// and fits the stage, else by prepare. With activations=q8, launches of fewer than
+// kQ8ActivationsMinRows outputs still read float x (see there).
 void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
                      const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
                      const int32_t* row_index, const float* residual, int32_t epilogue) {
     const int64_t width = in.width;
     const int32_t n_pad = padded_length(int32_t(width));
-    const bool q8 = ctx_.model->backend->q8_activations, stage_x = ctx_.model->backend->stage_x;
+    int64_t out_rows = 0;
     bool all_quantized = true;
-    for (const DeviceWeight* w : weights) all_quantized = all_quantized && plain_value_bytes(w->packed.type) == 0;
+    for (const DeviceWeight* w : weights) {
+        out_rows += w->rows;
+        all_quantized = all_quantized && plain_value_bytes(w->packed.type) == 0;
+    }
+    const bool q8 = ctx_.model->backend->q8_activations && out_rows >= kQ8ActivationsMinRows;
+    const bool stage_x = ctx_.model->backend->stage_x;
     for (int32_t first = 0; first < n_rows; first += gemv_slots_) {
         const int32_t group = std::min(gemv_slots_, n_rows - first);
         const int64_t first_row = row_index ? row_index[first] : first;
