@@ -14,20 +14,17 @@ Llama-3.2 and Qwen3 have): what the SM must issue, not what stalls cost; a GPU r
 (cuda_orin_bench, flash-decode at 32k) measures the rest.
 """
 
-import argparse
-import os
 import re
-import subprocess
 import sys
-import tempfile
 
-from gemv_task_instructions import FUNCTION, GPUS, INSTRUCTION, ROOT, find_cuobjdump
+from sass_reader import GPUS, KERNELS, backward_branches, ceiling_cells, command_line, functions, span_size
 
 # attention.cu's constants: 32-key tiles, key passes loaded two at a time, V steps four.
 TILE, KEY_BATCH, VALUE_BATCH = 32, 2, 4
 # Cache forms (template argument): 1 F16, 2 INT8 scored by dp4a (decode), 3 INT8 with the
 # float query (steps of several rows).
 FORMS = {1: "F16", 2: "INT8 (decode)", 3: "INT8 (float query)"}
+KERNEL = re.compile(r"attention_split_kernelILi(\d+)ELi(\d)E")
 
 
 def tile_shape(dim, form):
@@ -43,11 +40,10 @@ def tile_shape(dim, form):
 def tile_loops(body):
     """(tile, key loop or None, V loop or None) as (first, last) address spans."""
     end = max(at for at, op, _ in body if op == "EXIT")  # the out-of-line divergence paths follow
-    spans = [(target, at) for at, op, target in body if op == "BRA" and target is not None and target < at <= end]
+    spans = [s for s in backward_branches(body) if s[1] <= end]
     tile = max(spans, key=lambda s: s[1] - s[0])
-    inner = sorted(s for s in spans if s != tile and tile[0] <= s[0] and s[1] <= tile[1])
     loads = lambda first, last: [at for at, op, _ in body if first <= at <= last and op == "LDG"]
-    inner = [s for s in inner if loads(*s)]
+    inner = sorted(s for s in spans if s != tile and tile[0] <= s[0] and s[1] <= tile[1] and loads(*s))
     if len(inner) > 2:
         sys.exit(f"attention_instructions: {len(inner)} loops with loads inside the tile loop (the count would be a guess)")
     if len(inner) == 2:
@@ -59,58 +55,29 @@ def tile_loops(body):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--cuobjdump")
-    ap.add_argument("--arch", action="append", help="sm_87, sm_90 (default: both)")
-    args = ap.parse_args(argv)
-    cuobjdump = find_cuobjdump(args.nvcc, args.cuobjdump)
-    if not cuobjdump or not os.access(cuobjdump, os.X_OK):
-        print("attention_instructions: no cuobjdump beside nvcc or on PATH (give --cuobjdump)", file=sys.stderr)
-        return 1
-    kernels = os.path.join(ROOT, "plugins", "cuda_orin", "kernels")
-    for arch in args.arch or ["sm_87", "sm_90"]:
-        with tempfile.TemporaryDirectory() as tmp:
-            cubin = os.path.join(tmp, "attention.cubin")
-            compiled = subprocess.run([args.nvcc, "-cubin", "-O3", "-DNDEBUG", "-std=c++17", f"-arch={arch}", "-o",
-                                       cubin, os.path.join(kernels, "attention.cu"), f"-I{kernels}",
-                                       f"-I{os.path.join(ROOT, 'core', 'include')}"], capture_output=True, text=True)
-            if compiled.returncode != 0:
-                print(f"attention_instructions: nvcc failed for {arch}:\n{compiled.stderr}", file=sys.stderr)
-                return 1
-            sass = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout
-        kernels_found = {}
-        name = None
-        for line in sass.splitlines():
-            if m := FUNCTION.search(line):
-                name = m.group(1)
-                kernels_found[name] = []
-            elif (m := INSTRUCTION.search(line)) and name:
-                kernels_found[name].append((int(m.group(1), 16), m.group(2), int(m.group(3), 16) if m.group(3) else None))
+    nvcc, cuobjdump, archs = command_line(__doc__, argv)
+    for arch in archs:
+        found = functions(nvcc, cuobjdump, f"{KERNELS}/attention.cu", arch)
         print(f"\n{arch}: SASS instructions per KB of K and V streamed (static; four query heads a KV head)\n")
         header = " | ".join(f"{g[0]} ceiling / peak" for g in GPUS)
         print(f"| head dim | cache | key loop per KB of K | V loop per KB of V | tile per KB of K+V | {header} |")
         print("|---:|---|---:|---:|---:|" + "---:|" * len(GPUS))
         rows = 0
-        for name, body in sorted(kernels_found.items()):
-            m = re.search(r"attention_split_kernelILi(\d+)ELi(\d)E", name)
+        for name, body in sorted(found.items()):
+            m = KERNEL.search(name)
             if not m:
                 continue
             dim, form = int(m.group(1)), int(m.group(2))
             key_iterations, value_iterations, row_bytes = tile_shape(dim, form)
-            size = lambda span: sum(1 for at, op, _ in body if span[0] <= at <= span[1] and op != "NOP")
             tile, keys, values = tile_loops(body)
-            per_tile = size(tile)
-            per_tile += (key_iterations - 1) * size(keys) if keys else 0
-            per_tile += (value_iterations - 1) * size(values) if values else 0
-            phase_bytes = TILE * row_bytes / 1024  # KB of K (or of V) per tile
-            key_cell = f"{key_iterations * size(keys) / phase_bytes:.0f}" if keys else "unrolled"
-            value_cell = f"{value_iterations * size(values) / phase_bytes:.0f}" if values else "unrolled"
-            per_kb = per_tile / (2 * phase_bytes)
-            cells = []
-            for _, sms, ghz, peak in GPUS:
-                ceiling = 4.0 * sms * ghz * 1024 / per_kb  # GB/s: 4 warp-instructions a clock per SM
-                cells.append(f"{ceiling:.0f} GB/s = {ceiling / peak:.2f}x")
+            per_tile = span_size(body, tile)
+            per_tile += (key_iterations - 1) * span_size(body, keys) if keys else 0
+            per_tile += (value_iterations - 1) * span_size(body, values) if values else 0
+            phase_kb = TILE * row_bytes / 1024  # KB of K (or of V) per tile
+            key_cell = f"{key_iterations * span_size(body, keys) / phase_kb:.0f}" if keys else "unrolled"
+            value_cell = f"{value_iterations * span_size(body, values) / phase_kb:.0f}" if values else "unrolled"
+            per_kb = per_tile / (2 * phase_kb)
+            cells = ceiling_cells(1024 / per_kb)
             print(f"| {dim} | {FORMS[form]} | {key_cell} | {value_cell} | {per_kb:.0f} | " + " | ".join(cells) + " |")
             rows += 1
         if rows != 6:
