@@ -84,17 +84,18 @@ Task dequantize_any(const PackedMatrix& w, int row, int task) {
 }
 
 float dot_any(const PackedMatrix& w, int row, int task, const Activation& x) {
+    const GlobalQ8X q8{x.q8};
     switch (w.type) {
-        case kQ4_0: return task_dot<kQ4_0>(w, row, task, x.q8);
-        case kQ4_1: return task_dot<kQ4_1>(w, row, task, x.q8);
-        case kQ5_0: return task_dot<kQ5_0>(w, row, task, x.q8);
-        case kQ5_1: return task_dot<kQ5_1>(w, row, task, x.q8);
-        case kQ8_0: return task_dot<kQ8_0>(w, row, task, x.q8);
-        case kQ2_K: return task_dot<kQ2_K>(w, row, task, x.q8);
-        case kQ3_K: return task_dot<kQ3_K>(w, row, task, x.q8);
-        case kQ4_K: return task_dot<kQ4_K>(w, row, task, x.q8);
-        case kQ5_K: return task_dot<kQ5_K>(w, row, task, x.q8);
-        case kQ6_K: return task_dot<kQ6_K>(w, row, task, x.q8);
+        case kQ4_0: return task_dot<kQ4_0>(w, row, task, q8);
+        case kQ4_1: return task_dot<kQ4_1>(w, row, task, q8);
+        case kQ5_0: return task_dot<kQ5_0>(w, row, task, q8);
+        case kQ5_1: return task_dot<kQ5_1>(w, row, task, q8);
+        case kQ8_0: return task_dot<kQ8_0>(w, row, task, q8);
+        case kQ2_K: return task_dot<kQ2_K>(w, row, task, q8);
+        case kQ3_K: return task_dot<kQ3_K>(w, row, task, q8);
+        case kQ4_K: return task_dot<kQ4_K>(w, row, task, q8);
+        case kQ5_K: return task_dot<kQ5_K>(w, row, task, q8);
+        case kQ6_K: return task_dot<kQ6_K>(w, row, task, q8);
         case kF32: return task_dot_plain<kF32>(w, row, task, GlobalFloatX{x.f});
         case kF16: return task_dot_plain<kF16>(w, row, task, GlobalFloatX{x.f});
         case kBF16: return task_dot_plain<kBF16>(w, row, task, GlobalFloatX{x.f});

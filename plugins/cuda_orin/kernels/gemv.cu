@@ -175,21 +175,29 @@ __device__ XForm x_form(const GemvLaunch& p) {
     return p.quantize_x ? XForm::kStagedQ8 : p.x_stage_bytes != 0 ? XForm::kStagedFloat : XForm::kGlobal;
 }
 
-// One row's dot in the launch's form of x (x_form). Plain types read floats whatever the
-// form (plan_gemv keeps them out of a quantize_x launch). Inlined by force: as a call, its
-// arguments went through a stack frame in local memory.
+// Calls use(xr) with the reader (quant_tasks.hpp) of the launch's form of x (x_form), for
+// a weight of type Type: 8-bit x staged or prepared for quantized types, else floats,
+// staged or not. Plain types read floats whatever the form (plan_gemv keeps them out of a
+// quantize_x launch). n_x: the rows a quantized stage holds. Inlined by force, as are
+// its callers: as calls, their arguments went through a stack frame in local memory.
+template <int32_t Type, class Use>
+__device__ __forceinline__ auto with_x_reader(const Activation& x, XForm form, const Words4* stage, int n_x, Use&& use) {
+    if constexpr (plain_value_bytes(Type) == 0) {
+        if (form == XForm::kStagedQ8) return use(StagedQ8X::in_stage(stage, n_x, x.n_pad));
+        if (x.q8.q) return use(GlobalQ8X{x.q8});
+    }
+    if (form == XForm::kStagedFloat) return use(StagedFloatX{reinterpret_cast<const float*>(stage)});
+    return use(GlobalFloatX{x.f});
+}
+
+// One row's dot in the launch's form of x.
 __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, XForm form,
                                                    const Words4* stage, int first_task, int stride) {
     return visit_weight_type(w.type, 0.0f, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
-        if constexpr (plain_value_bytes(kType) == 0) {
-            if (form == XForm::kStagedQ8)
-                return row_slice_dot<kType>(w, row, StagedQ8X::in_stage(stage, 1, x.n_pad), first_task, stride);
-            if (x.q8.q) return row_slice_dot<kType>(w, row, GlobalQ8X{x.q8}, first_task, stride);
-        }
-        if (form == XForm::kStagedFloat)
-            return row_slice_dot<kType>(w, row, StagedFloatX{reinterpret_cast<const float*>(stage)}, first_task, stride);
-        return row_slice_dot<kType>(w, row, GlobalFloatX{x.f}, first_task, stride);
+        return with_x_reader<kType>(x, form, stage, 1, [&](const auto& xr) {
+            return row_slice_dot<kType>(w, row, xr, first_task, stride);
+        });
     });
 }
 
@@ -318,22 +326,10 @@ __device__ __forceinline__ void row_slice_dot_rows_any(const PackedMatrix& w, in
                                                        float (&acc)[kGemvMaxRows]) {
     visit_weight_type(w.type, false, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
-        if constexpr (plain_value_bytes(kType) == 0) {
-            if (form == XForm::kStagedQ8) {
-                row_slice_dot_rows<kType>(w, row, x.n_pad, StagedQ8X::in_stage(stage, n_x, x.n_pad), n_x, first_task, stride, acc);
-                return true;
-            }
-            if (x.q8.q) {
-                row_slice_dot_rows<kType>(w, row, x.n_pad, GlobalQ8X{x.q8}, n_x, first_task, stride, acc);
-                return true;
-            }
-        }
-        if (form == XForm::kStagedFloat)
-            row_slice_dot_rows<kType>(w, row, x.n_pad, StagedFloatX{reinterpret_cast<const float*>(stage)}, n_x,
-                                      first_task, stride, acc);
-        else
-            row_slice_dot_rows<kType>(w, row, x.n_pad, GlobalFloatX{x.f}, n_x, first_task, stride, acc);
-        return true;
+        return with_x_reader<kType>(x, form, stage, n_x, [&](const auto& xr) {
+            row_slice_dot_rows<kType>(w, row, x.n_pad, xr, n_x, first_task, stride, acc);
+            return true;
+        });
     });
 }
 

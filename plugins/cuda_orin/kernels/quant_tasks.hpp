@@ -439,11 +439,6 @@ ER_HD float task_dot(const PackedMatrix& w, int row, int task, const X& x) {
     return dequantized_task_dot<Type>(dequantize_task<Type>(w, row, task), x);
 }
 
-template <int32_t Type>
-ER_HD float task_dot(const PackedMatrix& w, int row, int task, const ActivationQ8& x) {
-    return task_dot<Type>(w, row, task, GlobalQ8X{x});
-}
-
 template <int32_t Type, class X>
 ER_HD float task_dot_float(const PackedMatrix& w, int row, int task, const X& x) {
     return dequantized_task_dot_float(dequantize_task<Type>(w, row, task), x);
