@@ -2,23 +2,24 @@
 // input form per kernel, so that gemv_task_instructions.py can count the SASS instructions
 // one task costs: each kernel is a warp over one row, through the loop gemv.cu runs.
 // Compiled only by that script, never linked. `#pragma unroll 1` there makes one loop
-// iteration exactly one task.
+// iteration exactly one task; each kernel has gemv_kernel's bound of three 256-thread
+// blocks per SM (80 registers), under which ptxas schedules the loop there.
 #include "quant_tasks.hpp"
 
 namespace edgerun::cuda_orin {
 
-// Float activations, staged in shared memory (the backend's default).
+// Float activations, staged in shared memory with their segment sums (the backend's
+// default).
 template <int32_t Type>
-__global__ void task_loop_f32(const __grid_constant__ PackedMatrix w, float* out) {
+__global__ void __launch_bounds__(256, 3) task_loop_f32(const __grid_constant__ PackedMatrix w, int n_pad, float* out) {
     extern __shared__ Words4 stage[];
-    const StagedFloatX x{reinterpret_cast<const float*>(stage)};
-    out[threadIdx.x] = row_slice_dot<Type>(w, blockIdx.x, x, threadIdx.x, 32);
+    out[threadIdx.x] = row_slice_dot<Type>(w, blockIdx.x, StagedFloatX::in_stage(stage, 1, n_pad), threadIdx.x, 32);
 }
 
 // 8-bit activations prepared in global memory, dotted by dp4a (option activations=q8
 // where x does not fit the stage).
 template <int32_t Type>
-__global__ void task_loop_q8(const __grid_constant__ PackedMatrix w, const __grid_constant__ ActivationQ8 x,
+__global__ void __launch_bounds__(256, 3) task_loop_q8(const __grid_constant__ PackedMatrix w, const __grid_constant__ ActivationQ8 x,
                              float* out) {
     out[threadIdx.x] = row_slice_dot<Type>(w, blockIdx.x, GlobalQ8X{x}, threadIdx.x, 32);
 }
@@ -26,13 +27,13 @@ __global__ void task_loop_q8(const __grid_constant__ PackedMatrix w, const __gri
 // 8-bit activations the block quantized as it staged them (GemvLaunch::quantize_x, which
 // activations=q8 takes where x fits the stage): bytes, scales and sums in shared memory.
 template <int32_t Type>
-__global__ void task_loop_q8s(const __grid_constant__ PackedMatrix w, int n_pad, float* out) {
+__global__ void __launch_bounds__(256, 3) task_loop_q8s(const __grid_constant__ PackedMatrix w, int n_pad, float* out) {
     extern __shared__ Words4 stage[];
     out[threadIdx.x] = row_slice_dot<Type>(w, blockIdx.x, StagedQ8X::in_stage(stage, 1, n_pad), threadIdx.x, 32);
 }
 
 #define TASK_LOOPS(T)                                                                    \
-    template __global__ void task_loop_f32<T>(const __grid_constant__ PackedMatrix, float*); \
+    template __global__ void task_loop_f32<T>(const __grid_constant__ PackedMatrix, int, float*); \
     template __global__ void task_loop_q8<T>(const __grid_constant__ PackedMatrix,           \
                                              const __grid_constant__ ActivationQ8, float*);  \
     template __global__ void task_loop_q8s<T>(const __grid_constant__ PackedMatrix, int, float*);

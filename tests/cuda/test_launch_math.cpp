@@ -53,7 +53,7 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         CHECK(plan_gemv(quantized, 132) == 304);
         CHECK(quantized.rows_per_warp == 4);
         CHECK(plan_gemv(l, 132) == 1216);
-        CHECK(l.x_stage_bytes == 2560 * 4);
+        CHECK(l.x_stage_bytes == 2560 * 4 + 2560 / 16 * 4);  // the floats, then a sum per segment (FloatStage)
         CHECK(l.rows_per_warp == 1);
         GemvLaunch fixed = l;
         fixed.rows_per_warp = 2;  // the option's value is kept
@@ -192,6 +192,15 @@ TEST_CASE("launch shapes depend on sizes only and stay within limits") {
         }
     CHECK(choose_kv_splits(32768, 8, 132) == 66);
     CHECK(attention_workspace_floats(32, 128, 66) == int64_t(32) * 66 * 130);
+    // A float stage holds each row's values and a sum per 16 of them (FloatStage), within
+    // the GEMV's share of the 48 KiB a launch gets: 4.25 bytes a value.
+    CHECK(float_stage(2, 64).sums_offset == 2 * 64 * 4);
+    CHECK(float_stage(2, 64).bytes == 2 * 64 * 4 + 2 * 4 * 4);
+    CHECK(gemv_stage_fits(1, 11296));
+    CHECK_FALSE(gemv_stage_fits(1, 11328));
+    CHECK(gemv_stage_fits(2, 5632));
+    CHECK_FALSE(gemv_stage_fits(2, 5664));
+    CHECK_FALSE(gemv_stage_fits(1, 100));  // rows are padded to 32 values
 }
 
 TEST_CASE("launch planning for GPUs of 8, 16 and 132 SMs (Orin Nano/NX, AGX, H100/H200)") {

@@ -48,6 +48,18 @@ ER_HD int staged_unit(int u) {
     return u ^ swizzle;
 }
 
+// The stage of n_x rows of float x in two parts: every row's values (16-byte units at
+// their staged_unit places), then every row's segment sums (one float per 16 values:
+// the sum of x that the dot of a type with a minimum subtracts, quant_tasks.hpp).
+struct FloatStage {
+    int sums_offset, bytes;
+};
+
+ER_HD FloatStage float_stage(int n_x, int n_pad) {
+    const int x_bytes = n_x * n_pad * 4;
+    return {x_bytes, x_bytes + n_x * (n_pad / 16) * 4};
+}
+
 // The 8-bit form of the same stage (GemvLaunch::quantize_x): each block quantizes x by
 // the q8 rule as it stages it. A segment's 16 bytes are one 16-byte unit, and lanes 8q..
 // 8q+7 load the units of eight consecutive tasks: for every type's task order those fall

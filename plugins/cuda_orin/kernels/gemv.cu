@@ -57,13 +57,36 @@ __device__ __forceinline__ int opaque(int v) {
     return v;
 }
 
-// Copies n_x rows of float activations into `stage`, each row's 16-byte units at their
-// staged_unit places, and waits for the whole block's copy.
+// The sum of a segment's 16 values, a unit (four) per lane of four consecutive lanes
+// aligned to four, added as GlobalFloatX::Segment16::sum adds them: each unit's four in
+// order, then (0 + 1) + (2 + 3). Every lane of the warp calls it.
+__device__ float segment_sum(const Words4& v) {
+    float s = quant::bits_to_float(v.w[0]);
+    for (int j = 1; j < 4; ++j) s += quant::bits_to_float(v.w[j]);
+    s += __shfl_xor_sync(kFullMask, s, 1);
+    return s + __shfl_xor_sync(kFullMask, s, 2);
+}
+
+__device__ float* stage_sums(Words4* stage, int n_x, int n_pad) {
+    return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(stage) + float_stage(n_x, n_pad).sums_offset);
+}
+
+// Copies n_x rows of float activations into `stage` (FloatStage): each row's 16-byte
+// units at their staged_unit places, then each segment's sum. A lane takes a unit; the
+// loop's bound is the same for the lanes of a warp (shuffles), and whole segments are in
+// or out (a row is a multiple of 8 units). Waits for the whole block's copy.
 __device__ void stage_x(const Activation& x, int n_x, Words4* stage) {
-    const int units_per_row = x.n_pad / 4;
-    for (int i = threadIdx.x; i < n_x * units_per_row; i += blockDim.x) {
-        const int r = i / units_per_row, u = i % units_per_row;
-        store_shared(stage + r * units_per_row + staged_unit(u), load_16B(x.f + int64_t(r) * x.n_pad + 4 * u));
+    const int units_per_row = x.n_pad / 4, n_units = n_x * units_per_row, lane = threadIdx.x % 32;
+    float* sums = stage_sums(stage, n_x, x.n_pad);
+    for (int first = threadIdx.x - lane; first < n_units; first += blockDim.x) {
+        const int i = first + lane, r = i / units_per_row, u = i % units_per_row;
+        Words4 v{};
+        if (i < n_units) {
+            v = load_16B(x.f + int64_t(r) * x.n_pad + 4 * u);
+            store_shared(stage + r * units_per_row + staged_unit(u), v);
+        }
+        const float sum = segment_sum(v);
+        if (i < n_units && u % 4 == 0) sums[r * (x.n_pad / 16) + u / 4] = sum;
     }
     __syncthreads();
 }
@@ -90,7 +113,8 @@ __device__ float staged_inverse_rms(const Activation& x, float sum_sq) {
 
 // The one-row kernel's stage_x. With x.norm (a fused RMS_NORM) the row is also normalised:
 // the squares are summed during the copy, and after the barrier the copy needs anyway
-// each thread scales the units it copied; one more barrier. Every block repeats this
+// each thread scales the units it copied and the segments' sums are taken from the
+// scaled values; one more barrier. Every block repeats this
 // over a few KiB, which costs less than a launch of its own and a round trip of the
 // normalised row through memory. (One row only: in the multi-row kernel the same code
 // made ptxas spill in the main loop.)
@@ -104,11 +128,19 @@ __device__ void stage_x_row(const Activation& x, Words4* stage) {
         sum_sq += sum_of_squares(v);
     }
     const float inv_rms = staged_inverse_rms(x, sum_sq);
-    for (int u = threadIdx.x; u < units_per_row; u += blockDim.x) {
-        Words4 v = load_shared<Words4>(stage + staged_unit(u));
-        for (int j = 0; j < 4; ++j)
-            v.w[j] = quant::float_to_bits(quant::bits_to_float(v.w[j]) * inv_rms * x.norm[4 * u + j]);
-        store_shared(stage + staged_unit(u), v);
+    float* sums = stage_sums(stage, 1, x.n_pad);
+    const int lane = threadIdx.x % 32;
+    for (int first = threadIdx.x - lane; first < units_per_row; first += blockDim.x) {
+        const int u = first + lane;
+        Words4 v{};
+        if (u < units_per_row) {
+            v = load_shared<Words4>(stage + staged_unit(u));
+            for (int j = 0; j < 4; ++j)
+                v.w[j] = quant::float_to_bits(quant::bits_to_float(v.w[j]) * inv_rms * x.norm[4 * u + j]);
+            store_shared(stage + staged_unit(u), v);
+        }
+        const float sum = segment_sum(v);
+        if (u < units_per_row && u % 4 == 0) sums[u / 4] = sum;
     }
     __syncthreads();
 }
@@ -186,7 +218,7 @@ __device__ __forceinline__ auto with_x_reader(const Activation& x, XForm form, c
         if (form == XForm::kStagedQ8) return use(StagedQ8X::in_stage(stage, n_x, x.n_pad));
         if (x.q8.q) return use(GlobalQ8X{x.q8});
     }
-    if (form == XForm::kStagedFloat) return use(StagedFloatX{reinterpret_cast<const float*>(stage)});
+    if (form == XForm::kStagedFloat) return use(StagedFloatX::in_stage(stage, n_x, x.n_pad));
     return use(GlobalFloatX{x.f});
 }
 
@@ -314,7 +346,7 @@ __device__ void row_slice_dot_rows(const PackedMatrix& w, int row, int n_pad, co
                     if constexpr (X::kQ8)
                         acc[r] += dequantized_task_dot<Type>(task, xr.row_at(r, n_pad));
                     else
-                        acc[r] += dequantized_task_dot_float(task, xr.row_at(r, n_pad));
+                        acc[r] += dequantized_task_dot_float<Type>(task, xr.row_at(r, n_pad));
                 }
         }
     }

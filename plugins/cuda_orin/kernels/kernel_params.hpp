@@ -69,7 +69,8 @@ struct GemvOutput {
 inline constexpr int kGemvMaxRows = 8;
 
 // The most shared memory a GEMV block takes for its copy of the float activations (one
-// row of up to 12032 values; wider rows of x are read in place). A launch gets 48 KiB of
+// row of up to 11296 values with its segment sums, FloatStage; wider rows of x are read
+// in place). A launch gets 48 KiB of
 // shared memory without opting in to more, on sm_87 as on sm_90, static arrays included:
 // the GEMV kernels' own (slice and row sums) take the last KiB
 // (tests/cuda/check_kernel_resources.py checks the sum).
@@ -77,7 +78,8 @@ inline constexpr int kGemvMaxStageBytes = 47 * 1024;
 
 // Whether n_x_rows rows of float x (n_pad values apart) fit a GEMV block's stage.
 inline bool gemv_stage_fits(int n_x_rows, int n_pad) {
-    return n_pad % 32 == 0 && int64_t(n_x_rows) * n_pad * 4 <= kGemvMaxStageBytes;
+    return n_pad % 32 == 0 && n_pad <= (1 << 20) && n_x_rows <= kGemvMaxRows &&
+           float_stage(n_x_rows, n_pad).bytes <= kGemvMaxStageBytes;
 }
 
 // The same for x quantized as it is staged (GemvLaunch::quantize_x): 1.5 bytes a
@@ -164,7 +166,7 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         launch.x_stage_bytes = q8_stage(launch.n_x_rows, launch.x.n_pad).bytes;
     } else {
         stage = launch.stage_x && reads_float_x && gemv_stage_fits(launch.n_x_rows, launch.x.n_pad);
-        launch.x_stage_bytes = stage ? launch.n_x_rows * launch.x.n_pad * 4 : 0;
+        launch.x_stage_bytes = stage ? float_stage(launch.n_x_rows, launch.x.n_pad).bytes : 0;
     }
     if (launch.rows_per_warp < 0 || launch.rows_per_warp > kGemvMaxRowsPerWarp) return 0;
     if (launch.warps_per_row > 1 || launch.n_x_rows > 1) {

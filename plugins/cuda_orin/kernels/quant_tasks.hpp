@@ -360,10 +360,12 @@ ER_HD float segment_dot(const Segment& s, const X& x) {
 
 // Where a thread reads float activations: four values at `pos` (a multiple of 4) of one
 // row of x, in one 16-byte load; or the 16 values of a segment (`pos` a multiple of 16),
-// whose four loads share one address computation. GlobalFloatX reads the row in global
-// memory; StagedFloatX reads the block's copy in shared memory, whose 16-byte units were
-// placed by staged_unit (gemv.cu stages it). Two types, not a flag, so that the compiler
-// sees which memory each load reads.
+// whose four loads share one address computation, and their sum. GlobalFloatX reads the
+// row in global memory and adds the sum from the four loads; StagedFloatX reads the
+// block's copy in shared memory (FloatStage: 16-byte units placed by staged_unit, then
+// the segments' sums, which gemv.cu's stage adds in the same order), so the dots are the
+// same either way. Two types, not a flag, so that the compiler sees which memory each
+// load reads.
 struct GlobalFloatX {
     static constexpr bool kQ8 = false;
     const float* row;
@@ -373,6 +375,10 @@ struct GlobalFloatX {
     struct Segment16 {
         const float* first;
         ER_HD Words4 load4(int part) const { return load_16B(first + 4 * part); }  // values 4 part .. 4 part + 3
+        // From the sums of the four loads (each added in order): (0 + 1) + (2 + 3).
+        ER_HD float sum(const float (&part_sums)[4]) const {
+            return (part_sums[0] + part_sums[1]) + (part_sums[2] + part_sums[3]);
+        }
     };
     ER_HD Segment16 segment(int pos) const { return {row + pos}; }
 };
@@ -380,8 +386,14 @@ struct GlobalFloatX {
 struct StagedFloatX {
     static constexpr bool kQ8 = false;
     const float* row;
+    const float* sums;  // the row's segment sums
     ER_HD Words4 load4(int pos) const { return load_shared<Words4>(row + 4 * staged_unit(pos / 4)); }
-    ER_HD StagedFloatX row_at(int r, int n_pad) const { return {row + int64_t(r) * n_pad}; }
+    ER_HD StagedFloatX row_at(int r, int n_pad) const { return {row + int64_t(r) * n_pad, sums + int64_t(r) * (n_pad / 16)}; }
+    // Row 0 of the n_x rows a GEMV block staged in `stage` (FloatStage).
+    ER_HD static StagedFloatX in_stage(const void* stage, int n_x, int n_pad) {
+        const uint8_t* bytes = static_cast<const uint8_t*>(stage);
+        return {static_cast<const float*>(stage), reinterpret_cast<const float*>(bytes + float_stage(n_x, n_pad).sums_offset)};
+    }
 
     // staged_unit permutes units only inside a 32-value row, by an XOR of the low three
     // bits with a function of the row: so unit u0 + part, u0 a multiple of 4 and part <
@@ -389,7 +401,9 @@ struct StagedFloatX {
     struct Segment16 {
         const Words4* units;
         int first;
+        const float* sum_at;
         ER_HD Words4 load4(int part) const { return load_shared<Words4>(units + (first ^ part)); }
+        ER_HD float sum(const float (&)[4]) const { return *sum_at; }
     };
     ER_HD Segment16 segment(int pos) const {
 #if !defined(__CUDA_ARCH__)
@@ -398,7 +412,7 @@ struct StagedFloatX {
             std::abort();
         }
 #endif
-        return {reinterpret_cast<const Words4*>(row), staged_unit(pos / 4)};
+        return {reinterpret_cast<const Words4*>(row), staged_unit(pos / 4), sums + pos / 16};
     }
 };
 
@@ -412,24 +426,33 @@ ER_HD float dequantized_task_dot(const Task& t, const X& x) {
 
 // Float activations: exact to float rounding (no 8-bit activation noise), at the cost of
 // reading 4 bytes of x per weight instead of 1: four 16-byte loads per segment (a segment
-// starts at a multiple of 16 values of a 16-byte aligned row), the products summed in
-// index order as before. The weight loops are unrolled (a run-time index into s.q became
-// chains of compares and selects: twice the instructions, kernels/README.md); the loop
-// over the two segments is not: unrolled, ptxas hoisted both segments' eight loads of x
-// and spilled at the register count it picks for gemv_kernel.
-template <class X>
+// starts at a multiple of 16 values of a 16-byte aligned row). A segment's weights are
+// d q - m, so its dot is d (q . x) - m (sum of x): one FMA a weight, and for the types
+// with a minimum the segment's sum of x, which the stage holds (StagedFloatX) or the
+// loads give (GlobalFloatX). Fully unrolled: a run-time index into s.q became chains of
+// compares and selects (kernels/README.md).
+template <int32_t Type, class X>
 ER_HD float dequantized_task_dot_float(const Task& t, const X& x) {
     float acc = 0.0f;
-#pragma unroll 1
+#pragma unroll
     for (int k = 0; k < 2; ++k) {
-        const Segment s = k == 0 ? t.seg[0] : t.seg[1];  // a select: t.seg[k] would put t in local memory
+        const Segment& s = t.seg[k];
         const auto xs = x.segment(s.pos);
+        float qx = 0.0f, part_sums[4];
 #pragma unroll
         for (int part = 0; part < 4; ++part) {
             const Words4 xv = xs.load4(part);
 #pragma unroll
-            for (int i = 0; i < 4; ++i) acc += segment_weight(s, 4 * part + i) * quant::bits_to_float(xv.w[i]);
+            for (int i = 0; i < 4; ++i) {
+                const float xi = quant::bits_to_float(xv.w[i]);
+                qx += signed_byte_to_float(s.q[part], i) * xi;
+                part_sums[part] = i == 0 ? xi : part_sums[part] + xi;
+            }
         }
+        if constexpr (has_min(Type))
+            acc += s.d * qx - s.m * xs.sum(part_sums);
+        else
+            acc += s.d * qx;
     }
     return acc;
 }
@@ -441,7 +464,7 @@ ER_HD float task_dot(const PackedMatrix& w, int row, int task, const X& x) {
 
 template <int32_t Type, class X>
 ER_HD float task_dot_float(const PackedMatrix& w, int row, int task, const X& x) {
-    return dequantized_task_dot_float(dequantize_task<Type>(w, row, task), x);
+    return dequantized_task_dot_float<Type>(dequantize_task<Type>(w, row, task), x);
 }
 
 // A 16-bit value of a plain row as a float: fp16, or bf16 (the top half of a float).

@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
             if (quick && s.n_embd > 600) continue;
             if (k_quant(type) && (s.n_embd % 256 || s.n_ff % 256)) continue;
             check_gemv_float_x(dev, report, type, s.n_q, s.n_embd, 1, true, seed++);
-            check_gemv_float_x(dev, report, type, s.n_embd, s.n_ff, 1, int64_t(s.n_ff) * 4 <= kGemvMaxStageBytes, seed++);
+            check_gemv_float_x(dev, report, type, s.n_embd, s.n_ff, 1, gemv_stage_fits(1, padded_length(s.n_ff)), seed++);
             check_gemv_norm(dev, report, type, s.n_q, s.n_embd, seed++);
         }
         check_gemv_float_x(dev, report, type, 37, k_quant(type) ? 512 : 96, 5, true, seed++);
