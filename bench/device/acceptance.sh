@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 1 of 3 (see bench/README.md, "The acceptance run"): GPU kernel tests, conformance at every level (sm_90 and compute_87 PTX), compute-sanitizer;
+# Device call 1 of 3 (see bench/README.md, "The acceptance run"): GPU kernel tests, the CUDA Graph test, conformance at every level (sm_90 and compute_87 PTX), compute-sanitizer;
 # then, alone on the GPU, the kernel benchmark (cuda_orin_bench --quick: issue 18's per-kernel DRAM figures)
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-440}; L=${OUT:-/tmp}/logsA  # under $OUT: a call cut short still brings its logs back
 mkdir -p $L /root/stash
@@ -9,6 +9,7 @@ source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; P87=$PWD/.device-bundle
 cat .device-bundle/COMMIT; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 ( timeout 150 $B/cuda_kernels_gpu > $L/kernels.log 2>&1; echo "exit $?" >> $L/kernels.log ) &
 ( timeout 150 $B/cuda_kernels_gpu_ptx87 > $L/kernels_ptx87.log 2>&1; echo "exit $?" >> $L/kernels_ptx87.log ) &
+( timeout 150 $B/cuda_graph_gpu > $L/graph.log 2>&1; echo "exit $?" >> $L/graph.log ) &  # 100 decode steps replayed, logits bit for bit
 TAILN=4 run conf_all 120 $B/edgerun-conformance run --candidate cuda_orin --require-full -t 6 --json $L/conf_all.json; CONF_RC=$?
 S="$B/edgerun-conformance run --candidate cuda_orin --levels models --presets qwen3-0.6b --types Q4_K_M --tokens 8 --prompt 4 --greedy 4 -t 2"
 for tool in memcheck racecheck initcheck synccheck; do
@@ -24,6 +25,6 @@ TAILN=3 run kernel_bench 150 $B/cuda_orin_bench --quick --out $L --commit "$(cat
 # The goal's rows (the whole table is in the log and the JSON): the copy peak, the layer
 # sequence (fused against separate launches, FFN-sized GEMVs), flash-decode at 32k.
 grep -E '^(device|qkv|attn_output|gate\+up|ffn_down|attention) ' $L/kernel_bench.log | cut -c1-150
-for f in kernels kernels_ptx87 sanitizer_memcheck sanitizer_racecheck sanitizer_initcheck sanitizer_synccheck; do echo "== $f"; grep -E 'FAIL|ERROR|passed|exit' $L/$f.log | tail -5; done
+for f in kernels kernels_ptx87 graph sanitizer_memcheck sanitizer_racecheck sanitizer_initcheck sanitizer_synccheck; do echo "== $f"; grep -E 'FAIL|ERROR|passed|exit' $L/$f.log | tail -5; done
 grep -h -E '^(PASS|FAIL):|coverage' $L/conf_all*.log
 echo "logs in $L"; echo "A done at $((SECONDS-t0)) s"
