@@ -240,6 +240,12 @@ ER_HD float signed_byte_to_float(uint32_t word, int k) {
     return quant::bits_to_float(byte_perm(biased, 0x4B000000u, 0x7540u | uint32_t(k))) - 8388736.0f;
 }
 
+// The same for a byte known to be below 128 (the quants of the types with a minimum are
+// 0..63): no bias, so no XOR.
+ER_HD float small_unsigned_byte_to_float(uint32_t word, int k) {
+    return quant::bits_to_float(byte_perm(word, 0x4B000000u, 0x7540u | uint32_t(k))) - 8388608.0f;
+}
+
 // Subtract a constant from each byte of four unsigned bytes known to be below 128
 // (quant values 0..63), giving signed bytes. Adding (128 - c) cannot carry across bytes
 // and flipping bit 7 turns the biased value into two's complement: (q + 128 - c) ^ 128.

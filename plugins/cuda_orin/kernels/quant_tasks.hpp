@@ -445,7 +445,8 @@ ER_HD float dequantized_task_dot_float(const Task& t, const X& x) {
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 const float xi = quant::bits_to_float(xv.w[i]);
-                qx += signed_byte_to_float(s.q[part], i) * xi;
+                const float q = has_min(Type) ? small_unsigned_byte_to_float(s.q[part], i) : signed_byte_to_float(s.q[part], i);
+                qx += q * xi;
                 part_sums[part] = i == 0 ? xi : part_sums[part] + xi;
             }
         }
