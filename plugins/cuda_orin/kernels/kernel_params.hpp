@@ -70,10 +70,9 @@ inline constexpr int kGemvMaxRows = 8;
 
 // The most shared memory a GEMV block takes for its copy of the float activations (one
 // row of up to 11296 values with its segment sums, FloatStage; wider rows of x are read
-// in place). A launch gets 48 KiB of
-// shared memory without opting in to more, on sm_87 as on sm_90, static arrays included:
-// the GEMV kernels' own (slice and row sums) take the last KiB
-// (tests/cuda/check_kernel_resources.py checks the sum).
+// in place). A launch gets 48 KiB of shared memory without opting in to more, on sm_87
+// as on sm_90, static arrays included: the GEMV kernels' own (slice and row sums) take
+// the last KiB (tests/cuda/check_kernel_resources.py checks the sum).
 inline constexpr int kGemvMaxStageBytes = 47 * 1024;
 
 // Whether n_x_rows rows of float x (n_pad values apart) fit a GEMV block's stage.

@@ -25,7 +25,7 @@
 namespace edgerun::cuda_orin {
 
 struct Segment {
-    uint32_t q[4];  // sixteen signed bytes
+    uint32_t q[4];  // sixteen signed bytes (0..63 for the types with a minimum)
     float d;
     float m;        // 0 for types without a minimum
     int pos;        // index of the segment's first weight in the row
@@ -388,11 +388,14 @@ struct StagedFloatX {
     const float* row;
     const float* sums;  // the row's segment sums
     ER_HD Words4 load4(int pos) const { return load_shared<Words4>(row + 4 * staged_unit(pos / 4)); }
-    ER_HD StagedFloatX row_at(int r, int n_pad) const { return {row + int64_t(r) * n_pad, sums + int64_t(r) * (n_pad / 16)}; }
+    ER_HD StagedFloatX row_at(int r, int n_pad) const {
+        return {row + int64_t(r) * n_pad, sums + int64_t(r) * (n_pad / 16)};
+    }
     // Row 0 of the n_x rows a GEMV block staged in `stage` (FloatStage).
     ER_HD static StagedFloatX in_stage(const void* stage, int n_x, int n_pad) {
         const uint8_t* bytes = static_cast<const uint8_t*>(stage);
-        return {static_cast<const float*>(stage), reinterpret_cast<const float*>(bytes + float_stage(n_x, n_pad).sums_offset)};
+        const float* sums = reinterpret_cast<const float*>(bytes + float_stage(n_x, n_pad).sums_offset);
+        return {static_cast<const float*>(stage), sums};
     }
 
     // staged_unit permutes units only inside a 32-value row, by an XOR of the low three
@@ -445,7 +448,8 @@ ER_HD float dequantized_task_dot_float(const Task& t, const X& x) {
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 const float xi = quant::bits_to_float(xv.w[i]);
-                const float q = has_min(Type) ? small_unsigned_byte_to_float(s.q[part], i) : signed_byte_to_float(s.q[part], i);
+                const float q = has_min(Type) ? small_unsigned_byte_to_float(s.q[part], i)
+                                              : signed_byte_to_float(s.q[part], i);
                 qx += q * xi;
                 part_sums[part] = i == 0 ? xi : part_sums[part] + xi;
             }
