@@ -3,7 +3,7 @@
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=${OUT:-/tmp}/logsC  # under $OUT: a call cut short still brings its logs back
 mkdir -p $L
 source bench/device/common.sh
-mkdir -p /root/lb; cat /root/stash/llama-bench.tar.xz.part-* .smol-c/llama-bench.tar.xz.part-* | tar -xJ -C /root/lb; ls -la /root/lb
+mkdir -p /root/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /root/lb; ls -la /root/lb
 # Built on the development machine against its CUDA 13.0 (RUNPATH /usr/local/cuda/lib): a
 # library the loader cannot find here is named in the log (then rebuild it here with
 # scripts/build-llama-bench.sh, about 400 s with JOBS=10).

@@ -5,22 +5,22 @@
 # and none outlives the session that made it (each session starts from a fresh
 # checkout): a session with a device runs this first.
 #
-#   bench/device/prepare.sh                about a minute after scripts/test.sh:
-#     .device-carry/bundle.tar.xz          from BUILD (default build/, scripts/test.sh's,
-#                                          CUDA architectures 87 and 90): edgerun, the
-#                                          backends, the GPU tests and benchmarks; ptx87/ a
-#                                          cuda_orin with compute_87 PTX only (build-ptx87/);
-#                                          the Debian libraries they need
-#                                          (shared/tools/device-bundle); COMMIT, the commit
+#   bench/device/prepare.sh                about a minute after scripts/test.sh, a few
+#                                          from nothing:
+#     .device-carry/bundle.tar.xz          from BUILD (default build/, configured as
+#                                          scripts/test.sh does if absent; CUDA architectures
+#                                          87 and 90): edgerun, the backends, the GPU tests
+#                                          and benchmarks; ptx87/ a cuda_orin with compute_87
+#                                          PTX only (build-ptx87/); the Debian libraries they
+#                                          need (shared/tools/device-bundle); COMMIT
 #     .device-carry/llama.cpp-*-src.tar.xz llama.cpp's source, to build llama-bench there
 #                                          if the binary built here does not load
 #     .smol-a/smolpart-aa, .smol-b/smolpart-ab   the real SmolLM2 Q4_1 (scripts/fetch-model.sh),
 #                                          xz-compressed, in two pieces (no call carries both)
-#   bench/device/prepare.sh --llama-bench  llama-bench alone, for sm_90, about 29 min on 2
+#   bench/device/prepare.sh --llama-bench  llama-bench alone, for sm_90, 16-29 min on 2
 #                                          cores (398 s of device time if built there): run it
 #                                          in the background while calls 1-3 run; stripped, as
-#                                          .smol-b-lb/llama-bench.tar.xz.part-aa (call 4) and
-#                                          .smol-c/llama-bench.tar.xz.part-ab, -ac (call 5)
+#                                          .smol-c/llama-bench.tar.xz (call 5)
 #
 # The bundle is built from the working tree as it is: commit first, so that COMMIT names
 # what runs (it says "-dirty" otherwise).
@@ -33,7 +33,7 @@ mode=bundle
 case ${1:-} in
   "") ;;
   --llama-bench) mode=llama-bench ;;
-  -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "prepare: unknown argument $1 (see --help)" >&2; exit 2 ;;
 esac
 say() { echo "prepare: $*" >&2; }
@@ -47,7 +47,10 @@ make_bundle() {
   local bins=(edgerun edgerun-conformance cuda_kernels_gpu cuda_kernels_gpu_ptx87 cuda_graph_gpu
               cuda_orin_bench cuda_orin_capture_check)
   local plugins=(cpu_ref cuda_orin formats_gguf sampler)
-  [ -f "$build/CMakeCache.txt" ] || { say "no build in $build/ (run scripts/test.sh first, or set BUILD)"; exit 1; }
+  if [ ! -f "$build/CMakeCache.txt" ]; then  # scripts/test.sh's configuration; only the targets below are built
+    scripts/install-deps.sh
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEDGERUN_BUILD_TESTS=ON > /dev/null
+  fi
   local archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt")  # none: the project's 87 and 90
   [ -z "$archs" ] || [ "$archs" = "87;90" ] || { say "$build/ is built for CUDA architectures $archs, not 87 and 90"; exit 1; }
   cmake --build "$build" -j "$jobs" --target "${bins[@]}" "${plugins[@]}" > /dev/null ||
@@ -57,13 +60,12 @@ make_bundle() {
   cmake --build build-ptx87 -j "$jobs" --target cuda_orin > /dev/null
   say "built in $((SECONDS - start)) s"
 
-  mkdir -p "$work/bin" "$work/plugins" "$work/ptx87" "$work/lib"
+  mkdir -p "$work/bin" "$work/plugins" "$work/ptx87"
   local b p
   for b in "${bins[@]}"; do cp "$build/bin/$b" "$work/bin/"; done
   for p in "${plugins[@]}"; do cp "$build/plugins/libedgerun_$p.so" "$work/plugins/"; done
   cp build-ptx87/plugins/libedgerun_cuda_orin.so "$work/ptx87/"
-  cp "$build"/lib/*.so "$work/lib/"  # libraries edgerun links, not plugins
-  strip --strip-unneeded "$work"/bin/* "$work"/plugins/* "$work"/ptx87/* "$work"/lib/*
+  strip --strip-unneeded "$work"/bin/* "$work"/plugins/* "$work"/ptx87/*
   rm -rf .device-bundle
   "${DEVICE_BUNDLE:-$root/../shared/tools/device-bundle}" "$work" .device-bundle
   local commit=$(git rev-parse --short HEAD)
@@ -84,15 +86,14 @@ pack_model() {
   say "SmolLM2: $(du -h .smol-a/smolpart-aa | cut -f1) + $(du -h .smol-b/smolpart-ab | cut -f1), carried by calls 2 and 4"
 }
 
-# llama-bench, stripped, in three pieces of 15 MiB at most.
+# llama-bench, stripped (41 MB compressed: call 5 carries it alone).
 pack_llama_bench() {
   scripts/llamacpp-cuda-source.sh .device-carry > /dev/null
   local bin=$(JOBS=$jobs scripts/build-llama-bench.sh)
   cp "$bin" "$work/llama-bench" && strip "$work/llama-bench"
-  rm -rf .smol-b-lb .smol-c && mkdir -p .smol-b-lb .smol-c
-  tar -cf - -C "$work" llama-bench | xz -T "$jobs" -6 | split -b 15M - .smol-c/llama-bench.tar.xz.part-
-  mv .smol-c/llama-bench.tar.xz.part-aa .smol-b-lb/
-  say "llama-bench: $(cat .smol-b-lb/* .smol-c/* | wc -c) bytes in $(ls .smol-b-lb .smol-c | grep -c part) pieces"
+  rm -rf .smol-c && mkdir -p .smol-c
+  tar -cf - -C "$work" llama-bench | xz -T "$jobs" -6 > .smol-c/llama-bench.tar.xz
+  say "llama-bench: $(du -h .smol-c/llama-bench.tar.xz | cut -f1) carried by call 5"
 }
 
 if [ $mode = bundle ]; then
@@ -119,7 +120,7 @@ check() {
 check 1 .device-carry
 check 2 .smol-a
 check 3 .device-carry
-check 4 .smol-b .smol-b-lb
+check 4 .smol-b
 check 5 .smol-c
 say "done in $((SECONDS - start)) s"
 exit $status

@@ -7,7 +7,6 @@ source bench/device/common.sh
 source .device-bundle/env.sh; B=$PWD/.device-bundle/bin
 M=/root/.cache/edgerun/models/SmolLM2-135M-Instruct.Q4_1.gguf; mkdir -p $(dirname $M)
 cat /root/stash/smolpart-aa .smol-b/smolpart-ab | xz -d > $M; ls -la $M; sha256sum $M | tee $L/model.sha256
-cp .smol-b-lb/* /root/stash/ 2>/dev/null
 TAILN=30 run conf_smol 150 $B/edgerun-conformance run --candidate cuda_orin --require-full -m $M --matrix none --levels models,long,batch -t 8
 P="The capital of France is"
 run text_cpu 60 $B/edgerun --backend cpu_ref -m $M -p "$P" -n 64 --temp 0 --tokens-out $L/text_cpu.json
