@@ -41,11 +41,12 @@ ER_HD constexpr bool has_min(int32_t type) {
 }
 
 // Byte k (0..15) of four words. Selects rather than indexes, so the words stay in
-// registers (a run-time index into a register array would send it to local memory).
+// registers (a run-time index into a register array would send it to local memory): the
+// pair of words holding it, then the byte by one byte_perm with k as its selector.
 ER_HD uint32_t byte_of(const Words4& v, int k) {
     ER_ASSUME_NON_NEGATIVE(k);
-    const uint32_t word = k < 4 ? v.w[0] : k < 8 ? v.w[1] : k < 12 ? v.w[2] : v.w[3];
-    return (word >> (8 * (k % 4))) & 0xFFu;
+    const bool low = k < 8;
+    return byte_perm(low ? v.w[0] : v.w[2], low ? v.w[1] : v.w[3], uint32_t(k % 8)) & 0xFFu;
 }
 
 template <int32_t Type>
@@ -196,8 +197,8 @@ ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, int task) {
         // 16 six-bit scales: low nibbles in bytes 0..7 (scales 0-7 low, 8-15 high
         // nibble), the top two bits in bytes 8..11 (scale n: byte 8 + n%4, bits 2(n/4)).
         const int n = 8 * k.half + 2 * j + k.h;
-        const uint32_t low = n < 8 ? byte_of(sc, n) & 0xF : byte_of(sc, n - 8) >> 4;
-        const uint32_t high = (byte_of(sc, 8 + n % 4) >> (2 * (n / 4))) & 3;
+        const uint32_t low = (byte_perm(sc.w[0], sc.w[1], uint32_t(n % 8)) >> (4 * (n / 8))) & 0xF;
+        const uint32_t high = (byte_perm(sc.w[2], 0u, uint32_t(n % 4)) >> (2 * (n / 4))) & 3;
         t.seg[s].d = d * float(int(low | (high << 4)) - 32);
         t.seg[s].m = 0.0f;
         t.seg[s].pos = 256 * k.block + 128 * k.half + 32 * j + 16 * k.h;
