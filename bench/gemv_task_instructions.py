@@ -39,8 +39,8 @@ KERNEL = re.compile(r"task_loop_(f32|q8s|q8)ILi(\d+)E")
 def loop_instructions(found):
     """{(form, type id): instructions one task executes}: the task loop is the span of the
     function's longest backward branch. A loop inside it can only be the float dot's loop
-    over the task's two segments (quant_tasks.hpp), so its body counts twice; a second
-    inner loop is refused (the count would be a guess)."""
+    over the task's two segments (quant_tasks.hpp unrolls it; were ptxas to keep it), so
+    its body counts twice; a second inner loop is refused (the count would be a guess)."""
     counts = {}
     for name, body in found.items():
         m = KERNEL.search(name)

@@ -19,8 +19,8 @@ __global__ void __launch_bounds__(256, 3) task_loop_f32(const __grid_constant__ 
 // 8-bit activations prepared in global memory, dotted by dp4a (option activations=q8
 // where x does not fit the stage).
 template <int32_t Type>
-__global__ void __launch_bounds__(256, 3) task_loop_q8(const __grid_constant__ PackedMatrix w, const __grid_constant__ ActivationQ8 x,
-                             float* out) {
+__global__ void __launch_bounds__(256, 3)
+    task_loop_q8(const __grid_constant__ PackedMatrix w, const __grid_constant__ ActivationQ8 x, float* out) {
     out[threadIdx.x] = row_slice_dot<Type>(w, blockIdx.x, GlobalQ8X{x}, threadIdx.x, 32);
 }
 
