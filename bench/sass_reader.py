@@ -21,13 +21,16 @@ FUNCTION = re.compile(r"Function : (\S+)")
 INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)[^;]*?(?:0x([0-9a-f]+))?\s*;")
 
 
-def command_line(description, argv):
-    """--nvcc, --cuobjdump, --arch parsed, the tools checked: (nvcc, cuobjdump, archs).
-    Exits with a one-line error naming a missing tool."""
+def command_line(description, argv, more=None):
+    """--nvcc, --cuobjdump, --arch parsed, the tools checked: (nvcc, cuobjdump, archs), and
+    the parsed arguments too when `more` (a function given the parser) adds some of its
+    own. Exits with a one-line error naming a missing tool."""
     ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
     ap.add_argument("--cuobjdump", help="default: beside nvcc, else on PATH (PyPI's nvidia-cuda-cuobjdump has one)")
     ap.add_argument("--arch", action="append", help="sm_87, sm_90 (default: both)")
+    if more:
+        more(ap)
     args = ap.parse_args(argv)
     program = os.path.basename(sys.argv[0])
     cuobjdump = args.cuobjdump
@@ -39,7 +42,8 @@ def command_line(description, argv):
     for tool, path in (("nvcc", args.nvcc), ("cuobjdump", cuobjdump)):
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             sys.exit(f"{program}: {tool} '{path}' is not an executable file")
-    return args.nvcc, cuobjdump, args.arch or ["sm_87", "sm_90"]
+    tools = (args.nvcc, cuobjdump, args.arch or ["sm_87", "sm_90"])
+    return tools + (args,) if more else tools
 
 
 def functions(nvcc, cuobjdump, source, arch):
