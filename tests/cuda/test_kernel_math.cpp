@@ -86,16 +86,16 @@ Task dequantize_any(const PackedMatrix& w, int row, int task) {
 float dot_any(const PackedMatrix& w, int row, int task, const Activation& x) {
     const GlobalQ8X q8{x.q8};
     switch (w.type) {
-        case kQ4_0: return task_dot<kQ4_0>(w, row, task, q8);
-        case kQ4_1: return task_dot<kQ4_1>(w, row, task, q8);
-        case kQ5_0: return task_dot<kQ5_0>(w, row, task, q8);
-        case kQ5_1: return task_dot<kQ5_1>(w, row, task, q8);
-        case kQ8_0: return task_dot<kQ8_0>(w, row, task, q8);
-        case kQ2_K: return task_dot<kQ2_K>(w, row, task, q8);
-        case kQ3_K: return task_dot<kQ3_K>(w, row, task, q8);
-        case kQ4_K: return task_dot<kQ4_K>(w, row, task, q8);
-        case kQ5_K: return task_dot<kQ5_K>(w, row, task, q8);
-        case kQ6_K: return task_dot<kQ6_K>(w, row, task, q8);
+        case kQ4_0: return task_dot<kQ4_0>(w, row, task_index(task), q8);
+        case kQ4_1: return task_dot<kQ4_1>(w, row, task_index(task), q8);
+        case kQ5_0: return task_dot<kQ5_0>(w, row, task_index(task), q8);
+        case kQ5_1: return task_dot<kQ5_1>(w, row, task_index(task), q8);
+        case kQ8_0: return task_dot<kQ8_0>(w, row, task_index(task), q8);
+        case kQ2_K: return task_dot<kQ2_K>(w, row, task_index(task), q8);
+        case kQ3_K: return task_dot<kQ3_K>(w, row, task_index(task), q8);
+        case kQ4_K: return task_dot<kQ4_K>(w, row, task_index(task), q8);
+        case kQ5_K: return task_dot<kQ5_K>(w, row, task_index(task), q8);
+        case kQ6_K: return task_dot<kQ6_K>(w, row, task_index(task), q8);
         case kF32: return task_dot_plain<kF32>(w, row, task, GlobalFloatX{x.f});
         case kF16: return task_dot_plain<kF16>(w, row, task, GlobalFloatX{x.f});
         case kBF16: return task_dot_plain<kBF16>(w, row, task, GlobalFloatX{x.f});
@@ -174,7 +174,7 @@ TEST_CASE("the kernels' per-task decode gives gguf's values bit for bit") {
                     for (int i = 0; i < 16; ++i) {
                         // The float dot reads these types' quants as unsigned bytes below 128.
                         if (with_min && ((s.q[i / 4] >> (8 * (i % 4))) & 0x80u)) ++negative_quants;
-                        const int col = s.pos + i;
+                        const int col = s.pos() + i;
                         REQUIRE(col >= 0);
                         REQUIRE(col < v.n_cols);
                         ++seen[col];
@@ -283,8 +283,44 @@ std::vector<int> x_units_of_task(const PackedMatrix& w, int task) {
     }
     const Task t = dequantize_any(w, 0, task);
     for (const Segment& s : t.seg)
-        for (int part = 0; part < 4; ++part) units.push_back(s.pos / 4 + part);
+        for (int part = 0; part < 4; ++part) units.push_back(s.pos() / 4 + part);
     return units;
+}
+
+TEST_CASE("a thread's tasks keep their place in a group of 256 weights: what depends on it is computed once") {
+    // The GEMV loops walk TaskIndex::group with `sub` fixed (task_walk): every task it
+    // visits is one the plain loop over t = first, first + stride, ... visits, in order.
+    for (int n_tasks : {0, 1, 3, 8, 9, 40, 96, 131})
+        for (int stride : {8, 32, 64, 256})
+            for (int first = 0; first < stride; first += 3) {
+                std::vector<int> plain, walked;
+                for (int t = first; t < n_tasks; t += stride) plain.push_back(t);
+                const TaskWalk walk = task_walk(first, stride, n_tasks);
+                for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups) walked.push_back(8 * k.group + k.sub);
+                CAPTURE(n_tasks);
+                CAPTURE(stride);
+                CAPTURE(first);
+                REQUIRE(walked == plain);
+            }
+    // Every segment lies in its task's group, at an offset of whole segments.
+    for (const std::string name : kTypes) {
+        CAPTURE(name);
+        const Packed packed = pack(load_weights(name));
+        if (plain_value_bytes(packed.view.type)) continue;
+        for (int t = 0; t < tasks_per_row(packed.view); ++t)
+            for (const Segment& s : dequantize_any(packed.view, 0, t).seg) {
+                REQUIRE(s.group == t / 8);
+                REQUIRE(s.offset % 16 == 0);
+                REQUIRE(s.offset >= 0);
+                REQUIRE(s.offset < 256);
+            }
+    }
+    // The stages' swizzles move a unit only inside its group, so a reader may swizzle the
+    // offset alone (StagedFloatX, StagedQ8X).
+    for (int group = 0; group < 64; ++group) {
+        for (int v = 0; v < 64; ++v) REQUIRE(staged_unit(64 * group + v) == 64 * group + staged_unit(v));
+        for (int v = 0; v < 16; ++v) REQUIRE(staged_q8_unit(16 * group + v) == 16 * group + staged_q8_unit(v));
+    }
 }
 
 TEST_CASE("staged activations: the eight lanes of a quarter-warp load from eight different bank groups") {
@@ -361,7 +397,7 @@ TEST_CASE("x quantized as staged: the eight lanes of a quarter-warp load from ei
             for (int s = 0; s < 2; ++s) {
                 std::vector<int> staged(8, 0), in_place(8, 0);
                 for (int lane = 0; lane < 8; ++lane) {
-                    const int unit = dequantize_any(packed.view, 0, t0 + lane).seg[s].pos / 16;
+                    const int unit = dequantize_any(packed.view, 0, t0 + lane).seg[s].pos() / 16;
                     ++staged[size_t(staged_q8_unit(unit) % 8)];
                     ++in_place[size_t(unit % 8)];
                 }

@@ -43,7 +43,7 @@ ER_HD void dequantize_task_exact(const PackedMatrix& w, int row, int task, Out* 
     } else {
         const Task t = dequantize_task<Type>(w, row, task);
         for (const Segment& s : t.seg)
-            for (int i = 0; i < 16; ++i) store_weight(out_row + s.pos + i, exact_segment_weight(s, i));
+            for (int i = 0; i < 16; ++i) store_weight(out_row + s.pos() + i, exact_segment_weight(s, i));
     }
 }
 

@@ -332,14 +332,17 @@ template <int32_t Type, class X>
 __device__ void row_slice_dot_rows(const PackedMatrix& w, int row, int n_pad, const X& xr, int n_x, int first_task,
                                    int stride, float (&acc)[kGemvMaxRows]) {
     const int n_tasks = tasks_per_row(w);
-    for (int t = first_task; t < n_tasks; t += stride) {
-        if constexpr (plain_value_bytes(Type) != 0) {
+    if constexpr (plain_value_bytes(Type) != 0) {
+        for (int t = first_task; t < n_tasks; t += stride) {
             const PlainTask<Type> task = load_plain_task<Type>(w, row, t);
 #pragma unroll
             for (int r = 0; r < kGemvMaxRows; ++r)
                 if (r < n_x) acc[r] += plain_task_dot<Type>(task, xr.row_at(r, n_pad), 32 * t);
-        } else {
-            const Task task = dequantize_task<Type>(w, row, t);
+        }
+    } else {
+        const TaskWalk walk = task_walk(first_task, stride, n_tasks);
+        for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups) {
+            const Task task = dequantize_task<Type>(w, row, k);
 #pragma unroll
             for (int r = 0; r < kGemvMaxRows; ++r)
                 if (r < n_x) {

@@ -24,11 +24,51 @@
 
 namespace edgerun::cuda_orin {
 
+// Tasks come eight to a group of 256 weights (a K-quant super-block, or eight blocks of
+// 32): task 8 group + sub. A thread's tasks t, t + stride, ... (stride a multiple of 8,
+// row_slice_dot) keep their `sub` and walk `group`, so whatever a task derives from
+// `sub` alone (its weights' places in a block, its scales' shifts, where its segments of
+// x lie in a group and the stage's swizzle of them) is the same for every task of a
+// thread: the compiler computes it once, before the loop, instead of once a task.
+struct TaskIndex {
+    int group, sub;
+};
+
+ER_HD TaskIndex task_index(int task) { return {task / 8, task % 8}; }
+
+// What the dequantizers tell the compiler of their task (as ER_ASSUME_NON_NEGATIVE).
+#define ER_ASSUME_TASK_INDEX(k)               \
+    do {                                      \
+        ER_ASSUME_NON_NEGATIVE((k).group);    \
+        ER_ASSUME_NON_NEGATIVE((k).sub);      \
+    } while (0)
+
+// A thread's tasks first, first + stride, ... below n_tasks, as the loop
+//   for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups)
+// (stride a multiple of 8, so that `sub` stays).
+struct TaskWalk {
+    TaskIndex first;
+    int end, groups;
+};
+
+ER_HD TaskWalk task_walk(int first_task, int stride, int n_tasks) {
+#if !defined(__CUDA_ARCH__)
+    if (stride <= 0 || stride % 8 != 0) {
+        std::fprintf(stderr, "cuda_orin: a task stride of %d, not a positive multiple of 8\n", stride);
+        std::abort();
+    }
+#endif
+    const TaskIndex first = task_index(first_task);
+    return {first, (n_tasks - first.sub + 7) / 8, stride / 8};
+}
+
 struct Segment {
     uint32_t q[4];  // sixteen signed bytes (0..63 for the types with a minimum)
     float d;
     float m;        // 0 for types without a minimum
-    int pos;        // index of the segment's first weight in the row
+    int group;      // the segment's first weight is weight 256 group + offset of the row
+    int offset;     // 0..240, a multiple of 16
+    ER_HD int pos() const { return 256 * group + offset; }
 };
 
 struct Task {
@@ -50,11 +90,24 @@ ER_HD uint32_t byte_of(const Words4& v, int k) {
 }
 
 template <int32_t Type>
-ER_HD Task dequantize_task(const PackedMatrix& w, int row, int task);
+ER_HD Task dequantize_task(const PackedMatrix& w, int row, TaskIndex task);
+
+template <int32_t Type>
+ER_HD Task dequantize_task(const PackedMatrix& w, int row, int task) {
+    return dequantize_task<Type>(w, row, task_index(task));
+}
+
+// The two segments of a 32-weight block: its low and high 16 weights.
+ER_HD void place_block_segments(Task& t, TaskIndex k) {
+    t.seg[0].group = t.seg[1].group = k.group;
+    t.seg[0].offset = 32 * k.sub;
+    t.seg[1].offset = 32 * k.sub + 16;
+}
 
 template <>
-ER_HD Task dequantize_task<kQ4_0>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
+ER_HD Task dequantize_task<kQ4_0>(const PackedMatrix& w, int row, TaskIndex k) {
+    ER_ASSUME_TASK_INDEX(k);
+    const int task = 8 * k.group + k.sub;  // the block
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const float d = half_to_float(load_2B(plane_row(w, 1, row, 2) + 2 * task));
     Task t;
@@ -64,14 +117,14 @@ ER_HD Task dequantize_task<kQ4_0>(const PackedMatrix& w, int row, int task) {
     }
     t.seg[0].d = t.seg[1].d = d;
     t.seg[0].m = t.seg[1].m = 0.0f;
-    t.seg[0].pos = 32 * task;
-    t.seg[1].pos = 32 * task + 16;
+    place_block_segments(t, k);
     return t;
 }
 
 template <>
-ER_HD Task dequantize_task<kQ4_1>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
+ER_HD Task dequantize_task<kQ4_1>(const PackedMatrix& w, int row, TaskIndex k) {
+    ER_ASSUME_TASK_INDEX(k);
+    const int task = 8 * k.group + k.sub;  // the block
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const uint32_t dm = load_4B(plane_row(w, 1, row, 4) + 4 * task);
     const float d = half_to_float(uint16_t(dm & 0xFFFFu));
@@ -83,14 +136,14 @@ ER_HD Task dequantize_task<kQ4_1>(const PackedMatrix& w, int row, int task) {
     }
     t.seg[0].d = t.seg[1].d = d;
     t.seg[0].m = t.seg[1].m = m;
-    t.seg[0].pos = 32 * task;
-    t.seg[1].pos = 32 * task + 16;
+    place_block_segments(t, k);
     return t;
 }
 
 template <>
-ER_HD Task dequantize_task<kQ5_0>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
+ER_HD Task dequantize_task<kQ5_0>(const PackedMatrix& w, int row, TaskIndex k) {
+    ER_ASSUME_TASK_INDEX(k);
+    const int task = 8 * k.group + k.sub;  // the block
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const uint32_t qh = load_4B(plane_row(w, 1, row, 4) + 4 * task);
     const float d = half_to_float(load_2B(plane_row(w, 2, row, 2) + 2 * task));
@@ -103,14 +156,14 @@ ER_HD Task dequantize_task<kQ5_0>(const PackedMatrix& w, int row, int task) {
     }
     t.seg[0].d = t.seg[1].d = d;
     t.seg[0].m = t.seg[1].m = 0.0f;
-    t.seg[0].pos = 32 * task;
-    t.seg[1].pos = 32 * task + 16;
+    place_block_segments(t, k);
     return t;
 }
 
 template <>
-ER_HD Task dequantize_task<kQ5_1>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
+ER_HD Task dequantize_task<kQ5_1>(const PackedMatrix& w, int row, TaskIndex k) {
+    ER_ASSUME_TASK_INDEX(k);
+    const int task = 8 * k.group + k.sub;  // the block
     const Words4 qs = load_16B(plane_row(w, 0, row, 16) + 16 * task);
     const uint32_t qh = load_4B(plane_row(w, 1, row, 4) + 4 * task);
     const uint32_t dm = load_4B(plane_row(w, 2, row, 4) + 4 * task);
@@ -123,14 +176,14 @@ ER_HD Task dequantize_task<kQ5_1>(const PackedMatrix& w, int row, int task) {
     }
     t.seg[0].d = t.seg[1].d = d;
     t.seg[0].m = t.seg[1].m = m;
-    t.seg[0].pos = 32 * task;
-    t.seg[1].pos = 32 * task + 16;
+    place_block_segments(t, k);
     return t;
 }
 
 template <>
-ER_HD Task dequantize_task<kQ8_0>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
+ER_HD Task dequantize_task<kQ8_0>(const PackedMatrix& w, int row, TaskIndex k) {
+    ER_ASSUME_TASK_INDEX(k);
+    const int task = 8 * k.group + k.sub;  // the block
     const uint8_t* qs = plane_row(w, 0, row, 32) + 32 * task;
     const Words4 a = load_16B(qs), b = load_16B(qs + 16);
     const float d = half_to_float(load_2B(plane_row(w, 1, row, 2) + 2 * task));
@@ -141,8 +194,7 @@ ER_HD Task dequantize_task<kQ8_0>(const PackedMatrix& w, int row, int task) {
     }
     t.seg[0].d = t.seg[1].d = d;
     t.seg[0].m = t.seg[1].m = 0.0f;
-    t.seg[0].pos = 32 * task;
-    t.seg[1].pos = 32 * task + 16;
+    place_block_segments(t, k);
     return t;
 }
 
@@ -151,16 +203,16 @@ struct LowBitTask {
     int block, half, h, j0;
 };
 
-ER_HD LowBitTask low_bit_task(int task) {
-    const int o = task % 8;
-    return {task / 8, o / 4, o % 2, 2 * ((o % 4) / 2)};
+ER_HD LowBitTask low_bit_task(TaskIndex t) {
+    const int o = t.sub;
+    return {t.group, o / 4, o % 2, 2 * ((o % 4) / 2)};
 }
 
 template <>
-ER_HD Task dequantize_task<kQ2_K>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
+ER_HD Task dequantize_task<kQ2_K>(const PackedMatrix& w, int row, TaskIndex task) {
+    ER_ASSUME_TASK_INDEX(task);
     const LowBitTask k = low_bit_task(task);
-    const Words4 qs = load_16B(plane_row(w, 0, row, 64) + 64 * k.block + 32 * k.half + 16 * k.h);
+    const Words4 qs = load_16B(plane_row(w, 0, row, 64) + (64 * k.block + 32 * k.half + 16 * k.h));
     const Words4 scales = load_16B(plane_row(w, 1, row, 16) + 16 * k.block);  // scale | min << 4
     const uint32_t dm = load_4B(plane_row(w, 2, row, 4) + 4 * k.block);
     const float d = half_to_float(uint16_t(dm & 0xFFFFu)), dmin = half_to_float(uint16_t(dm >> 16));
@@ -171,19 +223,20 @@ ER_HD Task dequantize_task<kQ2_K>(const PackedMatrix& w, int row, int task) {
         const uint32_t sc = byte_of(scales, 8 * k.half + 2 * j + k.h);
         t.seg[s].d = d * float(sc & 0xF);
         t.seg[s].m = dmin * float(sc >> 4);
-        t.seg[s].pos = 256 * k.block + 128 * k.half + 32 * j + 16 * k.h;
+        t.seg[s].group = k.block;
+        t.seg[s].offset = 128 * k.half + 32 * j + 16 * k.h;
     }
     return t;
 }
 
 template <>
-ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
+ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, TaskIndex task) {
+    ER_ASSUME_TASK_INDEX(task);
     const LowBitTask k = low_bit_task(task);
-    const Words4 qs = load_16B(plane_row(w, 0, row, 64) + 64 * k.block + 32 * k.half + 16 * k.h);
+    const Words4 qs = load_16B(plane_row(w, 0, row, 64) + (64 * k.block + 32 * k.half + 16 * k.h));
     // hmask byte l holds the third bit of weight l of each of the 8 groups of 32: bit g
     // for group g; a clear bit means the value is 4 lower.
-    const Words4 hmask = load_16B(plane_row(w, 1, row, 32) + 32 * k.block + 16 * k.h);
+    const Words4 hmask = load_16B(plane_row(w, 1, row, 32) + (32 * k.block + 16 * k.h));
     const uint8_t* packed = plane_row(w, 2, row, 12) + 12 * k.block;  // 4-byte aligned
     const Words4 sc = {{load_4B(packed), load_4B(packed + 4), load_4B(packed + 8), 0u}};
     const float d = half_to_float(load_2B(plane_row(w, 3, row, 2) + 2 * k.block));
@@ -201,7 +254,8 @@ ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, int task) {
         const uint32_t high = (byte_perm(sc.w[2], 0u, uint32_t(n % 4)) >> (2 * (n / 4))) & 3;
         t.seg[s].d = d * float(int(low | (high << 4)) - 32);
         t.seg[s].m = 0.0f;
-        t.seg[s].pos = 256 * k.block + 128 * k.half + 32 * j + 16 * k.h;
+        t.seg[s].group = k.block;
+        t.seg[s].offset = 128 * k.half + 32 * j + 16 * k.h;
     }
     return t;
 }
@@ -231,10 +285,10 @@ ER_HD void k_quant_sub_scales(const Words4& meta, int c, Segment* s0, Segment* s
 }
 
 template <>
-ER_HD Task dequantize_task<kQ4_K>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
-    const int block = task / 8, j = task % 8, c = j / 2, h = j % 2;
-    const Words4 qs = load_16B(plane_row(w, 0, row, 128) + 128 * block + 32 * c + 16 * h);
+ER_HD Task dequantize_task<kQ4_K>(const PackedMatrix& w, int row, TaskIndex task) {
+    ER_ASSUME_TASK_INDEX(task);
+    const int block = task.group, j = task.sub, c = j / 2, h = j % 2;
+    const Words4 qs = load_16B(plane_row(w, 0, row, 128) + (128 * block + 32 * c + 16 * h));
     const Words4 meta = load_16B(plane_row(w, 1, row, 16) + 16 * block);
     Task t;
     for (int i = 0; i < 4; ++i) {
@@ -242,38 +296,41 @@ ER_HD Task dequantize_task<kQ4_K>(const PackedMatrix& w, int row, int task) {
         t.seg[1].q[i] = (qs.w[i] >> 4) & 0x0F0F0F0Fu;
     }
     k_quant_sub_scales(meta, c, &t.seg[0], &t.seg[1]);
-    t.seg[0].pos = 256 * block + 64 * c + 16 * h;
-    t.seg[1].pos = t.seg[0].pos + 32;
+    t.seg[0].group = t.seg[1].group = block;
+    t.seg[0].offset = 64 * c + 16 * h;
+    t.seg[1].offset = t.seg[0].offset + 32;
     return t;
 }
 
 template <>
-ER_HD Task dequantize_task<kQ5_K>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
-    const int block = task / 8, j = task % 8, c = j / 2, h = j % 2;
-    const Words4 qs = load_16B(plane_row(w, 0, row, 128) + 128 * block + 32 * c + 16 * h);
+ER_HD Task dequantize_task<kQ5_K>(const PackedMatrix& w, int row, TaskIndex task) {
+    ER_ASSUME_TASK_INDEX(task);
+    const int block = task.group, j = task.sub, c = j / 2, h = j % 2;
+    const Words4 qs = load_16B(plane_row(w, 0, row, 128) + (128 * block + 32 * c + 16 * h));
     // qh byte l holds the fifth bit of weight l of every sub-block: bit s for sub-block s.
-    const Words4 qh = load_16B(plane_row(w, 1, row, 32) + 32 * block + 16 * h);
+    const Words4 qh = load_16B(plane_row(w, 1, row, 32) + (32 * block + 16 * h));
     const Words4 meta = load_16B(plane_row(w, 2, row, 16) + 16 * block);
     Task t;
     for (int i = 0; i < 4; ++i) {
-        t.seg[0].q[i] = (qs.w[i] & 0x0F0F0F0Fu) | (((qh.w[i] >> (2 * c)) & 0x01010101u) << 4);
-        t.seg[1].q[i] = ((qs.w[i] >> 4) & 0x0F0F0F0Fu) | (((qh.w[i] >> (2 * c + 1)) & 0x01010101u) << 4);
+        const uint32_t high = qh.w[i] >> (2 * c);  // bit 0: sub-block 2c's fifth bits, bit 1: 2c + 1's
+        t.seg[0].q[i] = (qs.w[i] & 0x0F0F0F0Fu) | ((high << 4) & 0x10101010u);
+        t.seg[1].q[i] = ((qs.w[i] >> 4) & 0x0F0F0F0Fu) | ((high << 3) & 0x10101010u);
     }
     k_quant_sub_scales(meta, c, &t.seg[0], &t.seg[1]);
-    t.seg[0].pos = 256 * block + 64 * c + 16 * h;
-    t.seg[1].pos = t.seg[0].pos + 32;
+    t.seg[0].group = t.seg[1].group = block;
+    t.seg[0].offset = 64 * c + 16 * h;
+    t.seg[1].offset = t.seg[0].offset + 32;
     return t;
 }
 
 template <>
-ER_HD Task dequantize_task<kQ6_K>(const PackedMatrix& w, int row, int task) {
-    ER_ASSUME_NON_NEGATIVE(task);
-    const int block = task / 8, o = task % 8, half = o / 4, k = o % 4;
+ER_HD Task dequantize_task<kQ6_K>(const PackedMatrix& w, int row, TaskIndex task) {
+    ER_ASSUME_TASK_INDEX(task);
+    const int block = task.group, o = task.sub, half = o / 4, k = o % 4;
     const int pair = k / 2;  // 0: groups 0 and 2, 1: groups 1 and 3 of this half
     const int l0 = 16 * (k % 2);
-    const Words4 ql = load_16B(plane_row(w, 0, row, 128) + 128 * block + 64 * half + 16 * k);
-    const Words4 qh = load_16B(plane_row(w, 1, row, 64) + 64 * block + 32 * half + l0);
+    const Words4 ql = load_16B(plane_row(w, 0, row, 128) + (128 * block + 64 * half + 16 * k));
+    const Words4 qh = load_16B(plane_row(w, 1, row, 64) + (64 * block + 32 * half + l0));
     const uint8_t* scales = plane_row(w, 2, row, 16) + 16 * block;
     const float d = half_to_float(load_2B(plane_row(w, 3, row, 2) + 2 * block));
     const int shift0 = 2 * pair, shift1 = 2 * pair + 4;
@@ -284,11 +341,12 @@ ER_HD Task dequantize_task<kQ6_K>(const PackedMatrix& w, int row, int task) {
         t.seg[0].q[i] = bytes_minus(q0, 32);
         t.seg[1].q[i] = bytes_minus(q1, 32);
     }
-    t.seg[0].pos = 256 * block + 128 * half + 32 * pair + l0;
-    t.seg[1].pos = t.seg[0].pos + 64;
+    t.seg[0].group = t.seg[1].group = block;
+    t.seg[0].offset = 128 * half + 32 * pair + l0;
+    t.seg[1].offset = t.seg[0].offset + 64;
     // One signed 8-bit scale per 16 weights.
-    const int8_t s0 = int8_t(scales[(t.seg[0].pos % 256) / 16]);
-    const int8_t s1 = int8_t(scales[(t.seg[1].pos % 256) / 16]);
+    const int8_t s0 = int8_t(scales[t.seg[0].offset / 16]);
+    const int8_t s1 = int8_t(scales[t.seg[1].offset / 16]);
     t.seg[0].d = d * float(s0);
     t.seg[1].d = d * float(s1);
     t.seg[0].m = t.seg[1].m = 0.0f;
@@ -308,7 +366,7 @@ struct Q8Segment {
     int32_t sum;
 };
 
-// Where a thread reads 8-bit activations, a segment (`pos` a multiple of 16) at a time.
+// Where a thread reads 8-bit activations, a segment (Segment::group and offset) at a time.
 // GlobalQ8X reads a row prepared in global memory (prepare.cu) and sums the bytes itself;
 // StagedQ8X reads the block's copy in shared memory, which the GEMV quantized from float x
 // as it staged it (gemv.cu), the scale and sum of each segment side by side in one 8-byte
@@ -317,8 +375,8 @@ struct GlobalQ8X {
     static constexpr bool kQ8 = true;
     ActivationQ8 x;
     template <bool WithSum>
-    ER_HD Q8Segment segment(int pos) const {
-        Q8Segment s{load_16B(x.q + pos), load_f32(x.d + pos / 32), 0};
+    ER_HD Q8Segment segment(int group, int offset) const {
+        Q8Segment s{load_16B(x.q + (256 * group + offset)), load_f32(x.d + (8 * group + offset / 32)), 0};
         if (WithSum)
             for (int i = 0; i < 4; ++i) s.sum = dp4a(0x01010101u, s.q.w[i], s.sum);
         return s;
@@ -333,9 +391,13 @@ struct StagedQ8X {
     const Words4* units;  // one row's bytes, 16-byte unit u at staged_q8_unit(u)
     const Words2* meta;   // per segment: the float bits of its group's scale, then its sum
     template <bool WithSum>
-    ER_HD Q8Segment segment(int pos) const {
-        const Words2 m = load_shared<Words2>(meta + pos / 16);
-        return {load_shared<Words4>(units + staged_q8_unit(pos / 16)), quant::bits_to_float(m.w[0]), int32_t(m.w[1])};
+    // staged_q8_unit moves a unit only inside its 16 (one group of 256 values): unit 16
+    // group + v is at 16 group + staged_q8_unit(v), the second term the same for every
+    // task of a thread (TaskIndex).
+    ER_HD Q8Segment segment(int group, int offset) const {
+        const Words2 m = load_shared<Words2>(meta + (16 * group + offset / 16));
+        const Words4 q = load_shared<Words4>(units + (16 * group + staged_q8_unit(offset / 16)));
+        return {q, quant::bits_to_float(m.w[0]), int32_t(m.w[1])};
     }
     // Row 0 of the n_x rows a GEMV block quantized into `stage` (Q8Stage).
     ER_HD static StagedQ8X in_stage(const void* stage, int n_x, int n_pad) {
@@ -351,7 +413,7 @@ struct StagedQ8X {
 // Segment · x, with x quantized per 32 values (d_x * qx): d_x * (d * Σ q qx - m * Σ qx).
 template <bool HasMin, class X>
 ER_HD float segment_dot(const Segment& s, const X& x) {
-    const Q8Segment xs = x.template segment<HasMin>(s.pos);
+    const Q8Segment xs = x.template segment<HasMin>(s.group, s.offset);
     int32_t qdot = 0;
     for (int i = 0; i < 4; ++i) qdot = dp4a(s.q[i], xs.q.w[i], qdot);
     float r = s.d * float(qdot);
@@ -360,8 +422,8 @@ ER_HD float segment_dot(const Segment& s, const X& x) {
 }
 
 // Where a thread reads float activations: four values at `pos` (a multiple of 4) of one
-// row of x, in one 16-byte load; or the 16 values of a segment (`pos` a multiple of 16),
-// whose four loads share one address computation, and their sum. GlobalFloatX reads the
+// row of x, in one 16-byte load; or the 16 values of a segment (Segment::group and
+// offset), whose four loads share one address computation, and their sum. GlobalFloatX reads the
 // row in global memory and adds the sum from the four loads; StagedFloatX reads the
 // block's copy in shared memory (FloatStage: 16-byte units placed by staged_unit, then
 // the segments' sums, which gemv.cu's stage adds in the same order), so the dots are the
@@ -381,7 +443,7 @@ struct GlobalFloatX {
             return (part_sums[0] + part_sums[1]) + (part_sums[2] + part_sums[3]);
         }
     };
-    ER_HD Segment16 segment(int pos) const { return {row + pos}; }
+    ER_HD Segment16 segment(int group, int offset) const { return {row + (256 * group + offset)}; }
 };
 
 struct StagedFloatX {
@@ -400,8 +462,10 @@ struct StagedFloatX {
     }
 
     // staged_unit permutes units only inside a 32-value row, by an XOR of the low three
-    // bits with a function of the row: so unit u0 + part, u0 a multiple of 4 and part <
-    // 4, is at staged_unit(u0) ^ part. The permutation is computed once for four loads.
+    // bits with a function of the row's place among eight (one group of 256 values): so
+    // unit 64 group + v is at 64 group + staged_unit(v), the second term the same for
+    // every task of a thread (TaskIndex), and unit u0 + part, u0 a multiple of 4 and
+    // part < 4, is at staged_unit(u0) ^ part.
     struct Segment16 {
         const Words4* units;
         int first;
@@ -409,14 +473,15 @@ struct StagedFloatX {
         ER_HD Words4 load4(int part) const { return load_shared<Words4>(units + (first ^ part)); }
         ER_HD float sum(const float (&)[4]) const { return *sum_at; }
     };
-    ER_HD Segment16 segment(int pos) const {
+    ER_HD Segment16 segment(int group, int offset) const {
 #if !defined(__CUDA_ARCH__)
-        if (pos % 16 != 0) {
-            std::fprintf(stderr, "cuda_orin: a staged segment of x at %d, not a multiple of 16\n", pos);
+        if (offset % 16 != 0 || offset < 0 || offset >= 256) {
+            std::fprintf(stderr, "cuda_orin: a staged segment of x at offset %d of a group, not a multiple of 16 below 256\n",
+                         offset);
             std::abort();
         }
 #endif
-        return {reinterpret_cast<const Words4*>(row), staged_unit(pos / 4), sums + pos / 16};
+        return {reinterpret_cast<const Words4*>(row) + 64 * group, staged_unit(offset / 4), sums + (16 * group + offset / 16)};
     }
 };
 
@@ -441,7 +506,7 @@ ER_HD float dequantized_task_dot_float(const Task& t, const X& x) {
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
         const Segment& s = t.seg[k];
-        const auto xs = x.segment(s.pos);
+        const auto xs = x.segment(s.group, s.offset);
         float qx = 0.0f, part_sums[4];
 #pragma unroll
         for (int part = 0; part < 4; ++part) {
@@ -464,12 +529,12 @@ ER_HD float dequantized_task_dot_float(const Task& t, const X& x) {
 }
 
 template <int32_t Type, class X>
-ER_HD float task_dot(const PackedMatrix& w, int row, int task, const X& x) {
+ER_HD float task_dot(const PackedMatrix& w, int row, TaskIndex task, const X& x) {
     return dequantized_task_dot<Type>(dequantize_task<Type>(w, row, task), x);
 }
 
 template <int32_t Type, class X>
-ER_HD float task_dot_float(const PackedMatrix& w, int row, int task, const X& x) {
+ER_HD float task_dot_float(const PackedMatrix& w, int row, TaskIndex task, const X& x) {
     return dequantized_task_dot_float<Type>(dequantize_task<Type>(w, row, task), x);
 }
 
@@ -534,21 +599,27 @@ ER_HD int tasks_per_row(const PackedMatrix& w) {
 // A thread's share of one row's dot in the GEMV (gemv.cu): tasks first_task, first_task +
 // stride, ... of row `row`, with x read through xr: GlobalFloatX or StagedFloatX (float
 // activations, exact), GlobalQ8X or StagedQ8X (8-bit ones, dp4a; quantized weights only).
-// One task an iteration: unrolled twice, the loop needed 86 registers (2 blocks per SM)
-// or spilled at 80; the weights' DRAM latency is the L2 prefetch's to hide (gemv.cu's
-// prefetch_row). bench/gemv_task_instructions.py counts this loop's instructions.
+// The stride is a multiple of 8 (gemv.cu's is 32 per warp of a row), so a quantized
+// type's loop walks TaskIndex::group. One task an iteration: unrolled twice, the loop
+// needed 86 registers (2 blocks per SM) or spilled at 80; the weights' DRAM latency is the
+// L2 prefetch's to hide (gemv.cu's prefetch_row). bench/gemv_task_instructions.py counts
+// this loop's instructions.
 template <int32_t Type, class X>
 ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first_task, int stride) {
     const int n_tasks = tasks_per_row(w);
     float acc = 0.0f;
+    if constexpr (plain_value_bytes(Type) != 0) {
 #pragma unroll 1
-    for (int t = first_task; t < n_tasks; t += stride) {
-        if constexpr (X::kQ8)
-            acc += task_dot<Type>(w, row, t, xr);
-        else if constexpr (plain_value_bytes(Type) != 0)
-            acc += task_dot_plain<Type>(w, row, t, xr);
-        else
-            acc += task_dot_float<Type>(w, row, t, xr);
+        for (int t = first_task; t < n_tasks; t += stride) acc += task_dot_plain<Type>(w, row, t, xr);
+    } else {
+        const TaskWalk walk = task_walk(first_task, stride, n_tasks);
+#pragma unroll 1
+        for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups) {
+            if constexpr (X::kQ8)
+                acc += task_dot<Type>(w, row, k, xr);
+            else
+                acc += task_dot_float<Type>(w, row, k, xr);
+        }
     }
     return acc;
 }
