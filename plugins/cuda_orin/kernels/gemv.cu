@@ -334,23 +334,48 @@ __device__ void row_slice_dot_rows(const PackedMatrix& w, int row, int n_pad, co
     const int n_tasks = tasks_per_row(w);
     if constexpr (plain_value_bytes(Type) != 0) {
         for (int t = first_task; t < n_tasks; t += stride) {
+            // plain_task_dot's sums, row by row, with the values made floats once.
             const PlainTask<Type> task = load_plain_task<Type>(w, row, t);
+            float task_acc[kGemvMaxRows];
+#pragma unroll
+            for (int r = 0; r < kGemvMaxRows; ++r) task_acc[r] = 0.0f;
+#pragma unroll
+            for (int part = 0; part < 4; ++part) {
+                float values[8];
+                plain_part_values<Type>(task, part, values);
+#pragma unroll
+                for (int r = 0; r < kGemvMaxRows; ++r)
+                    if (r < n_x) task_acc[r] = plain_part_dot(values, xr.row_at(r, n_pad), 32 * t + 8 * part, task_acc[r]);
+            }
 #pragma unroll
             for (int r = 0; r < kGemvMaxRows; ++r)
-                if (r < n_x) acc[r] += plain_task_dot<Type>(task, xr.row_at(r, n_pad), 32 * t);
+                if (r < n_x) acc[r] += task_acc[r];
         }
     } else {
         const TaskWalk walk = task_walk(first_task, stride, n_tasks);
         for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups) {
             const Task task = dequantize_task<Type>(w, row, k);
+            if constexpr (X::kQ8) {
 #pragma unroll
-            for (int r = 0; r < kGemvMaxRows; ++r)
-                if (r < n_x) {
-                    if constexpr (X::kQ8)
-                        acc[r] += dequantized_task_dot<Type>(task, xr.row_at(r, n_pad));
-                    else
-                        acc[r] += dequantized_task_dot_float<Type>(task, xr.row_at(r, n_pad));
+                for (int r = 0; r < kGemvMaxRows; ++r)
+                    if (r < n_x) acc[r] += dequantized_task_dot<Type>(task, xr.row_at(r, n_pad));
+            } else {
+                // dequantized_task_dot_float's sums, row by row, with each segment's quants
+                // made floats once for all rows.
+                float task_acc[kGemvMaxRows];
+#pragma unroll
+                for (int r = 0; r < kGemvMaxRows; ++r) task_acc[r] = 0.0f;
+#pragma unroll
+                for (int s = 0; s < 2; ++s) {
+                    const SegmentQuants quants = segment_quants<Type>(task.seg[s]);
+#pragma unroll
+                    for (int r = 0; r < kGemvMaxRows; ++r)
+                        if (r < n_x) task_acc[r] += segment_dot_float<Type>(task.seg[s], quants, xr.row_at(r, n_pad));
                 }
+#pragma unroll
+                for (int r = 0; r < kGemvMaxRows; ++r)
+                    if (r < n_x) acc[r] += task_acc[r];
+            }
         }
     }
 }

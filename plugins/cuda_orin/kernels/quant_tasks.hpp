@@ -421,18 +421,22 @@ ER_HD float segment_dot(const Segment& s, const X& x) {
     return xs.d * r;
 }
 
-// Where a thread reads float activations: four values at `pos` (a multiple of 4) of one
-// row of x, in one 16-byte load; or the 16 values of a segment (Segment::group and
+// Where a thread reads float activations: eight values at `pos` (a multiple of 8) of one
+// row of x, in two 16-byte loads; or the 16 values of a segment (Segment::group and
 // offset), whose four loads share one address computation, and their sum. GlobalFloatX reads the
 // row in global memory and adds the sum from the four loads; StagedFloatX reads the
 // block's copy in shared memory (FloatStage: 16-byte units placed by staged_unit, then
 // the segments' sums, which gemv.cu's stage adds in the same order), so the dots are the
 // same either way. Two types, not a flag, so that the compiler sees which memory each
 // load reads.
+struct Words8 {
+    Words4 a, b;
+};
+
 struct GlobalFloatX {
     static constexpr bool kQ8 = false;
     const float* row;
-    ER_HD Words4 load4(int pos) const { return load_16B(row + pos); }
+    ER_HD Words8 load8(int pos) const { return {load_16B(row + pos), load_16B(row + pos + 4)}; }
     ER_HD GlobalFloatX row_at(int r, int n_pad) const { return {row + int64_t(r) * n_pad}; }
 
     struct Segment16 {
@@ -450,7 +454,13 @@ struct StagedFloatX {
     static constexpr bool kQ8 = false;
     const float* row;
     const float* sums;  // the row's segment sums
-    ER_HD Words4 load4(int pos) const { return load_shared<Words4>(row + 4 * staged_unit(pos / 4)); }
+    // Units 2k and 2k + 1 are at staged_unit(2k) and staged_unit(2k) ^ 1 (the swizzle is an
+    // XOR of the low three bits with a function of the 32-value row both are in).
+    ER_HD Words8 load8(int pos) const {
+        const Words4* units = reinterpret_cast<const Words4*>(row);
+        const int first = staged_unit(pos / 4);
+        return {load_shared<Words4>(units + first), load_shared<Words4>(units + (first ^ 1))};
+    }
     ER_HD StagedFloatX row_at(int r, int n_pad) const {
         return {row + int64_t(r) * n_pad, sums + int64_t(r) * (n_pad / 16)};
     }
@@ -500,31 +510,49 @@ ER_HD float dequantized_task_dot(const Task& t, const X& x) {
 // with a minimum the segment's sum of x, which the stage holds (StagedFloatX) or the
 // loads give (GlobalFloatX). Fully unrolled: a run-time index into s.q became chains of
 // compares and selects (kernels/README.md).
+//
+// The quants as floats come first (SegmentQuants), so that the multi-row GEMV converts
+// them once for all its rows of x: converted inside each row's dot, the conversions (two
+// instructions a weight) were repeated for every row, about 40% of an 8-row task.
+struct SegmentQuants {
+    float q[16];
+};
+
+template <int32_t Type>
+ER_HD SegmentQuants segment_quants(const Segment& s) {
+    SegmentQuants f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+        f.q[i] = has_min(Type) ? small_unsigned_byte_to_float(s.q[i / 4], i % 4) : signed_byte_to_float(s.q[i / 4], i % 4);
+    return f;
+}
+
+// d (q . x) - m (sum of x) for one segment and one row of x.
+template <int32_t Type, class X>
+ER_HD float segment_dot_float(const Segment& s, const SegmentQuants& f, const X& x) {
+    const auto xs = x.segment(s.group, s.offset);
+    float qx = 0.0f, part_sums[4];
+#pragma unroll
+    for (int part = 0; part < 4; ++part) {
+        const Words4 xv = xs.load4(part);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float xi = quant::bits_to_float(xv.w[i]);
+            qx += f.q[4 * part + i] * xi;
+            part_sums[part] = i == 0 ? xi : part_sums[part] + xi;
+        }
+    }
+    if constexpr (has_min(Type))
+        return s.d * qx - s.m * xs.sum(part_sums);
+    else
+        return s.d * qx;
+}
+
 template <int32_t Type, class X>
 ER_HD float dequantized_task_dot_float(const Task& t, const X& x) {
     float acc = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        const Segment& s = t.seg[k];
-        const auto xs = x.segment(s.group, s.offset);
-        float qx = 0.0f, part_sums[4];
-#pragma unroll
-        for (int part = 0; part < 4; ++part) {
-            const Words4 xv = xs.load4(part);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float xi = quant::bits_to_float(xv.w[i]);
-                const float q = has_min(Type) ? small_unsigned_byte_to_float(s.q[part], i)
-                                              : signed_byte_to_float(s.q[part], i);
-                qx += q * xi;
-                part_sums[part] = i == 0 ? xi : part_sums[part] + xi;
-            }
-        }
-        if constexpr (has_min(Type))
-            acc += s.d * qx - s.m * xs.sum(part_sums);
-        else
-            acc += s.d * qx;
-    }
+    for (int k = 0; k < 2; ++k) acc += segment_dot_float<Type>(t.seg[k], segment_quants<Type>(t.seg[k]), x);
     return acc;
 }
 
@@ -563,25 +591,43 @@ ER_HD PlainTask<Type> load_plain_task(const PackedMatrix& w, int row, int task) 
     return t;
 }
 
+// Values 8 part .. 8 part + 7 of a plain task as floats: made once for all the rows of
+// x a multi-row GEMV dots them with (as SegmentQuants).
+template <int32_t Type>
+ER_HD void plain_part_values(const PlainTask<Type>& t, int part, float (&v)[8]) {
+    if constexpr (Type == kF32) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = quant::bits_to_float(t.v[2 * part + i / 4].w[i % 4]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            v[2 * i] = plain_16_to_float<Type>(t.v[part].w[i] & 0xFFFFu);
+            v[2 * i + 1] = plain_16_to_float<Type>(t.v[part].w[i] >> 16);
+        }
+    }
+}
+
+// acc plus those eight values dotted in order with x's values first .. first + 7.
+template <class X>
+ER_HD float plain_part_dot(const float (&v)[8], const X& x, int first, float acc) {
+    const Words8 xv = x.load8(first);
+    const Words4 &xa = xv.a, &xb = xv.b;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc += v[i] * quant::bits_to_float(xa.w[i]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc += v[4 + i] * quant::bits_to_float(xb.w[i]);
+    return acc;
+}
+
 // The task's 32 activations start at `first` (32 * task) of x's row.
 template <int32_t Type, class X>
 ER_HD float plain_task_dot(const PlainTask<Type>& t, const X& x, int first) {
     float acc = 0.0f;
-    if constexpr (Type == kF32) {
-        for (int part = 0; part < 8; ++part) {
-            const Words4 xv = x.load4(first + 4 * part);
-            for (int i = 0; i < 4; ++i) acc += quant::bits_to_float(t.v[part].w[i]) * quant::bits_to_float(xv.w[i]);
-        }
-    } else {
-        for (int part = 0; part < 4; ++part) {
-            const Words4& v = t.v[part];
-            const Words4 xa = x.load4(first + 8 * part), xb = x.load4(first + 8 * part + 4);
-            const uint32_t xw[8] = {xa.w[0], xa.w[1], xa.w[2], xa.w[3], xb.w[0], xb.w[1], xb.w[2], xb.w[3]};
-            for (int i = 0; i < 4; ++i) {
-                acc += plain_16_to_float<Type>(v.w[i] & 0xFFFFu) * quant::bits_to_float(xw[2 * i]);
-                acc += plain_16_to_float<Type>(v.w[i] >> 16) * quant::bits_to_float(xw[2 * i + 1]);
-            }
-        }
+#pragma unroll
+    for (int part = 0; part < 4; ++part) {
+        float v[8];
+        plain_part_values<Type>(t, part, v);
+        acc = plain_part_dot(v, x, first + 8 * part, acc);
     }
     return acc;
 }
