@@ -31,12 +31,12 @@ ALLOWED = {
     # The table form of EMBED, left only for Q8_1 and Q8_K embeddings (types the packed
     # layout cannot hold): blocks.hpp's dequantizer of every type, one launch per step.
     "embed_kernel": (2048, 512),
-    # The one-row GEMV at its 80 registers (three blocks per SM): a word of its per-row
-    # state, stored once and reloaded where a row's task loop begins, never inside it
-    # (bench/spill_places.py shows where, from the SASS). The task loops keep what a
-    # thread's tasks share (TaskIndex: places in a group, the stage's swizzle) in
-    # registers instead of recomputing it per task: about 15% fewer instructions a task
-    # (kernels/README.md).
+    # The one-row GEMV at its 80 registers (three blocks per SM), taking several rows a
+    # warp (gemv_kernel<true>, sm_90): a few words of its loop over rows, stored and
+    # reloaded once a row, never inside a task loop (bench/spill_places.py shows where,
+    # from the SASS). The task loops keep what a thread's tasks share (TaskIndex: places
+    # in a group, the stage's swizzle) in registers instead of recomputing it per task:
+    # about 15% fewer instructions a task (kernels/README.md).
     "gemv_kernel": (8, 16),
 }
 
