@@ -165,15 +165,17 @@ TEST_CASE("the kernels' per-task decode gives gguf's values bit for bit") {
         REQUIRE(n_tasks * 32 == v.n_cols);
         std::vector<int> seen(v.n_cols);
         int mismatches = 0, negative_quants = 0;
-        const bool with_min = has_min(packed.view.type);
+        const bool unsigned_quants = packed.view.type != kQ8_0;
         for (int row = 0; row < v.n_rows; ++row) {
             std::fill(seen.begin(), seen.end(), 0);
             for (int t = 0; t < n_tasks; ++t) {
                 const Task task = dequantize_any(packed.view, row, t);
                 for (const Segment& s : task.seg)
                     for (int i = 0; i < 16; ++i) {
-                        // The float dot reads these types' quants as unsigned bytes below 128.
-                        if (with_min && ((s.q[i / 4] >> (8 * (i % 4))) & 0x80u)) ++negative_quants;
+                        // The float dot reads these types' quants as unsigned bytes below 128
+                        // (dp4a as signed ones: the same values), less the type's zero.
+                        REQUIRE(s.zero == quant_zero(packed.view.type));
+                        if (unsigned_quants && ((s.q[i / 4] >> (8 * (i % 4))) & 0x80u)) ++negative_quants;
                         const int col = s.pos() + i;
                         REQUIRE(col >= 0);
                         REQUIRE(col < v.n_cols);

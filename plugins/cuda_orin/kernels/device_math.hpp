@@ -240,18 +240,11 @@ ER_HD float signed_byte_to_float(uint32_t word, int k) {
     return quant::bits_to_float(byte_perm(biased, 0x4B000000u, 0x7540u | uint32_t(k))) - 8388736.0f;
 }
 
-// The same for a byte known to be below 128 (the quants of the types with a minimum are
-// 0..63): no bias, so no XOR.
-ER_HD float small_unsigned_byte_to_float(uint32_t word, int k) {
-    return quant::bits_to_float(byte_perm(word, 0x4B000000u, 0x7540u | uint32_t(k))) - 8388608.0f;
-}
-
-// Subtract a constant from each byte of four unsigned bytes known to be below 128
-// (quant values 0..63), giving signed bytes. Adding (128 - c) cannot carry across bytes
-// and flipping bit 7 turns the biased value into two's complement: (q + 128 - c) ^ 128.
-ER_HD uint32_t bytes_minus(uint32_t unsigned_bytes, uint32_t c) {
-    const uint32_t bias = (128u - c) * 0x01010101u;
-    return (unsigned_bytes + bias) ^ 0x80808080u;
+// The same for a byte known to be below 128 (the quants of every weight type but Q8_0),
+// less `zero`: no bias, so no XOR, and the quant's zero point comes off in the same
+// subtraction (2^23 + zero, exact for the small integers involved).
+ER_HD float small_unsigned_byte_to_float(uint32_t word, int k, int zero = 0) {
+    return quant::bits_to_float(byte_perm(word, 0x4B000000u, 0x7540u | uint32_t(k))) - (8388608.0f + float(zero));
 }
 
 // Bits 0..3 of `bits` spread to bit 4 of bytes 0..3 (the fifth bit of four Q5 weights).

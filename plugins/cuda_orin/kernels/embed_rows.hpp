@@ -10,12 +10,12 @@
 
 namespace edgerun::cuda_orin {
 
-// Weight i of a segment, d * q - m with the product and the difference each rounded, as
+// Weight i of a segment, d * (q - zero) - m with the product and the difference each rounded, as
 // blocks.hpp computes it. Written out on the device because nvcc contracts d * q - m into
 // one fma (one rounding), which the GEMV's segment_weight may do but a lookup may not.
 // (m is the negated minimum for Q4_1/Q5_1, whose files say d * q + min: the same value.)
 ER_HD float exact_segment_weight(const Segment& s, int i) {
-    const float q = float(int8_t(s.q[i / 4] >> (8 * (i % 4))));
+    const float q = float(segment_quant(s, i));
 #if defined(__CUDA_ARCH__)
     return __fsub_rn(__fmul_rn(s.d, q), s.m);
 #else

@@ -1,11 +1,10 @@
 // What one GPU thread does per step of a quantized GEMV: dequantize one "task" of 32
-// weights of a packed row into signed bytes and scales, and dot it with the q8
-// activations. Compiled for the device by the kernels and for the host by the CPU tests,
+// weights of a packed row into bytes and scales, and dot it with the activations. Compiled for the device by the kernels and for the host by the CPU tests,
 // which check dequantize_task against gguf's dequantizers and task_dot against a double-
 // precision dot product: the exact code path the GPU runs.
 //
 // A task is two "segments" of 16 consecutive weights each. A segment dequantizes to sixteen
-// signed bytes q and two floats with weight_i = d * q_i - m. The segments of a task are
+// bytes q and two floats with weight_i = d (q_i - zero) - m (quant_zero below). The segments of a task are
 // the 16 low and 16 high nibbles of one 16-byte load of the quant plane, so one task is
 // one vector load of weights:
 //   Q4_0/Q4_1/Q5_0/Q5_1/Q8_0  task t = block t; segments at 32t and 32t + 16
@@ -62,12 +61,22 @@ ER_HD TaskWalk task_walk(int first_task, int stride, int n_tasks) {
     return {first, (n_tasks - first.sub + 7) / 8, stride / 8};
 }
 
+// The quant that stands for 0 in the types whose weights are d (q - zero): their quants
+// stay unsigned, as the file has them, and `zero` comes off where it costs nothing: in
+// the float dot, inside the subtraction that makes a byte a float; in the dp4a dot, as
+// zero times the activations' sum, which the stage holds (segment_dot). Both give the
+// products of (q - zero) exactly, as signed bytes did, so the sums are unchanged.
+ER_HD constexpr int quant_zero(int32_t type) {
+    return type == kQ4_0 ? 8 : type == kQ5_0 ? 16 : type == kQ3_K ? 4 : type == kQ6_K ? 32 : 0;
+}
+
 struct Segment {
-    uint32_t q[4];  // sixteen signed bytes (0..63 for the types with a minimum)
+    uint32_t q[4];  // sixteen bytes: Q8_0's signed, every other type's in 0..127
     float d;
     float m;        // 0 for types without a minimum
     int group;      // the segment's first weight is weight 256 group + offset of the row
     int offset;     // 0..240, a multiple of 16
+    int zero = 0;   // quant_zero of the type
     ER_HD int pos() const { return 256 * group + offset; }
 };
 
@@ -112,11 +121,12 @@ ER_HD Task dequantize_task<kQ4_0>(const PackedMatrix& w, int row, TaskIndex k) {
     const float d = half_to_float(load_2B(plane_row(w, 1, row, 2) + 2 * task));
     Task t;
     for (int i = 0; i < 4; ++i) {
-        t.seg[0].q[i] = bytes_minus(qs.w[i] & 0x0F0F0F0Fu, 8);
-        t.seg[1].q[i] = bytes_minus((qs.w[i] >> 4) & 0x0F0F0F0Fu, 8);
+        t.seg[0].q[i] = qs.w[i] & 0x0F0F0F0Fu;
+        t.seg[1].q[i] = (qs.w[i] >> 4) & 0x0F0F0F0Fu;
     }
     t.seg[0].d = t.seg[1].d = d;
     t.seg[0].m = t.seg[1].m = 0.0f;
+    t.seg[0].zero = t.seg[1].zero = quant_zero(kQ4_0);
     place_block_segments(t, k);
     return t;
 }
@@ -151,11 +161,12 @@ ER_HD Task dequantize_task<kQ5_0>(const PackedMatrix& w, int row, TaskIndex k) {
     for (int i = 0; i < 4; ++i) {
         const uint32_t lo = (qs.w[i] & 0x0F0F0F0Fu) | spread_bits_to_bit4(qh >> (4 * i));
         const uint32_t hi = ((qs.w[i] >> 4) & 0x0F0F0F0Fu) | spread_bits_to_bit4(qh >> (16 + 4 * i));
-        t.seg[0].q[i] = bytes_minus(lo, 16);
-        t.seg[1].q[i] = bytes_minus(hi, 16);
+        t.seg[0].q[i] = lo;
+        t.seg[1].q[i] = hi;
     }
     t.seg[0].d = t.seg[1].d = d;
     t.seg[0].m = t.seg[1].m = 0.0f;
+    t.seg[0].zero = t.seg[1].zero = quant_zero(kQ5_0);
     place_block_segments(t, k);
     return t;
 }
@@ -245,7 +256,7 @@ ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, TaskIndex task
         const int j = k.j0 + s, group = 4 * k.half + j;
         for (int i = 0; i < 4; ++i) {
             const uint32_t q = ((qs.w[i] >> (2 * j)) & 0x03030303u) | (((hmask.w[i] >> group) & 0x01010101u) << 2);
-            t.seg[s].q[i] = bytes_minus(q, 4);
+            t.seg[s].q[i] = q;
         }
         // 16 six-bit scales: low nibbles in bytes 0..7 (scales 0-7 low, 8-15 high
         // nibble), the top two bits in bytes 8..11 (scale n: byte 8 + n%4, bits 2(n/4)).
@@ -254,6 +265,7 @@ ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, TaskIndex task
         const uint32_t high = (byte_perm(sc.w[2], 0u, uint32_t(n % 4)) >> (2 * (n / 4))) & 3;
         t.seg[s].d = d * float(int(low | (high << 4)) - 32);
         t.seg[s].m = 0.0f;
+        t.seg[s].zero = quant_zero(kQ3_K);
         t.seg[s].group = k.block;
         t.seg[s].offset = 128 * k.half + 32 * j + 16 * k.h;
     }
@@ -338,8 +350,8 @@ ER_HD Task dequantize_task<kQ6_K>(const PackedMatrix& w, int row, TaskIndex task
     for (int i = 0; i < 4; ++i) {
         const uint32_t q0 = (ql.w[i] & 0x0F0F0F0Fu) | (((qh.w[i] >> shift0) & 0x03030303u) << 4);
         const uint32_t q1 = ((ql.w[i] >> 4) & 0x0F0F0F0Fu) | (((qh.w[i] >> shift1) & 0x03030303u) << 4);
-        t.seg[0].q[i] = bytes_minus(q0, 32);
-        t.seg[1].q[i] = bytes_minus(q1, 32);
+        t.seg[0].q[i] = q0;
+        t.seg[1].q[i] = q1;
     }
     t.seg[0].group = t.seg[1].group = block;
     t.seg[0].offset = 128 * half + 32 * pair + l0;
@@ -350,13 +362,17 @@ ER_HD Task dequantize_task<kQ6_K>(const PackedMatrix& w, int row, TaskIndex task
     t.seg[0].d = d * float(s0);
     t.seg[1].d = d * float(s1);
     t.seg[0].m = t.seg[1].m = 0.0f;
+    t.seg[0].zero = t.seg[1].zero = quant_zero(kQ6_K);
     return t;
 }
 
-// weight_i of a segment as a float: the value every dot product of the kernels implies.
-ER_HD float segment_weight(const Segment& s, int i) {
-    return s.d * signed_byte_to_float(s.q[i / 4], i % 4) - s.m;
+// Quant i of a segment as the integer its weight multiplies: q - zero.
+ER_HD int segment_quant(const Segment& s, int i) {
+    return int(int8_t(s.q[i / 4] >> (8 * (i % 4)))) - s.zero;
 }
+
+// weight_i of a segment as a float: the value every dot product of the kernels implies.
+ER_HD float segment_weight(const Segment& s, int i) { return s.d * float(segment_quant(s, i)) - s.m; }
 
 // 16 values of 8-bit x: the bytes, the scale of their group of 32, and (when asked for:
 // types with a minimum) the sum of the bytes.
@@ -410,14 +426,17 @@ struct StagedQ8X {
     }
 };
 
-// Segment · x, with x quantized per 32 values (d_x * qx): d_x * (d * Σ q qx - m * Σ qx).
-template <bool HasMin, class X>
+// Segment · x, with x quantized per 32 values (d_x * qx):
+// d_x * (d * Σ (q - zero) qx - m * Σ qx).
+template <int32_t Type, class X>
 ER_HD float segment_dot(const Segment& s, const X& x) {
-    const Q8Segment xs = x.template segment<HasMin>(s.group, s.offset);
+    constexpr int kZero = quant_zero(Type);
+    const Q8Segment xs = x.template segment<has_min(Type) || kZero != 0>(s.group, s.offset);
     int32_t qdot = 0;
     for (int i = 0; i < 4; ++i) qdot = dp4a(s.q[i], xs.q.w[i], qdot);
+    if constexpr (kZero != 0) qdot -= kZero * xs.sum;  // sum of (q - zero) qx, exactly
     float r = s.d * float(qdot);
-    if (HasMin) r -= s.m * float(xs.sum);
+    if constexpr (has_min(Type)) r -= s.m * float(xs.sum);
     return xs.d * r;
 }
 
@@ -500,7 +519,7 @@ struct StagedFloatX {
 // sum is the one-row kernel's.
 template <int32_t Type, class X>
 ER_HD float dequantized_task_dot(const Task& t, const X& x) {
-    return segment_dot<has_min(Type)>(t.seg[0], x) + segment_dot<has_min(Type)>(t.seg[1], x);
+    return segment_dot<Type>(t.seg[0], x) + segment_dot<Type>(t.seg[1], x);
 }
 
 // Float activations: exact to float rounding (no 8-bit activation noise), at the cost of
@@ -523,7 +542,8 @@ ER_HD SegmentQuants segment_quants(const Segment& s) {
     SegmentQuants f;
 #pragma unroll
     for (int i = 0; i < 16; ++i)
-        f.q[i] = has_min(Type) ? small_unsigned_byte_to_float(s.q[i / 4], i % 4) : signed_byte_to_float(s.q[i / 4], i % 4);
+        f.q[i] = Type == kQ8_0 ? signed_byte_to_float(s.q[i / 4], i % 4)
+                               : small_unsigned_byte_to_float(s.q[i / 4], i % 4, quant_zero(Type));
     return f;
 }
 
