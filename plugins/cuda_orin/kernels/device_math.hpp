@@ -247,6 +247,15 @@ ER_HD float small_unsigned_byte_to_float(uint32_t word, int k, int zero = 0) {
     return quant::bits_to_float(byte_perm(word, 0x4B000000u, 0x7540u | uint32_t(k))) - (8388608.0f + float(zero));
 }
 
+// x rotated right by n bits (0..31): one funnel shift on the device.
+ER_HD uint32_t rotate_right(uint32_t x, int n) {
+#if defined(__CUDA_ARCH__)
+    return __funnelshift_r(x, x, uint32_t(n));
+#else
+    return n == 0 ? x : (x >> n) | (x << (32 - n));
+#endif
+}
+
 // Bits 0..3 of `bits` spread to bit 4 of bytes 0..3 (the fifth bit of four Q5 weights).
 // One multiply: bit i lands at i + 4, i + 11, i + 18 and i + 25, sixteen distinct places
 // (so nothing carries), of which the mask keeps 4 + 8i.

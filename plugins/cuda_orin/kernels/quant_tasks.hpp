@@ -252,12 +252,18 @@ ER_HD Task dequantize_task<kQ3_K>(const PackedMatrix& w, int row, TaskIndex task
     const Words4 sc = {{load_4B(packed), load_4B(packed + 4), load_4B(packed + 8), 0u}};
     const float d = half_to_float(load_2B(plane_row(w, 3, row, 2) + 2 * k.block));
     Task t;
+    // The two segments' groups are adjacent (j0, j0 + 1): one shift of each quant word
+    // serves both, and one rotation of each hmask word puts bit `group` of every byte at
+    // bit 2 (right by group - 2, mod 32: for groups 0 and 1 the bits come round from the
+    // byte above, whose own bits the mask drops), bit group + 1 at bit 3.
+    const int group0 = 4 * k.half + k.j0;
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t low = qs.w[i] >> (2 * k.j0), high = rotate_right(hmask.w[i], (group0 + 30) & 31);
+        t.seg[0].q[i] = (low & 0x03030303u) | (high & 0x04040404u);
+        t.seg[1].q[i] = ((low >> 2) & 0x03030303u) | ((high >> 1) & 0x04040404u);
+    }
     for (int s = 0; s < 2; ++s) {
-        const int j = k.j0 + s, group = 4 * k.half + j;
-        for (int i = 0; i < 4; ++i) {
-            const uint32_t q = ((qs.w[i] >> (2 * j)) & 0x03030303u) | (((hmask.w[i] >> group) & 0x01010101u) << 2);
-            t.seg[s].q[i] = q;
-        }
+        const int j = k.j0 + s;
         // 16 six-bit scales: low nibbles in bytes 0..7 (scales 0-7 low, 8-15 high
         // nibble), the top two bits in bytes 8..11 (scale n: byte 8 + n%4, bits 2(n/4)).
         const int n = 8 * k.half + 2 * j + k.h;
@@ -345,13 +351,13 @@ ER_HD Task dequantize_task<kQ6_K>(const PackedMatrix& w, int row, TaskIndex task
     const Words4 qh = load_16B(plane_row(w, 1, row, 64) + (64 * block + 32 * half + l0));
     const uint8_t* scales = plane_row(w, 2, row, 16) + 16 * block;
     const float d = half_to_float(load_2B(plane_row(w, 3, row, 2) + 2 * block));
-    const int shift0 = 2 * pair, shift1 = 2 * pair + 4;
     Task t;
     for (int i = 0; i < 4; ++i) {
-        const uint32_t q0 = (ql.w[i] & 0x0F0F0F0Fu) | (((qh.w[i] >> shift0) & 0x03030303u) << 4);
-        const uint32_t q1 = ((ql.w[i] >> 4) & 0x0F0F0F0Fu) | (((qh.w[i] >> shift1) & 0x03030303u) << 4);
-        t.seg[0].q[i] = q0;
-        t.seg[1].q[i] = q1;
+        // The two high bits of segment 0 are bits 2 pair, 2 pair + 1 of each qh byte, those
+        // of segment 1 four above: one shift puts the latter at bits 4-5, where they go.
+        const uint32_t high = qh.w[i] >> (2 * pair);
+        t.seg[0].q[i] = (ql.w[i] & 0x0F0F0F0Fu) | ((high << 4) & 0x30303030u);
+        t.seg[1].q[i] = ((ql.w[i] >> 4) & 0x0F0F0F0Fu) | (high & 0x30303030u);
     }
     t.seg[0].group = t.seg[1].group = block;
     t.seg[0].offset = 128 * half + 32 * pair + l0;
