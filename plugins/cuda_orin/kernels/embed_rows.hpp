@@ -10,9 +10,10 @@
 
 namespace edgerun::cuda_orin {
 
-// Weight i of a segment, d * (q - zero) - m with the product and the difference each rounded, as
-// blocks.hpp computes it. Written out on the device because nvcc contracts d * q - m into
-// one fma (one rounding), which the GEMV's segment_weight may do but a lookup may not.
+// Weight i of a segment, d * (q - zero) - m with the product and the difference each
+// rounded, as blocks.hpp computes it. Written out on the device because nvcc contracts
+// d * q - m into one fma (one rounding), which the GEMV's segment_weight may do but a
+// lookup may not.
 // (m is the negated minimum for Q4_1/Q5_1, whose files say d * q + min: the same value.)
 ER_HD float exact_segment_weight(const Segment& s, int i) {
     const float q = float(segment_quant(s, i));

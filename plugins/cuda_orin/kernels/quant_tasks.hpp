@@ -1,12 +1,13 @@
 // What one GPU thread does per step of a quantized GEMV: dequantize one "task" of 32
-// weights of a packed row into bytes and scales, and dot it with the activations. Compiled for the device by the kernels and for the host by the CPU tests,
-// which check dequantize_task against gguf's dequantizers and task_dot against a double-
-// precision dot product: the exact code path the GPU runs.
+// weights of a packed row into bytes and scales, and dot it with the activations.
+// Compiled for the device by the kernels and for the host by the CPU tests, which check
+// dequantize_task against gguf's dequantizers and task_dot against a double-precision
+// dot product: the exact code path the GPU runs.
 //
-// A task is two "segments" of 16 consecutive weights each. A segment dequantizes to sixteen
-// bytes q and two floats with weight_i = d (q_i - zero) - m (quant_zero below). The segments of a task are
-// the 16 low and 16 high nibbles of one 16-byte load of the quant plane, so one task is
-// one vector load of weights:
+// A task is two "segments" of 16 consecutive weights each. A segment dequantizes to
+// sixteen bytes q and two floats with weight_i = d (q_i - zero) - m (quant_zero below).
+// The segments of a task are the 16 low and 16 high nibbles of one 16-byte load of the
+// quant plane, so one task is one vector load of weights:
 //   Q4_0/Q4_1/Q5_0/Q5_1/Q8_0  task t = block t; segments at 32t and 32t + 16
 //   Q2_K/Q3_K            task t: super-block t/8, o = t%8, half = o/4, h = o%2,
 //                        j = 2((o%4)/2) + {0,1}: segments at 128half + 32j + 16h (one
@@ -380,58 +381,6 @@ ER_HD int segment_quant(const Segment& s, int i) {
 // weight_i of a segment as a float: the value every dot product of the kernels implies.
 ER_HD float segment_weight(const Segment& s, int i) { return s.d * float(segment_quant(s, i)) - s.m; }
 
-// 16 values of 8-bit x: the bytes, the scale of their group of 32, and (when asked for:
-// types with a minimum) the sum of the bytes.
-struct Q8Segment {
-    Words4 q;
-    float d;
-    int32_t sum;
-};
-
-// Where a thread reads 8-bit activations, a segment (Segment::group and offset) at a time.
-// GlobalQ8X reads a row prepared in global memory (prepare.cu) and sums the bytes itself;
-// StagedQ8X reads the block's copy in shared memory, which the GEMV quantized from float x
-// as it staged it (gemv.cu), the scale and sum of each segment side by side in one 8-byte
-// word (Q8Stage). The bytes, scales and sums are the same either way, so are the dots.
-struct GlobalQ8X {
-    static constexpr bool kQ8 = true;
-    ActivationQ8 x;
-    template <bool WithSum>
-    ER_HD Q8Segment segment(int group, int offset) const {
-        Q8Segment s{load_16B(x.q + (256 * group + offset)), load_f32(x.d + (8 * group + offset / 32)), 0};
-        if (WithSum)
-            for (int i = 0; i < 4; ++i) s.sum = dp4a(0x01010101u, s.q.w[i], s.sum);
-        return s;
-    }
-    ER_HD GlobalQ8X row_at(int r, int n_pad) const {
-        return {{x.q + int64_t(r) * n_pad, x.d + int64_t(r) * (n_pad / 32)}};
-    }
-};
-
-struct StagedQ8X {
-    static constexpr bool kQ8 = true;
-    const Words4* units;  // one row's bytes, 16-byte unit u at staged_q8_unit(u)
-    const Words2* meta;   // per segment: the float bits of its group's scale, then its sum
-    template <bool WithSum>
-    // staged_q8_unit moves a unit only inside its 16 (one group of 256 values): unit 16
-    // group + v is at 16 group + staged_q8_unit(v), the second term the same for every
-    // task of a thread (TaskIndex).
-    ER_HD Q8Segment segment(int group, int offset) const {
-        const Words2 m = load_shared<Words2>(meta + (16 * group + offset / 16));
-        const Words4 q = load_shared<Words4>(units + (16 * group + staged_q8_unit(offset / 16)));
-        return {q, quant::bits_to_float(m.w[0]), int32_t(m.w[1])};
-    }
-    // Row 0 of the n_x rows a GEMV block quantized into `stage` (Q8Stage).
-    ER_HD static StagedQ8X in_stage(const void* stage, int n_x, int n_pad) {
-        const uint8_t* bytes = static_cast<const uint8_t*>(stage);
-        return {static_cast<const Words4*>(stage), reinterpret_cast<const Words2*>(bytes + q8_stage(n_x, n_pad).meta_offset)};
-    }
-    // The stage holds rows one after another in each of its parts (Q8Stage).
-    ER_HD StagedQ8X row_at(int r, int n_pad) const {
-        return {units + int64_t(r) * q8_stage_row_units(n_pad), meta + int64_t(r) * (n_pad / 16)};
-    }
-};
-
 // Segment · x, with x quantized per 32 values (d_x * qx):
 // d_x * (d * Σ (q - zero) qx - m * Σ qx).
 template <int32_t Type, class X>
@@ -445,80 +394,6 @@ ER_HD float segment_dot(const Segment& s, const X& x) {
     if constexpr (has_min(Type)) r -= s.m * float(xs.sum);
     return xs.d * r;
 }
-
-// Where a thread reads float activations: eight values at `pos` (a multiple of 8) of one
-// row of x, in two 16-byte loads; or the 16 values of a segment (Segment::group and
-// offset), whose four loads share one address computation, and their sum. GlobalFloatX reads the
-// row in global memory and adds the sum from the four loads; StagedFloatX reads the
-// block's copy in shared memory (FloatStage: 16-byte units placed by staged_unit, then
-// the segments' sums, which gemv.cu's stage adds in the same order), so the dots are the
-// same either way. Two types, not a flag, so that the compiler sees which memory each
-// load reads.
-struct Words8 {
-    Words4 a, b;
-};
-
-struct GlobalFloatX {
-    static constexpr bool kQ8 = false;
-    const float* row;
-    ER_HD Words8 load8(int pos) const { return {load_16B(row + pos), load_16B(row + pos + 4)}; }
-    ER_HD GlobalFloatX row_at(int r, int n_pad) const { return {row + int64_t(r) * n_pad}; }
-
-    struct Segment16 {
-        const float* first;
-        ER_HD Words4 load4(int part) const { return load_16B(first + 4 * part); }  // values 4 part .. 4 part + 3
-        // From the sums of the four loads (each added in order): (0 + 1) + (2 + 3).
-        ER_HD float sum(const float (&part_sums)[4]) const {
-            return (part_sums[0] + part_sums[1]) + (part_sums[2] + part_sums[3]);
-        }
-    };
-    ER_HD Segment16 segment(int group, int offset) const { return {row + (256 * group + offset)}; }
-};
-
-struct StagedFloatX {
-    static constexpr bool kQ8 = false;
-    const float* row;
-    const float* sums;  // the row's segment sums
-    // Units 2k and 2k + 1 are at staged_unit(2k) and staged_unit(2k) ^ 1 (the swizzle is an
-    // XOR of the low three bits with a function of the 32-value row both are in).
-    ER_HD Words8 load8(int pos) const {
-        const Words4* units = reinterpret_cast<const Words4*>(row);
-        const int first = staged_unit(pos / 4);
-        return {load_shared<Words4>(units + first), load_shared<Words4>(units + (first ^ 1))};
-    }
-    ER_HD StagedFloatX row_at(int r, int n_pad) const {
-        return {row + int64_t(r) * n_pad, sums + int64_t(r) * (n_pad / 16)};
-    }
-    // Row 0 of the n_x rows a GEMV block staged in `stage` (FloatStage).
-    ER_HD static StagedFloatX in_stage(const void* stage, int n_x, int n_pad) {
-        const uint8_t* bytes = static_cast<const uint8_t*>(stage);
-        const float* sums = reinterpret_cast<const float*>(bytes + float_stage(n_x, n_pad).sums_offset);
-        return {static_cast<const float*>(stage), sums};
-    }
-
-    // staged_unit permutes units only inside a 32-value row, by an XOR of the low three
-    // bits with a function of the row's place among eight (one group of 256 values): so
-    // unit 64 group + v is at 64 group + staged_unit(v), the second term the same for
-    // every task of a thread (TaskIndex), and unit u0 + part, u0 a multiple of 4 and
-    // part < 4, is at staged_unit(u0) ^ part.
-    struct Segment16 {
-        const Words4* units;
-        int first;
-        const float* sum_at;
-        ER_HD Words4 load4(int part) const { return load_shared<Words4>(units + (first ^ part)); }
-        ER_HD float sum(const float (&)[4]) const { return *sum_at; }
-    };
-    ER_HD Segment16 segment(int group, int offset) const {
-#if !defined(__CUDA_ARCH__)
-        if (offset % 16 != 0 || offset < 0 || offset >= 256) {
-            std::fprintf(stderr, "cuda_orin: a staged segment of x at offset %d of a group, not a multiple of 16 below 256\n",
-                         offset);
-            std::abort();
-        }
-#endif
-        return {reinterpret_cast<const Words4*>(row) + 64 * group, staged_unit(offset / 4), sums + (16 * group + offset / 16)};
-    }
-};
 
 // A dequantized task dotted with one row of 8-bit activations (GlobalQ8X or StagedQ8X).
 // The multi-row GEMV dequantizes a task once and calls this for every row, so each row's
