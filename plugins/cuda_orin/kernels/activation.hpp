@@ -150,10 +150,10 @@ struct StagedQ8X {
     static constexpr bool kQ8 = true;
     const Words4* units;  // one row's bytes, 16-byte unit u at staged_q8_unit(u)
     const Words2* meta;   // per segment: the float bits of its group's scale, then its sum
-    template <bool WithSum>
     // staged_q8_unit moves a unit only inside its 16 (one group of 256 values): unit 16
     // group + v is at 16 group + staged_q8_unit(v), the second term the same for every
-    // task of a thread (TaskIndex).
+    // task of a thread (TaskIndex). The sums are in the stage whether asked for or not.
+    template <bool WithSum>
     ER_HD Q8Segment segment(int group, int offset) const {
         const Words2 m = load_shared<Words2>(meta + (16 * group + offset / 16));
         const Words4 q = load_shared<Words4>(units + (16 * group + staged_q8_unit(offset / 16)));
