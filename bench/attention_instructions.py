@@ -6,7 +6,9 @@ and the bandwidth at which issuing them becomes the limit.
 
 Compiles plugins/cuda_orin/kernels/attention.cu, disassembles it and, in each
 attention_split_kernel<head dim, cache form>, finds the 32-key tile loop and the two loops
-inside it: the key passes (step 1) and the V rows (step 3). One tile executes the tile
+inside it: the key passes (step 1) and the V rows (step 3). The same for the split kernel
+on tensor cores (attention_mma.cu, attention_mma_kernel<head dim, cache type>), whose
+tile loop has no loop inside. One tile executes the tile
 loop's body once and each inner loop's body as often as the kernel's constants say
 (below, as in attention.cu); an inner loop the compiler unrolled is in the tile body
 already. Static counts, with every query-head branch taken (four heads a KV head, as
@@ -23,8 +25,9 @@ from sass_reader import GPUS, KERNELS, backward_branches, ceiling_cells, command
 TILE, KEY_BATCH, VALUE_BATCH = 32, 2, 4
 # Cache forms (template argument): 1 F16, 2 INT8 scored by dp4a (decode), 3 INT8 with the
 # float query (steps of several rows).
-FORMS = {1: "F16", 2: "INT8 (decode)", 3: "INT8 (float query)"}
+FORMS = {1: "F16", 2: "INT8 (decode)", 3: "INT8 (float query)"}  # the mma kernel: 1 F16, 2 INT8
 KERNEL = re.compile(r"attention_split_kernelILi(\d+)ELi(\d)E")
+MMA_KERNEL = re.compile(r"attention_mma_kernelILi(\d+)ELi(\d)E")
 
 
 def tile_shape(dim, form):
@@ -80,8 +83,21 @@ def main(argv):
             cells = ceiling_cells(1024 / per_kb)
             print(f"| {dim} | {FORMS[form]} | {key_cell} | {value_cell} | {per_kb:.0f} | " + " | ".join(cells) + " |")
             rows += 1
-        if rows != 6:
-            print(f"attention_instructions: found {rows} split kernels in the {arch} SASS, expected 6", file=sys.stderr)
+        for name, body in sorted(functions(nvcc, cuobjdump, f"{KERNELS}/attention_mma.cu", arch).items()):
+            m = MMA_KERNEL.search(name)
+            if not m:
+                continue
+            dim, form = int(m.group(1)), int(m.group(2))
+            _, _, row_bytes = tile_shape(dim, form)
+            tile, keys, values = tile_loops(body)
+            if keys or values:
+                sys.exit(f"attention_instructions: a loop inside {name}'s tile loop (the count would be a guess)")
+            per_kb = span_size(body, tile) / (2 * TILE * row_bytes / 1024)
+            cells = ceiling_cells(1024 / per_kb)
+            print(f"| {dim} | {FORMS[form]}, mma | unrolled | unrolled | {per_kb:.0f} | " + " | ".join(cells) + " |")
+            rows += 1
+        if rows != 10:
+            print(f"attention_instructions: found {rows} split kernels in the {arch} SASS, expected 10", file=sys.stderr)
             return 1
     return 0
 

@@ -1,6 +1,7 @@
 // Flash-decode attention benchmark: Qwen3-4B's attention (32 query heads, 8 KV heads,
 // head dim 128) and Llama-3.2-1B's (32/8, head dim 64) at several context lengths, F16
-// against INT8 caches. Bytes counted are
+// against INT8 caches, each by the split kernel on CUDA cores (attention.cu) and on tensor
+// cores (attention_mma.cu, the backend's option mma_attention=1). Bytes counted are
 // the bytes the kernel must read: K and V (values and scales) of every cached token of
 // every KV head, the query, and the split partials written and read back.
 #include "bench_common.hpp"
@@ -47,18 +48,24 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
             p.n_splits = splits;
             p.workspace = static_cast<float*>(device_alloc(attention_workspace_floats(n_head, dim, splits) * 4));
             p.out = device_alloc(size_t(n_head) * dim * 4);
-            const double us = b.time_us(n_layers, b.reps(), [&](int i) {
-                p.cache = layers[i];
-                check(launch_attention(p, b.stream), "attention");
-            });
             const double bytes = cache_bytes + n_head * dim * 4.0 * 2 + 2.0 * attention_workspace_floats(n_head, dim, splits) * 4;
-            char note[96] = "";
-            if (type == kKvF16) f16_us[row] = us;
-            else std::snprintf(note, sizeof note, "%.2fx faster than f16, %d splits", f16_us[row] / us, splits);
-            b.add("attention",
-                  std::string(model) + " " + std::to_string(n_head) + "/" + std::to_string(n_kv) + "x" + std::to_string(dim) +
-                      " kv " + std::to_string(kv_len),
-                  type == kKvF16 ? "f16 cache" : "int8 cache", us, bytes, note);
+            double cuda_core_us = 0.0;
+            for (int mma : {0, 1}) {
+                p.mma = mma;
+                const double us = b.time_us(n_layers, b.reps(), [&](int i) {
+                    p.cache = layers[i];
+                    check(launch_attention(p, b.stream), "attention");
+                });
+                char note[128] = "";
+                if (mma) std::snprintf(note, sizeof note, "%.2fx the CUDA-core kernel's speed", cuda_core_us / us);
+                else cuda_core_us = us;
+                if (!mma && type == kKvF16) f16_us[row] = us;
+                else if (!mma) std::snprintf(note, sizeof note, "%.2fx faster than f16, %d splits", f16_us[row] / us, splits);
+                b.add("attention",
+                      std::string(model) + " " + std::to_string(n_head) + "/" + std::to_string(n_kv) + "x" +
+                          std::to_string(dim) + " kv " + std::to_string(kv_len),
+                      std::string(type == kKvF16 ? "f16 cache" : "int8 cache") + (mma ? ", mma" : ""), us, bytes, note);
+            }
             for (KvCacheLayer& c : layers) {
                 cudaFree(c.k);
                 cudaFree(c.v);

@@ -19,7 +19,7 @@ nvcc=${NVCC:-nvcc}
 commit=${EDGERUN_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 kernels=plugins/cuda_orin/kernels
 common=(-std=c++17 -O3 -lineinfo -Icore/include -I"$kernels" -Itests/cuda -Itests/cuda/gpu -Ibench)
-lib=("$kernels"/gemv.cu "$kernels"/prepare.cu "$kernels"/rope_append.cu "$kernels"/attention.cu "$kernels"/attention_tiles.cu
+lib=("$kernels"/gemv.cu "$kernels"/prepare.cu "$kernels"/rope_append.cu "$kernels"/attention.cu "$kernels"/attention_tiles.cu "$kernels"/attention_mma.cu
      "$kernels"/small_kernels.cu "$kernels"/host_runtime.cpp)
 
 build() {  # name, arch flags (one word), sources...

@@ -16,6 +16,9 @@
 #   profile_pp512_d0/4096  every launch of the prompt steps timed: where prefill's time goes
 #   tiled_attention=0      pp512 at depth 0 and 4096 through the split attention (a block
 #                          per row) instead of the tiled tensor-core kernel
+#   mma_probe              the ops level's ATTENTION with the split kernel on tensor cores
+#                          (mma_attention=1, every step): its first run on hardware
+#   tg_d4096_mma_attention decode tg64 at depth 4096 with and without mma_attention=1, last
 # Every run adds X: speed_ab.sh's BASE (options its probe found the defaults need on this
 # GPU, usually none), and tiled_attention=0 if tiled_probe fails. tiled_probe is the ops
 # level's ATTENTION with every step of two rows or more tiled: the first run of the tiled
@@ -37,6 +40,10 @@ TAILN=3 run tiled_probe 60 .device-bundle/bin/edgerun-conformance run --candidat
   --candidate-options tiled_attention=2 --levels ops --ops ATTENTION --kv f16,q8 --require-full \
   || { X=$X${X:+,}tiled_attention=0; echo "tiled attention failed on this GPU: tiled_attention=0 from here on" | tee -a $L/summary.txt; }
 echo "options added to every run: ${X:-none}" | tee -a $L/summary.txt
+TAILN=3 run mma_probe 60 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
+  --candidate-options mma_attention=1,tiled_attention=0 --levels ops --ops ATTENTION --kv f16,q8 --require-full \
+  && echo "mma_attention=1: the ops level's ATTENTION passes on this GPU" | tee -a $L/summary.txt \
+  || echo "mma_attention=1 failed on this GPU: it stays off" | tee -a $L/summary.txt
 TAILN=6 run capture_pdl 90 .device-bundle/bin/cuda_orin_capture_check ${X:+--options $X} cuda_orin $M0 .device-bundle/plugins
 for w in device shared; do
   timeout 60 $E --backend cuda_orin --backend-options weights=$w${X:+,$X} -m $M1 -p "The capital of France is" -n 32 --temp 0 \
@@ -59,5 +66,10 @@ run pp512_tiled_attention_0 90 $E bench --backend cuda_orin --backend-options ti
 for o in tiled_attention=16 tiled_attention=0; do
   [[ ",$X," == *,tiled_attention=0,* && $o != tiled_attention=0 ]] && continue
   run "pp512_d4096_$o" 120 $E bench --backend cuda_orin --backend-options $o${X:+,$X} -m $M1 -p 512 -n 0 -d 4096 -r 2
+done
+for o in mma_attention=0 mma_attention=1; do
+  for kv in f16 q8; do
+    run "tg_d4096_${o}_$kv" 90 $E bench --backend cuda_orin --backend-options $o${X:+,$X} -m $M1 --kv-type $kv -p 0 -n 64 -d 4096 -r 2
+  done
 done
 echo "logs in $L"; echo "PP done at $((SECONDS-t0)) s"

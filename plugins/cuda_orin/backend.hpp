@@ -84,6 +84,11 @@ struct Backend {
     // instead of the split kernel's block per row; 0 turns it off. One-row steps always
     // take the split kernel. The default is a guess until measured on a GPU.
     int32_t tiled_attention_rows = 16;
+    // Option mma_attention=1: steps the tiled attention does not take run the split
+    // kernel's blocks on tensor cores (kernels/attention_mma.cu: a static 104 SASS
+    // instructions per KB of INT8 K+V at head dim 128 against 236, the query rounded to
+    // halves); off by default until measured on a GPU.
+    bool mma_attention = false;
     // Option gemm=f16 (default) or gemm=f32: the GEMM's inputs. F16 (weights dequantized to
     // halves, x rounded to halves, F32 accumulation) runs on tensor cores; F32 is plain
     // SGEMM, the reference's products to float rounding. The suite's bounds hold for both.

@@ -304,8 +304,8 @@ void Plan::launch_logits(size_t index, int32_t n) {
 // A step's attention: first its keys and values into the cache, by rope_append (one-row
 // steps, with the norms and RoPEs fused; fusion.hpp) or kv_append (the graph's own nodes
 // ran before); then the split flash-decode kernel over every row (each row's sequence and
-// causal length read from the device row table, so a captured step serves any sequence),
-// in steps of tiled_attention rows or more the tiled kernel over tiles of rows of one
+// causal length read from the device row table, so a captured step serves any sequence;
+// on tensor cores with option mma_attention=1), in steps of tiled_attention rows or more the tiled kernel over tiles of rows of one
 // sequence (the tile table is device data too), or the general row kernel for the head
 // dims and cache types the split kernel lacks.
 void Plan::launch_attention(size_t index, int32_t n) {
@@ -358,6 +358,7 @@ void Plan::launch_attention(size_t index, int32_t n) {
         p.n_head = a.n_head;
         p.scale = a.scale;
         p.n_splits = attention_splits(n);
+        p.mma = ctx_.model->backend->mma_attention;
         if (takes_tiled_attention(n)) {
             p.tiles = device_tiles_;
             p.tile_rows = device_tile_rows_;

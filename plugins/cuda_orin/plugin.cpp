@@ -141,6 +141,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "fuse=0") backend->fuse = false;
             else if (item == "prefetch=1") backend->prefetch = true;
             else if (item == "prefetch=0") backend->prefetch = false;
+            else if (item == "mma_attention=1") backend->mma_attention = true;
+            else if (item == "mma_attention=0") backend->mma_attention = false;
             else if (item == "pdl=1") backend->pdl = true;
             else if (item == "pdl=0") backend->pdl = false;
             else if (item == "weights=shared") weights_shared = true;
@@ -148,7 +150,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
                                    "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
-                                   "tiled_attention=N, gemv_rows_per_warp=N, profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "
+                                   "tiled_attention=N, mma_attention=0|1, gemv_rows_per_warp=N, profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "
                                    "pdl=0|1, weights=shared|device)");
         }
         backend->device = open_device(params->device);

@@ -67,10 +67,19 @@ inline TestCache make_cache(DeviceApi& api, int32_t type, int n_head_kv, int n_c
 
 inline const char* kv_name(int32_t t) { return t == kKvF16 ? "f16" : "int8"; }
 
+// Which kernel takes an attention launch: the split kernel on CUDA cores (a block per
+// row), the same on tensor cores (attention_mma.cu), or the tiled one (a block per tile
+// of rows of one sequence; attention_tiles.cu).
+enum class AttentionKernel { split, mma, tiled };
+inline const char* kernel_name(AttentionKernel k) {
+    return k == AttentionKernel::split ? "split" : k == AttentionKernel::mma ? "split, mma" : "tiled";
+}
+
 // Runs the split attention over `cache` and returns the output [n_head][dim].
 inline std::vector<float> run_attention(DeviceApi& api, const KvCacheLayer& cache, const std::vector<float>& q,
-                                        int n_head, int kv_len, int n_splits) {
+                                        int n_head, int kv_len, int n_splits, AttentionKernel kernel) {
     AttentionParams p;
+    p.mma = kernel == AttentionKernel::mma;
     p.q = api.upload_vector(q);
     p.cache = cache;
     p.kv_len = api.upload_vector(std::vector<int32_t>{kv_len});
@@ -99,29 +108,28 @@ inline std::vector<double> ref_attention(const std::vector<float>& q, const Test
 }
 
 inline void check_attention(DeviceApi& api, const Report& report, int n_head, int n_head_kv, int dim, int kv_len,
-                            int n_ctx, int32_t kv_type, int n_splits, uint32_t seed) {
+                            int n_ctx, int32_t kv_type, int n_splits, uint32_t seed,
+                            AttentionKernel kernel = AttentionKernel::split) {
     std::mt19937 rng(seed);
     const TestCache t = make_cache(api, kv_type, n_head_kv, n_ctx, dim, rng, kv_len);
     const std::vector<float> q = random_vector(size_t(n_head) * dim, rng, 2.0f);
-    const std::vector<float> out = run_attention(api, t.layer, q, n_head, kv_len, n_splits);
+    const std::vector<float> out = run_attention(api, t.layer, q, n_head, kv_len, n_splits, kernel);
     char name[160];
-    std::snprintf(name, sizeof name, "attention %s heads %d/%d dim %d kv_len %d/%d splits %d", kv_name(kv_type), n_head,
-                  n_head_kv, dim, kv_len, n_ctx, n_splits);
-    report({name, nmse(out, ref_attention(q, t, n_head, kv_len)),
-            kv_type == kKvF16 ? kBoundF16Attention : kBoundQ8Attention});
+    std::snprintf(name, sizeof name, "attention (%s) %s heads %d/%d dim %d kv_len %d/%d splits %d", kernel_name(kernel),
+                  kv_name(kv_type), n_head, n_head_kv, dim, kv_len, n_ctx, n_splits);
+    const double bound = kernel == AttentionKernel::mma ? kBoundTensorCoreAttention
+                         : kv_type == kKvF16           ? kBoundF16Attention
+                                                       : kBoundQ8Attention;
+    report({name, nmse(out, ref_attention(q, t, n_head, kv_len)), bound});
     api.reset();
 }
-
-// Which kernel a step of several rows takes: the split kernel (a block per row) or the
-// tiled one (a block per tile of rows of one sequence; attention_tiles.cu).
-enum class RowsKernel { split, tiled };
 
 // A step of several rows in one launch: rows of two sequences held one after another in
 // the layer (as a context of several sequences holds them), each row with its own causal
 // length, against the reference per row.
 inline void check_attention_rows(DeviceApi& api, const Report& report, int n_head, int n_head_kv, int dim, int n_ctx,
                                  int32_t kv_type, const std::vector<int32_t>& seqs, const std::vector<int32_t>& lengths,
-                                 int n_splits, uint32_t seed, RowsKernel kernel = RowsKernel::split) {
+                                 int n_splits, uint32_t seed, AttentionKernel kernel = AttentionKernel::split) {
     std::mt19937 rng(seed);
     const int n_rows = int(seqs.size());
     const int longest = *std::max_element(lengths.begin(), lengths.end());
@@ -141,8 +149,9 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
     p.n_splits = n_splits;
     p.workspace = static_cast<float*>(api.alloc(attention_workspace_floats(n_rows * n_head, dim, n_splits) * 4));
     p.out = api.alloc(size_t(n_rows) * n_head * dim * 4);
+    p.mma = kernel == AttentionKernel::mma;
     const int group = n_head / n_head_kv;
-    if (kernel == RowsKernel::tiled) {
+    if (kernel == AttentionKernel::tiled) {
         const int rows_per_tile = tiled_attention_rows_per_tile(group);
         p.n_tiles = max_attention_tiles(n_rows, 2, rows_per_tile);
         std::vector<int32_t> tiles(size_t(2 * p.n_tiles)), tile_rows(static_cast<size_t>(n_rows));
@@ -166,10 +175,10 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
         }
     char name[200];
     std::snprintf(name, sizeof name, "attention (%s) of %d rows, 2 sequences, %s heads %d/%d dim %d n_ctx %d splits %d",
-                  kernel == RowsKernel::tiled ? "tiled" : "split", n_rows, kv_name(kv_type), n_head, n_head_kv, dim,
+                  kernel_name(kernel), n_rows, kv_name(kv_type), n_head, n_head_kv, dim,
                   n_ctx, n_splits);
     const double q8_bound = n_rows == 1 ? kBoundQ8Attention : kBoundQ8RowsAttention;
-    const double bound = kernel == RowsKernel::tiled ? kBoundTiledAttention
+    const double bound = kernel != AttentionKernel::split ? kBoundTensorCoreAttention
                          : kv_type == kKvF16         ? kBoundF16Attention
                                                      : q8_bound;
     report({name, nmse(out, ref), bound});
@@ -190,7 +199,7 @@ inline void check_attention_q8_vs_f16(DeviceApi& api, const Report& report, int 
         t.layer = alloc_cache(api, i == 0 ? kKvF16 : kKvQ8, n_head_kv, n_ctx, dim);
         store_cache_plane(api, t.layer, k, t.layer.k, t.layer.k_scales, t.k_read, kv_len);
         store_cache_plane(api, t.layer, v, t.layer.v, t.layer.v_scales, t.v_read, kv_len);
-        outs[i] = run_attention(api, t.layer, q, n_head, kv_len, n_splits);
+        outs[i] = run_attention(api, t.layer, q, n_head, kv_len, n_splits, AttentionKernel::split);
     }
     char name[160];
     std::snprintf(name, sizeof name, "attention int8 vs f16 heads %d/%d dim %d kv_len %d", n_head, n_head_kv, dim, kv_len);

@@ -6,6 +6,7 @@
 
 // The kernel sources themselves, compiled as C++ (their launchers need nvcc and drop out).
 #include "attention.cu"
+#include "attention_mma.cu"
 #include "attention_tiles.cu"
 #include "gemv.cu"
 #include "prepare.cu"
@@ -217,6 +218,23 @@ TEST_CASE("emulated: split flash-decode attention against a double softmax") {
     }
 }
 
+TEST_CASE("emulated: split flash-decode attention on tensor cores (mma) against a double softmax") {
+    EmulatedDevice dev;
+    uint32_t seed = 700;
+    const auto mma = AttentionKernel::mma;
+    for (int32_t kv : {kKvF16, kKvQ8}) {
+        check_attention(dev, doctest_report(), 4, 2, 64, 1, 64, kv, 3, seed++, mma);       // one key; empty splits
+        check_attention(dev, doctest_report(), 4, 1, 64, 77, 96, kv, 3, seed++, mma);      // group 4, ragged tail
+        check_attention(dev, doctest_report(), 8, 2, 128, 200, 256, kv, 2, seed++, mma);   // group 4, dim 128
+        check_attention(dev, doctest_report(), 6, 2, 128, 130, 256, kv, 1, seed++, mma);   // group 3, one split
+        check_attention(dev, doctest_report(), 10, 1, 64, 40, 64, kv, 1, seed++, mma);     // 10 heads: 3 chunks
+        check_attention(dev, doctest_report(), 3, 3, 128, 300, 320, kv, 2, seed++, mma);   // no GQA
+        // A prompt's rows under their causal lengths in sequence 1 and rows of sequence 0.
+        check_attention_rows(dev, doctest_report(), 4, 2, 64, 96, kv, {1, 1, 1, 0, 0}, {5, 6, 7, 96, 1}, 2, seed++, mma);
+        check_attention_rows(dev, doctest_report(), 6, 2, 128, 64, kv, {0, 1, 0}, {64, 33, 2}, 1, seed++, mma);
+    }
+}
+
 // A prompt chunk of `n` rows of sequence `seq` at positions first..first+n-1 (causal
 // lengths), after `others` decode rows of the other sequence at its length other_len.
 static void prompt_rows(int n, int seq, int first, int others, int other_len, std::vector<int32_t>& seqs,
@@ -249,13 +267,13 @@ TEST_CASE("emulated: tiled attention (mma) against a double softmax") {
             std::vector<int32_t> seqs, lengths;
             prompt_rows(c.rows, 1, c.first, c.others, c.n_ctx - c.others, seqs, lengths);
             check_attention_rows(dev, doctest_report(), c.n_head, c.n_head_kv, c.dim, c.n_ctx, kv, seqs, lengths,
-                                 c.splits, seed++, RowsKernel::tiled);
+                                 c.splits, seed++, AttentionKernel::tiled);
         }
     // Rows of the two sequences interleaved (a batch of decode rows and one of a prompt
     // each): tiles gather each sequence's rows.
     for (int32_t kv : {kKvF16, kKvQ8})
         check_attention_rows(dev, doctest_report(), 8, 2, 64, 64, kv, {0, 1, 0, 1, 1, 0}, {7, 30, 8, 31, 32, 9}, 2,
-                             seed++, RowsKernel::tiled);
+                             seed++, AttentionKernel::tiled);
 }
 
 TEST_CASE("emulated: embedding rows of every weight type from the packed layout, bit for bit") {

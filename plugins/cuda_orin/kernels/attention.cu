@@ -22,6 +22,7 @@
 #if ER_KERNEL_LAUNCHERS
 #include "launch_kernel.cuh"
 #endif
+#include "attention_split.cuh"
 #include "device_math.hpp"
 #include "grid_dependency.cuh"
 #include "softmax_merge.hpp"
@@ -30,17 +31,7 @@
 namespace edgerun::cuda_orin {
 namespace {
 
-constexpr int kWarps = kAttentionWarps, kTile = kAttentionTile, kMaxGroup = kAttentionMaxGroup;
-
-struct SplitGeometry {
-    int n_group;   // query heads per KV head
-    int kv_len;
-};
-
-__device__ SplitGeometry split_geometry(const AttentionParams& p, int row) {
-    const int kv_len = min(p.kv_len[row], p.cache.n_ctx);
-    return {p.n_head / p.cache.n_head_kv, max(kv_len, 0)};
-}
+constexpr int kWarps = kSplitWarps, kTile = kSplitTile, kMaxGroup = kSplitMaxGroup;
 
 // A lane's 32 bytes of a K row (16 dims of F16 or 32 of INT8, with their scale), loaded
 // before they are scored so that a warp can have several passes' keys in flight.
@@ -227,18 +218,11 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_split_kernel(const A
     __shared__ float warp_ml[kWarps][kMaxGroup][2];
     ER_SHARED_ARRAY(warp_ml);
 
-    const int split = blockIdx.x, kv_head = blockIdx.y;
-    const int n_chunks = (p.n_head / p.cache.n_head_kv + kMaxGroup - 1) / kMaxGroup;
-    const int row = int(blockIdx.z) / n_chunks, chunk = int(blockIdx.z) % n_chunks;
-    const SplitGeometry geo = split_geometry(p, row);
-    const int q_head0 = kv_head * geo.n_group + chunk * kMaxGroup;
-    const int n_q = min(kMaxGroup, geo.n_group - chunk * kMaxGroup);
-    int begin, end;
-    split_range(geo.kv_len, p.n_splits, kTile, split, &begin, &end);
-    if (begin >= end) return;  // past the current length: the merge skips this split
-    const KvCacheLayer cache =
-        p.row_seq ? sequence_cache(p.cache, p.row_seq[row], p.seq_stride_values, p.seq_stride_scales) : p.cache;
-    const float* q = p.q + size_t(row) * p.n_head * Dim;
+    const SplitBlock b = split_block(p);
+    if (b.begin >= b.end) return;  // past the current length: the merge skips this split
+    const int kv_head = b.kv_head, q_head0 = b.q_head0, n_q = b.n_q, begin = b.begin, end = b.end;
+    const KvCacheLayer& cache = b.cache;
+    const float* q = p.q + size_t(b.row) * p.n_head * Dim;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     // The query, scaled so scores come out in the log2 domain, and for dp4a its 8-bit form.
@@ -328,26 +312,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_split_kernel(const A
             warp_ml[warp][g][1] = l[g];
         }
     __syncthreads();
-
-    float* part_o = p.workspace;
-    float* part_ml = p.workspace + size_t(p.n_rows) * p.n_head * p.n_splits * Dim;
-    for (int i = threadIdx.x; i < n_q * Dim; i += blockDim.x) {
-        const int g = i / Dim, d = i % Dim;
-        float m_all = -INFINITY;
-        for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, warp_ml[w][g][0]);
-        float o = 0.0f, l_all = 0.0f;
-        for (int w = 0; w < kWarps; ++w) {
-            const float weight = partial_weight(warp_ml[w][g][0], m_all);
-            o += weight * warp_o[w][g][d];
-            l_all += weight * warp_ml[w][g][1];
-        }
-        const size_t slot = (size_t(row) * p.n_head + q_head0 + g) * p.n_splits + split;
-        part_o[slot * Dim + d] = o;
-        if (d == 0) {
-            part_ml[2 * slot] = m_all;
-            part_ml[2 * slot + 1] = l_all;
-        }
-    }
+    write_split_partial<Dim>(p, b, warp_o, warp_ml);
 }
 
 // One block per query head and row, one thread per dim: merges the non-empty splits (of
@@ -355,7 +320,6 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_split_kernel(const A
 __global__ void attention_merge_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
     const int head = blockIdx.x, row = blockIdx.y, d = threadIdx.x, dim = p.cache.head_dim;
-    const SplitGeometry geo = split_geometry(p, row);
     const size_t query = size_t(row) * p.n_head + head;
     const float* part_o = p.workspace;
     const float* part_ml = p.workspace + size_t(p.n_rows) * p.n_head * p.n_splits * dim;
@@ -367,7 +331,7 @@ __global__ void attention_merge_kernel(const AttentionParams p) {
             if (part_ml[2 * slot] == -INFINITY) continue;
         } else {  // the split kernel writes the splits of the row's own range
             int begin, end;
-            split_range(geo.kv_len, p.n_splits, kTile, s, &begin, &end);
+            split_range(split_kv_len(p, row), p.n_splits, kTile, s, &begin, &end);
             if (begin >= end) break;  // empty splits are all at the end
         }
         float w_total, w_part;
@@ -408,6 +372,7 @@ cudaError_t launch_attention(const AttentionParams& p, LaunchStream stream) {
                            : (f16 ? attention_split_kernel<128, kKvF16>
                                   : dp4a ? attention_split_kernel<128, kKvQ8> : attention_split_kernel<128, kKvQ8FloatQuery>);
     const cudaError_t err = p.tiles ? launch_attention_tiles(p, grid, stream)
+                            : p.mma ? launch_attention_mma(p, grid, stream)
                                     : launch_kernel(split, grid, dim3(kWarps * 32), 0, stream, p);
     if (err != cudaSuccess || !attention_merges(p)) return err;
     return launch_kernel(attention_merge_kernel, dim3(p.n_head, p.n_rows), dim3(p.cache.head_dim), 0, stream, p);

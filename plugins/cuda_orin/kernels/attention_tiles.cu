@@ -87,16 +87,6 @@ __device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int en
     }
 }
 
-// The max (or sum) over the four lanes that hold one fragment row (lanes 4g..4g+3).
-__device__ __forceinline__ float row_max(float v) {
-    v = fmaxf(v, __shfl_xor_sync(kFullMask, v, 1));
-    return fmaxf(v, __shfl_xor_sync(kFullMask, v, 2));
-}
-__device__ __forceinline__ float row_sum(float v) {
-    v += __shfl_xor_sync(kFullMask, v, 1);
-    return v + __shfl_xor_sync(kFullMask, v, 2);
-}
-
 // At least two blocks per SM: without a minimum ptxas held the head-dim-64 kernel to 96
 // registers and spilled; with two it takes ~120 (64) and ~200 (128) registers, no spills
 // (tests/cuda/check_kernel_resources.py).
@@ -177,7 +167,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
             }
         float factor[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int h = 0; h < 2; ++h) factor[h] = online_softmax_rescale(&m[h], row_max(tile_max[h]));
+        for (int h = 0; h < 2; ++h) factor[h] = online_softmax_rescale(&m[h], fragment_row_max(tile_max[h]));
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
@@ -187,7 +177,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
                 sum[h] += s[nt][i];
             }
 #pragma unroll
-        for (int h = 0; h < 2; ++h) l[h] = l[h] * factor[h] + row_sum(sum[h]);
+        for (int h = 0; h < 2; ++h) l[h] = l[h] * factor[h] + fragment_row_sum(sum[h]);
 #pragma unroll
         for (int dn = 0; dn < Dim / 8; ++dn)
 #pragma unroll

@@ -295,6 +295,9 @@ struct AttentionParams {
     const int32_t* tiles = nullptr;
     const int32_t* tile_rows = nullptr;
     int32_t n_tiles = 0;
+    // Without tiles: the split kernel's blocks on tensor cores (attention_mma.cu) instead
+    // of CUDA cores (attention.cu); same grid, workspace and merge.
+    int32_t mma = 0;
 };
 // The head dims and cache types the split kernel is built for; other attention takes the
 // general row kernel (attention_rows, graph_ops.cu). The tiled kernel takes the same.

@@ -6,7 +6,8 @@
 // the packed layout (embed_packed_kernel, any number of rows) and the float-activation
 // GEMV's 16-byte loads of x have run only on the emulation, as have the GEMV's L2 prefetch
 // of its weights and programmatic dependent launch (grid_dependency.cuh; its sm_90
-// instructions are compiled, never run). The math the kernels
+// instructions are compiled, never run), and so have the tensor-core kernels
+// (attention_tiles.cu, attention_mma.cu). The math the kernels
 // are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp); the kernels
 // themselves also run on the CPU emulation in CI (tests/cuda/test_kernels_emulated.cpp,
 // and the whole backend under edgerun-conformance as cuda_orin_emu).
@@ -45,11 +46,13 @@ cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream);
 
 cudaError_t launch_rope_append(const RopeAppendParams& p, LaunchStream stream);
 
-// The split kernel and its merge, or with p.tiles the tiled kernel (and the merge when
-// p.n_splits > 1).
+// The split kernel (on tensor cores with p.mma) and its merge, or with p.tiles the tiled
+// kernel (and the merge when p.n_splits > 1).
 cudaError_t launch_attention(const AttentionParams& p, LaunchStream stream);
 // The tiled kernel alone, on the grid plan_attention gives (attention_tiles.cu).
 cudaError_t launch_attention_tiles(const AttentionParams& p, dim3 grid, LaunchStream stream);
+// The split kernel on tensor cores alone, on the split kernel's grid (attention_mma.cu).
+cudaError_t launch_attention_mma(const AttentionParams& p, dim3 grid, LaunchStream stream);
 
 cudaError_t launch_embed(const EmbedParams& p, LaunchStream stream);
 

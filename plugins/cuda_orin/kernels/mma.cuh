@@ -19,6 +19,7 @@
 #pragma once
 
 #include "device_math.hpp"
+#include "warp.cuh"
 
 #include <cstdint>
 
@@ -27,6 +28,42 @@ namespace edgerun::cuda_orin {
 // Two floats as one f16x2 register: lo in the low half (the lower column or row).
 ER_HD uint32_t pack_halves(float lo, float hi) {
     return uint32_t(float_to_half(lo)) | (uint32_t(float_to_half(hi)) << 16);
+}
+
+// Element-wise f16x2 arithmetic on packed registers, each result rounded to nearest
+// even. The explicit rounding keeps the compiler from fusing a product into a following
+// sum, so a chain of these rounds as written. The host versions compute each half in
+// float, which is exact for the products of two halves and for the sums the kernels make
+// (small integers); a sum that needs more than 24 bits would round twice.
+__device__ __forceinline__ uint32_t add_halves(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+    uint32_t d;
+    asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+#else
+    return pack_halves(half_to_float(uint16_t(a)) + half_to_float(uint16_t(b)),
+                       half_to_float(uint16_t(a >> 16)) + half_to_float(uint16_t(b >> 16)));
+#endif
+}
+__device__ __forceinline__ uint32_t mul_halves(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+    uint32_t d;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+#else
+    return pack_halves(half_to_float(uint16_t(a)) * half_to_float(uint16_t(b)),
+                       half_to_float(uint16_t(a >> 16)) * half_to_float(uint16_t(b >> 16)));
+#endif
+}
+
+// The max (or sum) over the four lanes that hold one fragment row (lanes 4g..4g+3).
+__device__ __forceinline__ float fragment_row_max(float v) {
+    v = fmaxf(v, __shfl_xor_sync(kFullMask, v, 1));
+    return fmaxf(v, __shfl_xor_sync(kFullMask, v, 2));
+}
+__device__ __forceinline__ float fragment_row_sum(float v) {
+    v += __shfl_xor_sync(kFullMask, v, 1);
+    return v + __shfl_xor_sync(kFullMask, v, 2);
 }
 
 __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {

@@ -120,6 +120,17 @@ T __shfl_xor_sync(unsigned /*mask*/, T value, int lane_mask) {
     return out;
 }
 
+template <class T>
+T __shfl_sync(unsigned /*mask*/, T value, int src_lane) {
+    static_assert(sizeof(T) <= 8);
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    bits = emu::warp_exchange(bits, src_lane & 31);
+    T out;
+    std::memcpy(&out, &bits, sizeof(T));
+    return out;
+}
+
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }

@@ -13,6 +13,7 @@
 
 // The kernel sources (their nvcc-only launchers drop out).
 #include "attention.cu"
+#include "attention_mma.cu"
 #include "attention_tiles.cu"
 #include "gemv.cu"
 #include "graph_ops.cu"
@@ -88,7 +89,7 @@ PlantedFault planted_fault_from_environment() {
 }
 
 // The paths a process's launches took: GEMV launches by rows of x, GEMMs, and attention
-// launches of the tiled kernel. With EDGERUN_EMU_LAUNCH_COUNTS set, one line on stderr at
+// launches by kernel. With EDGERUN_EMU_LAUNCH_COUNTS set, one line on stderr at
 // exit, so a test can see which path a run's steps took.
 class LaunchCounts {
 public:
@@ -97,8 +98,9 @@ public:
         if (!report || !*report) return;
         std::fprintf(stderr,
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
-                     "attention launches: %lld split, %lld tiled\n",
-                     one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, tiled_attention_);
+                     "attention launches: %lld split, %lld split on mma, %lld tiled\n",
+                     one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
+                     tiled_attention_);
     }
     void add_gemm() { ++gemms_; }
     void add_gemv(int rows) {
@@ -109,11 +111,11 @@ public:
             ++one_row_;
         }
     }
-    void add_attention(bool tiled) { ++(tiled ? tiled_attention_ : split_attention_); }
+    void add_attention(const AttentionParams& p) { ++(p.tiles ? tiled_attention_ : p.mma ? mma_attention_ : split_attention_); }
 
 private:
     long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0;
-    long long split_attention_ = 0, tiled_attention_ = 0;
+    long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0;
 };
 
 LaunchCounts& launch_counts() {
@@ -223,7 +225,7 @@ public:
     void attention(const AttentionParams& p) override {
         const AttentionGrid g = plan_attention(p);
         require(g.splits > 0, "attention");
-        launch_counts().add_attention(p.tiles != nullptr);
+        launch_counts().add_attention(p);
         run(attention_kind(p), [p, g] { emulated::attention(p, g); });
     }
     void embed(const EmbedParams& p) override {

@@ -1,7 +1,8 @@
 // The kernels' launch shapes on the CPU emulation, as the CUDA launchers in
 // plugins/cuda_orin/kernels give them: one home for the kernel tests' emulated launcher
 // and the emulated device of the cuda_orin_emu plugin. Include after the kernel sources
-// (prepare.cu, gemv.cu, attention.cu, attention_tiles.cu, small_kernels.cu, rope_append.cu) and cuda_emulation.hpp.
+// (prepare.cu, gemv.cu, attention.cu, attention_tiles.cu, attention_mma.cu, small_kernels.cu,
+// rope_append.cu) and cuda_emulation.hpp.
 #pragma once
 
 namespace edgerun::cuda_orin::emulated {
@@ -19,8 +20,8 @@ inline void gemv(const GemvLaunch& l, int blocks) {
     }, size_t(l.x_stage_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
 }
 
-// The split flash-decode kernel, or with p.tiles the tiled one, then the merge of their
-// splits (none after a tiled launch of one split); `g` from plan_attention.
+// The split flash-decode kernel (on tensor cores with p.mma), or with p.tiles the tiled
+// one, then the merge of their splits (none after a tiled launch of one split); `g` from plan_attention.
 inline void attention(const AttentionParams& p, const AttentionGrid& g) {
     const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows);
     const bool f16 = p.cache.type == kKvF16, dp4a = scores_by_dp4a(p);
@@ -31,6 +32,13 @@ inline void attention(const AttentionParams& p, const AttentionGrid& g) {
             else
                 f16 ? attention_tiles_kernel<128, kKvF16>(p) : attention_tiles_kernel<128, kKvQ8>(p);
         }, 0, "attention_tiles");
+    else if (p.mma)
+        emu::launch(grid, dim3(kAttentionWarps * 32), [&] {
+            if (p.cache.head_dim == 64)
+                f16 ? attention_mma_kernel<64, kKvF16>(p) : attention_mma_kernel<64, kKvQ8>(p);
+            else
+                f16 ? attention_mma_kernel<128, kKvF16>(p) : attention_mma_kernel<128, kKvQ8>(p);
+        }, 0, "attention_mma");
     else
         emu::launch(grid, dim3(kAttentionWarps * 32), [&] {
             if (p.cache.head_dim == 64)

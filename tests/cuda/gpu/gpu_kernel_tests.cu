@@ -169,6 +169,9 @@ int main(int argc, char** argv) {
         for (int32_t kv : {kKvF16, kKvQ8}) {
             const int splits = choose_kv_splits(c.n_ctx, c.n_head_kv, dev.n_sms());
             check_attention(dev, report, c.n_head, c.n_head_kv, c.dim, c.kv_len, c.n_ctx, kv, splits, seed++);
+            // The same on tensor cores (attention_mma.cu; its fragment use first checked here).
+            check_attention(dev, report, c.n_head, c.n_head_kv, c.dim, c.kv_len, c.n_ctx, kv, splits, seed++,
+                            AttentionKernel::mma);
         }
     }
     check_attention(dev, report, 8, 2, 64, 500, 512, kKvF16, 1, seed++);  // a single split
@@ -187,9 +190,10 @@ int main(int argc, char** argv) {
         // The tiled kernel (tensor-core mma; its fragment layout checked here against the
         // hardware for the first time): the same prompt, one split and several, and the
         // batch of two sequences.
-        check_attention_rows(dev, report, 32, 8, 128, 1024, kv, seqs, lengths, 1, seed++, RowsKernel::tiled);
-        check_attention_rows(dev, report, 32, 8, 128, 1024, kv, seqs, lengths, 3, seed++, RowsKernel::tiled);
-        check_attention_rows(dev, report, 9, 3, 64, 1024, kv, batch_seqs, batch_lengths, 4, seed++, RowsKernel::tiled);
+        check_attention_rows(dev, report, 32, 8, 128, 1024, kv, seqs, lengths, 1, seed++, AttentionKernel::tiled);
+        check_attention_rows(dev, report, 32, 8, 128, 1024, kv, seqs, lengths, 3, seed++, AttentionKernel::tiled);
+        check_attention_rows(dev, report, 9, 3, 64, 1024, kv, batch_seqs, batch_lengths, 4, seed++, AttentionKernel::tiled);
+        check_attention_rows(dev, report, 9, 3, 64, 1024, kv, batch_seqs, batch_lengths, 4, seed++, AttentionKernel::mma);
     }
     check_attention_q8_vs_f16(dev, report, 32, 8, 128, quick ? 1000 : 8192, 16, seed++);
     check_attention_q8_vs_f16(dev, report, 9, 3, 64, 2000, 4, seed++);

@@ -1,0 +1,272 @@
+// Flash-decode on tensor cores: the split kernel's blocks, splits and merge
+// (attention_split.cuh) with each warp's products on mma.m16n8k16 (mma.cuh) instead of
+// FMAs. The block's query heads (up to kAttentionMaxGroup of one KV head) are the rows of
+// S = Q K^T and the columns of O^T = V^T P^T; the products' other rows and columns are
+// zeros or ignored, tensor-core time the kernel has to spare. Per 32-key tile a warp
+// (lane = 4g + t)
+//   1. scores S = Q K^T, 4 n-tiles of 8 keys x Dim/16 k-steps. Lane (g, t) holds key
+//      8 nt + g, as the B operand wants it. A dot may take the dims in any order if Q's
+//      A fragment takes the same, so lane t's dims are two contiguous chunks of the row,
+//      C t.. and Dim/2 + C t.. (C = Dim/8): every load is 16 (INT8) or 32 (F16)
+//      contiguous bytes of a lane, and an INT8 chunk lies in one 32-value scale group;
+//   2. folds S into each head's online softmax (softmax_merge.hpp): S row g is head g,
+//      held by lanes 4g..4g+3;
+//   3. O^T += V^T P^T, 16 keys a k-step: the dims are the rows (Dim/16 m-tiles), so P^T's
+//      B fragment is S's accumulator as it lies in the lane (mma.cuh), and lane (g, t)'s
+//      A fragment takes dims C g..C g + C - 1 of key rows 2t, 2t+1, 2t+8, 2t+9: one
+//      16-byte load a row (INT8), two rows' bytes paired by byte_perm.
+// INT8 values become halves exactly (the byte under a half's exponent byte 1024, less
+// 1152: a byte_perm and an f16x2 add for two values), then times their scale, rounded
+// once. Against the CUDA-core kernel's 236 SASS instructions per KB of INT8 K+V at head
+// dim 128, sm_90 (bench/attention_instructions.py counts both).
+//
+// Precision: the tiled kernel's (attention_tiles.cu): the query, keys, values and
+// probabilities as halves, products exact and summed in F32. The CUDA-core kernel keeps
+// the query in F32 (8 bits for INT8 decode steps).
+//
+// STATUS: run only on the CPU emulation (tests/cuda/emu); never run on a GPU.
+#include "attention_split.cuh"
+#include "kernel_params.hpp"
+#if ER_KERNEL_LAUNCHERS
+#include "launch_kernel.cuh"
+#endif
+#include "device_math.hpp"
+#include "grid_dependency.cuh"
+#include "mma.cuh"
+#include "softmax_merge.hpp"
+#include "warp.cuh"
+
+namespace edgerun::cuda_orin {
+namespace {
+
+static_assert(kSplitMaxGroup == 4, "O^T's columns 2t, 2t + 1 of lanes t < 2 are the block's query heads");
+
+constexpr uint32_t kHalf1024Bytes = 0x64646464u;  // 0x64 above a byte b: the half 1024 + b
+constexpr uint32_t kHalfMinus1152 = 0xE480E480u;  // -1152 = -(1024 + 128) in both halves
+constexpr uint32_t kByteBias = 0x80808080u;       // signed byte s XOR 0x80 = s + 128
+
+// Two INT8 values of `biased` (cache bytes XOR kByteBias), the bytes `selector` names
+// (0x4140: bytes 0, 1; 0x4342: bytes 2, 3), as the halves s0 d0, s1 d1 of `scales`.
+__device__ __forceinline__ uint32_t int8_pair_to_halves(uint32_t biased, uint32_t selector, uint32_t scales) {
+    return mul_halves(add_halves(byte_perm(biased, kHalf1024Bytes, selector), kHalfMinus1152), scales);
+}
+
+// n 32-bit words from p (n = 2: 8-byte aligned; else a multiple of 4, 16-byte aligned).
+template <int N>
+__device__ __forceinline__ void load_words(const uint8_t* p, uint32_t (&w)[N]) {
+    if constexpr (N == 2) {
+        const Words2 v = load_8B(p);
+        w[0] = v.w[0];
+        w[1] = v.w[1];
+    } else {
+        for (int i = 0; i < N / 4; ++i) {
+            const Words4 v = load_16B(p + 16 * i);
+            for (int k = 0; k < 4; ++k) w[4 * i + k] = v.w[k];
+        }
+    }
+}
+
+// A lane's C = Dim/8 contiguous dims of one cached row (key or value), as loaded.
+template <int Dim, int Kv>
+struct RowChunk {
+    static constexpr int kValueBytes = Kv == kKvF16 ? 2 : 1;
+    static constexpr int kWords = Dim / 8 * kValueBytes / 4;
+    uint32_t w[kWords];
+    uint32_t scale;  // INT8: the chunk's scale group's (one group: C divides 32)
+};
+
+// Where a lane's chunk (dims first_dim..) of a KV head's rows lies in a cache plane, so
+// that a row's address is one multiply-add of its key.
+template <int Dim, int Kv>
+struct ChunkColumn {
+    const uint8_t* values;
+    const uint16_t* scales;
+
+    __device__ ChunkColumn(const void* plane, const uint16_t* scale_plane, const KvCacheLayer& c, int kv_head, int first_dim) {
+        const size_t head_rows = size_t(kv_head) * c.n_ctx;
+        values = static_cast<const uint8_t*>(plane) + (head_rows * Dim + first_dim) * RowChunk<Dim, Kv>::kValueBytes;
+        scales = scale_plane + head_rows * (Dim / 32) + first_dim / 32;  // INT8 only
+    }
+    // Row `key`'s chunk, or with `dims` the chunk that many dims further.
+    __device__ RowChunk<Dim, Kv> row(int key, int dims = 0) const {
+        RowChunk<Dim, Kv> r;
+        const size_t k = uint32_t(key);  // zero-extended: key * stride + base is one wide multiply-add
+        const uint8_t* row_values = values + k * (Dim * RowChunk<Dim, Kv>::kValueBytes);
+        load_words(row_values + dims * RowChunk<Dim, Kv>::kValueBytes, r.w);
+        if constexpr (Kv != kKvF16) r.scale = load_2B(scales + k * (Dim / 32) + dims / 32);
+        return r;
+    }
+};
+
+// A lane's key: chunk h holds dims h Dim/2 + C t..; k-step ks takes dims key_dim(ks, t) .. + 3.
+template <int Dim>
+__device__ __forceinline__ int key_dim(int ks, int t) {
+    constexpr int kStepsPerChunk = Dim / 32;
+    return (ks / kStepsPerChunk) * (Dim / 2) + (Dim / 8) * t + 4 * (ks % kStepsPerChunk);
+}
+
+template <int Dim, int Kv>
+struct KeyChunks {
+    RowChunk<Dim, Kv> chunk[2];  // dims C t.. and Dim/2 + C t..
+    // The B fragment of k-step ks: dims key_dim .. + 1 (b[0]) and + 2, + 3 (b[1]).
+    __device__ void fragment(int ks, uint32_t (&b)[2]) const {
+        constexpr int kStepsPerChunk = Dim / 32;
+        const RowChunk<Dim, Kv>& c = chunk[ks / kStepsPerChunk];
+        const int j = ks % kStepsPerChunk;
+        if constexpr (Kv == kKvF16) {
+            b[0] = c.w[2 * j];
+            b[1] = c.w[2 * j + 1];
+        } else {
+            const uint32_t biased = c.w[j] ^ kByteBias, scales = c.scale | (c.scale << 16);
+            b[0] = int8_pair_to_halves(biased, 0x4140u, scales);
+            b[1] = int8_pair_to_halves(biased, 0x4342u, scales);
+        }
+    }
+};
+
+// Two A-fragment registers of m-tile mt from value rows a and b (keys k, k + 1): their
+// values at the tile's row g (dim 2 mt of the chunk) and row g + 8 (dim 2 mt + 1).
+template <int Dim, int Kv>
+__device__ __forceinline__ void value_pair(const RowChunk<Dim, Kv>& a, const RowChunk<Dim, Kv>& b, int mt,
+                                           uint32_t& row_g, uint32_t& row_g8) {
+    if constexpr (Kv == kKvF16) {
+        row_g = byte_perm(a.w[mt], b.w[mt], 0x5410u);   // low halves: a's, then b's
+        row_g8 = byte_perm(a.w[mt], b.w[mt], 0x7632u);  // high halves
+    } else {
+        // Bytes 2 (mt % 2) and + 1 of each row, interleaved: a0 b0 a1 b1.
+        const uint32_t paired = byte_perm(a.w[mt / 2] ^ kByteBias, b.w[mt / 2] ^ kByteBias, mt % 2 ? 0x7362u : 0x5140u);
+        const uint32_t scales = a.scale | (b.scale << 16);
+        row_g = int8_pair_to_halves(paired, 0x4140u, scales);
+        row_g8 = int8_pair_to_halves(paired, 0x4342u, scales);
+    }
+}
+
+// Two blocks an SM at least: ptxas may take up to 255 registers, and 8 warps of 32 keys
+// of K a tile (F16 8 KB, INT8 4.3 KB a warp) are in flight.
+template <int Dim, int Kv>
+__global__ void __launch_bounds__(kSplitWarps * 32, 2) attention_mma_kernel(const AttentionParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
+    constexpr int kSteps = Dim / 16;  // k-steps of S, m-tiles of O^T
+    constexpr int kChunk = Dim / 8;
+    __shared__ float warp_o[kSplitWarps][kSplitMaxGroup][Dim];
+    ER_SHARED_ARRAY(warp_o);
+    __shared__ float warp_ml[kSplitWarps][kSplitMaxGroup][2];
+    ER_SHARED_ARRAY(warp_ml);
+
+    const SplitBlock b = split_block(p);
+    if (b.begin >= b.end) return;  // past the current length: the merge skips this split
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int last = b.end - 1;
+    const ChunkColumn<Dim, Kv> key_chunk(b.cache.k, b.cache.k_scales, b.cache, b.kv_head, kChunk * t);
+    const ChunkColumn<Dim, Kv> value_chunk(b.cache.v, b.cache.v_scales, b.cache, b.kv_head, kChunk * g);
+
+    // Q's A fragment: row g is query head q_head0 + g (zeros past n_q, and rows g + 8 in
+    // registers 1 and 3), its dims in the keys' order, scaled into the log2 domain.
+    uint32_t qa[kSteps][4];
+    const float q_scale = p.scale * kLog2e;
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+        qa[ks][0] = qa[ks][1] = qa[ks][2] = qa[ks][3] = 0u;
+        if (g < b.n_q) {
+            const float* q = p.q + (size_t(b.row) * p.n_head + b.q_head0 + g) * Dim + key_dim<Dim>(ks, t);
+            qa[ks][0] = pack_halves(q[0] * q_scale, q[1] * q_scale);
+            qa[ks][2] = pack_halves(q[2] * q_scale, q[3] * q_scale);
+        }
+    }
+
+    // O^T, m-tile mt: rows dims C g + 2 mt (registers 0, 1) and + 1 (2, 3), columns heads
+    // 2t (0, 2) and 2t + 1 (1, 3). m and l are head g's.
+    float o[kSteps][4] = {}, m = -INFINITY, l = 0.0f;
+    for (int tile = b.begin + warp * kSplitTile; tile < b.end; tile += kSplitWarps * kSplitTile) {
+        // 1. S = Q K^T; keys past the end load the last key, and step 2 masks them.
+        KeyChunks<Dim, Kv> keys[4];
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) keys[nt].chunk[h] = key_chunk.row(min(tile + 8 * nt + g, last), h * (Dim / 2));
+        float s[4][4] = {};
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int ks = 0; ks < kSteps; ++ks) {
+                uint32_t kb[2];
+                keys[nt].fragment(ks, kb);
+                mma_m16n8k16(s[nt], qa[ks], kb);
+            }
+        // 2. Head g's online softmax: s[nt][i], i < 2, is key tile + 8 nt + 2t + i.
+        float tile_max = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                if (tile + 8 * nt + 2 * t + i > last) s[nt][i] = -INFINITY;
+                tile_max = fmaxf(tile_max, s[nt][i]);
+            }
+        const float factor = online_softmax_rescale(&m, fragment_row_max(tile_max));
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                s[nt][i] = s[nt][i] == -INFINITY ? 0.0f : exp2f(s[nt][i] - m);
+                sum += s[nt][i];
+            }
+        l = l * factor + fragment_row_sum(sum);
+        const float factor_2t = __shfl_sync(kFullMask, factor, 8 * t), factor_2t1 = __shfl_sync(kFullMask, factor, 8 * t + 4);
+#pragma unroll
+        for (int mt = 0; mt < kSteps; ++mt) {
+            o[mt][0] *= factor_2t;
+            o[mt][1] *= factor_2t1;
+            o[mt][2] *= factor_2t;
+            o[mt][3] *= factor_2t1;
+        }
+        // 3. O^T += V^T P^T. P^T's B fragment: head g's probabilities of keys 2t, 2t + 1
+        // (n-tile 2 kk) and 2t + 8, 2t + 9 (n-tile 2 kk + 1) of the k-step's 16.
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            RowChunk<Dim, Kv> rows[4];  // keys 2t, 2t + 1, 2t + 8, 2t + 9
+#pragma unroll
+            for (int r = 0; r < 4; ++r) rows[r] = value_chunk.row(min(tile + 16 * kk + 2 * t + r % 2 + 8 * (r / 2), last));
+            const uint32_t pb[2] = {pack_halves(s[2 * kk][0], s[2 * kk][1]), pack_halves(s[2 * kk + 1][0], s[2 * kk + 1][1])};
+#pragma unroll
+            for (int mt = 0; mt < kSteps; ++mt) {
+                uint32_t va[4];
+                value_pair(rows[0], rows[1], mt, va[0], va[1]);
+                value_pair(rows[2], rows[3], mt, va[2], va[3]);
+                mma_m16n8k16(o[mt], va, pb);
+            }
+        }
+    }
+
+    // Lanes t < 2 hold heads 2t, 2t + 1; lanes 4g hold head g's m and l.
+    if (t < 2)
+#pragma unroll
+        for (int mt = 0; mt < kSteps; ++mt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) warp_o[warp][2 * t + i % 2][kChunk * g + 2 * mt + i / 2] = o[mt][i];
+    if (t == 0 && g < kSplitMaxGroup) {
+        warp_ml[warp][g][0] = m;
+        warp_ml[warp][g][1] = l;
+    }
+    __syncthreads();
+    write_split_partial<Dim>(p, b, warp_o, warp_ml);
+}
+
+// The four instantiations (head dim x cache type), named so NVRTC compiles them too.
+template __global__ void attention_mma_kernel<64, kKvF16>(const AttentionParams);
+template __global__ void attention_mma_kernel<128, kKvF16>(const AttentionParams);
+template __global__ void attention_mma_kernel<64, kKvQ8>(const AttentionParams);
+template __global__ void attention_mma_kernel<128, kKvQ8>(const AttentionParams);
+
+}  // namespace
+
+#if ER_KERNEL_LAUNCHERS
+cudaError_t launch_attention_mma(const AttentionParams& p, dim3 grid, LaunchStream stream) {
+    const bool f16 = p.cache.type == kKvF16;
+    const auto kernel = p.cache.head_dim == 64 ? (f16 ? attention_mma_kernel<64, kKvF16> : attention_mma_kernel<64, kKvQ8>)
+                                               : (f16 ? attention_mma_kernel<128, kKvF16> : attention_mma_kernel<128, kKvQ8>);
+    return launch_kernel(kernel, grid, dim3(kSplitWarps * 32), 0, stream, p);
+}
+#endif
+
+}  // namespace edgerun::cuda_orin
