@@ -8,7 +8,8 @@ Compiles plugins/cuda_orin/kernels/attention.cu, disassembles it and, in each
 attention_split_kernel<head dim, cache form>, finds the 32-key tile loop and the two loops
 inside it: the key passes (step 1) and the V rows (step 3). The same for the split kernel
 on tensor cores (attention_mma.cu, attention_mma_kernel<head dim, cache type>), whose
-tile loop has no loop inside. One tile executes the tile
+tile loop has no loop inside but two arms: full tiles, and the tail tile whose rows are
+clamped and masked; a full tile is counted. One tile executes the tile
 loop's body once and each inner loop's body as often as the kernel's constants say
 (below, as in attention.cu); an inner loop the compiler unrolled is in the tile body
 already. Static counts, with every query-head branch taken (four heads a KV head, as
@@ -57,6 +58,20 @@ def tile_loops(body):
     return tile, None, None
 
 
+def full_tile_size(body, tile):
+    """Instructions a full tile of the tensor-core kernel issues: its tile loop less the
+    longer arm of the if/else inside (the tail tile's; the full tile's is the shorter)."""
+    step = 0x10  # bytes an instruction (sm_80 and later)
+    branches = {at: target for at, op, target in body if tile[0] <= at <= tile[1] and op == "BRA" and target}
+    for at, else_at in branches.items():
+        then_end = else_at - step  # the then-arm ends by branching to the join
+        if at < then_end and branches.get(then_end, 0) > else_at:
+            then_size = span_size(body, (at + step, then_end))
+            else_size = span_size(body, (else_at, branches[then_end] - step))
+            return span_size(body, tile) - max(then_size, else_size)
+    sys.exit("attention_instructions: no full-tile and tail-tile arms in the tensor-core tile loop")
+
+
 def main(argv):
     nvcc, cuobjdump, archs = command_line(__doc__, argv)
     for arch in archs:
@@ -92,7 +107,7 @@ def main(argv):
             tile, keys, values = tile_loops(body)
             if keys or values:
                 sys.exit(f"attention_instructions: a loop inside {name}'s tile loop (the count would be a guess)")
-            per_kb = span_size(body, tile) / (2 * TILE * row_bytes / 1024)
+            per_kb = full_tile_size(body, tile) / (2 * TILE * row_bytes / 1024)
             cells = ceiling_cells(1024 / per_kb)
             print(f"| {dim} | {FORMS[form]}, mma | unrolled | unrolled | {per_kb:.0f} | " + " | ".join(cells) + " |")
             rows += 1

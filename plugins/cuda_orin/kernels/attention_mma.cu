@@ -7,8 +7,8 @@
 //   1. scores S = Q K^T, 4 n-tiles of 8 keys x Dim/16 k-steps. Lane (g, t) holds key
 //      8 nt + g, as the B operand wants it. A dot may take the dims in any order if Q's
 //      A fragment takes the same, so lane t's dims are two contiguous chunks of the row,
-//      C t.. and Dim/2 + C t.. (C = Dim/8): every load is 16 (INT8) or 32 (F16)
-//      contiguous bytes of a lane, and an INT8 chunk lies in one 32-value scale group;
+//      C t.. and Dim/2 + C t.. (C = Dim/8): every load is a lane's C contiguous values
+//      (16 bytes of INT8 at head dim 128), and an INT8 chunk lies in one scale group;
 //   2. folds S into each head's online softmax (softmax_merge.hpp): S row g is head g,
 //      held by lanes 4g..4g+3;
 //   3. O^T += V^T P^T, 16 keys a k-step: the dims are the rows (Dim/16 m-tiles), so P^T's
@@ -17,8 +17,8 @@
 //      16-byte load a row (INT8), two rows' bytes paired by byte_perm.
 // INT8 values become halves exactly (the byte under a half's exponent byte 1024, less
 // 1152: a byte_perm and an f16x2 add for two values), then times their scale, rounded
-// once. Against the CUDA-core kernel's 236 SASS instructions per KB of INT8 K+V at head
-// dim 128, sm_90 (bench/attention_instructions.py counts both).
+// once: 90 SASS instructions per KB of INT8 K+V at head dim 128, sm_90, against the
+// CUDA-core kernel's 236 (bench/attention_instructions.py counts both).
 //
 // Precision: the tiled kernel's (attention_tiles.cu): the query, keys, values and
 // probabilities as halves, products exact and summed in F32. The CUDA-core kernel keeps
@@ -87,13 +87,14 @@ struct ChunkColumn {
         values = static_cast<const uint8_t*>(plane) + (head_rows * Dim + first_dim) * RowChunk<Dim, Kv>::kValueBytes;
         scales = scale_plane + head_rows * (Dim / 32) + first_dim / 32;  // INT8 only
     }
-    // Row `key`'s chunk, or with `dims` the chunk that many dims further.
-    __device__ RowChunk<Dim, Kv> row(int key, int dims = 0) const {
+    // The chunk of row key + rows, `dims` dims further. With `rows` and `dims` known to
+    // the compiler, rows of one key differ by constant offsets of one address.
+    __device__ RowChunk<Dim, Kv> row(int key, int rows = 0, int dims = 0) const {
+        constexpr int kRowBytes = Dim * RowChunk<Dim, Kv>::kValueBytes;
         RowChunk<Dim, Kv> r;
         const size_t k = uint32_t(key);  // zero-extended: key * stride + base is one wide multiply-add
-        const uint8_t* row_values = values + k * (Dim * RowChunk<Dim, Kv>::kValueBytes);
-        load_words(row_values + dims * RowChunk<Dim, Kv>::kValueBytes, r.w);
-        if constexpr (Kv != kKvF16) r.scale = load_2B(scales + k * (Dim / 32) + dims / 32);
+        load_words(values + k * kRowBytes + (rows * kRowBytes + dims * RowChunk<Dim, Kv>::kValueBytes), r.w);
+        if constexpr (Kv != kKvF16) r.scale = load_2B(scales + k * (Dim / 32) + (rows * (Dim / 32) + dims / 32));
         return r;
     }
 };
@@ -141,49 +142,53 @@ __device__ __forceinline__ void value_pair(const RowChunk<Dim, Kv>& a, const Row
     }
 }
 
-// Two blocks an SM at least: ptxas may take up to 255 registers, and 8 warps of 32 keys
-// of K a tile (F16 8 KB, INT8 4.3 KB a warp) are in flight.
+// One warp's part of a block: the query's A fragment and, over the tiles it takes, O^T
+// and head g's softmax state.
 template <int Dim, int Kv>
-__global__ void __launch_bounds__(kSplitWarps * 32, 2) attention_mma_kernel(const AttentionParams p) {
-    begin_after_prior_grids();  // grid_dependency.cuh
-    constexpr int kSteps = Dim / 16;  // k-steps of S, m-tiles of O^T
-    constexpr int kChunk = Dim / 8;
-    __shared__ float warp_o[kSplitWarps][kSplitMaxGroup][Dim];
-    ER_SHARED_ARRAY(warp_o);
-    __shared__ float warp_ml[kSplitWarps][kSplitMaxGroup][2];
-    ER_SHARED_ARRAY(warp_ml);
-
-    const SplitBlock b = split_block(p);
-    if (b.begin >= b.end) return;  // past the current length: the merge skips this split
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int last = b.end - 1;
-    const ChunkColumn<Dim, Kv> key_chunk(b.cache.k, b.cache.k_scales, b.cache, b.kv_head, kChunk * t);
-    const ChunkColumn<Dim, Kv> value_chunk(b.cache.v, b.cache.v_scales, b.cache, b.kv_head, kChunk * g);
-
+struct WarpFlashDecode {
+    static constexpr int kSteps = Dim / 16;  // k-steps of S, m-tiles of O^T
+    static constexpr int kChunk = Dim / 8;
+    int g, t;  // lane = 4g + t
+    ChunkColumn<Dim, Kv> key_chunk, value_chunk;
     // Q's A fragment: row g is query head q_head0 + g (zeros past n_q, and rows g + 8 in
     // registers 1 and 3), its dims in the keys' order, scaled into the log2 domain.
     uint32_t qa[kSteps][4];
-    const float q_scale = p.scale * kLog2e;
-#pragma unroll
-    for (int ks = 0; ks < kSteps; ++ks) {
-        qa[ks][0] = qa[ks][1] = qa[ks][2] = qa[ks][3] = 0u;
-        if (g < b.n_q) {
-            const float* q = p.q + (size_t(b.row) * p.n_head + b.q_head0 + g) * Dim + key_dim<Dim>(ks, t);
-            qa[ks][0] = pack_halves(q[0] * q_scale, q[1] * q_scale);
-            qa[ks][2] = pack_halves(q[2] * q_scale, q[3] * q_scale);
-        }
-    }
-
     // O^T, m-tile mt: rows dims C g + 2 mt (registers 0, 1) and + 1 (2, 3), columns heads
     // 2t (0, 2) and 2t + 1 (1, 3). m and l are head g's.
     float o[kSteps][4] = {}, m = -INFINITY, l = 0.0f;
-    for (int tile = b.begin + warp * kSplitTile; tile < b.end; tile += kSplitWarps * kSplitTile) {
-        // 1. S = Q K^T; keys past the end load the last key, and step 2 masks them.
+
+    __device__ WarpFlashDecode(const AttentionParams& p, const SplitBlock& b, int lane)
+        : g(lane / 4),
+          t(lane % 4),
+          key_chunk(b.cache.k, b.cache.k_scales, b.cache, b.kv_head, kChunk * t),
+          value_chunk(b.cache.v, b.cache.v_scales, b.cache, b.kv_head, kChunk * g) {
+        const float q_scale = p.scale * kLog2e;
+#pragma unroll
+        for (int ks = 0; ks < kSteps; ++ks) {
+            qa[ks][0] = qa[ks][1] = qa[ks][2] = qa[ks][3] = 0u;
+            if (g < b.n_q) {
+                const float* q = p.q + (size_t(b.row) * p.n_head + b.q_head0 + g) * Dim + key_dim<Dim>(ks, t);
+                qa[ks][0] = pack_halves(q[0] * q_scale, q[1] * q_scale);
+                qa[ks][2] = pack_halves(q[2] * q_scale, q[3] * q_scale);
+            }
+        }
+    }
+
+    // Keys tile .. tile + 31. A tail tile (Tail) ends past `last`: its keys past the end
+    // load the last key and are masked. A full one needs neither, so its rows' addresses
+    // are one base and constant offsets.
+    template <bool Tail>
+    __device__ __forceinline__ void add_tile(int tile, int last) {
+        // The chunk of the tile's row lane_row + offset (offset a constant once unrolled).
+        const auto row = [&](const ChunkColumn<Dim, Kv>& c, int lane_row, int offset, int dims = 0) {
+            return Tail ? c.row(min(tile + lane_row + offset, last), 0, dims) : c.row(tile + lane_row, offset, dims);
+        };
+        // 1. S = Q K^T.
         KeyChunks<Dim, Kv> keys[4];
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) keys[nt].chunk[h] = key_chunk.row(min(tile + 8 * nt + g, last), h * (Dim / 2));
+            for (int h = 0; h < 2; ++h) keys[nt].chunk[h] = row(key_chunk, g, 8 * nt, h * (Dim / 2));
         float s[4][4] = {};
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
@@ -199,7 +204,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32, 2) attention_mma_kernel(cons
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-                if (tile + 8 * nt + 2 * t + i > last) s[nt][i] = -INFINITY;
+                if (Tail && tile + 8 * nt + 2 * t + i > last) s[nt][i] = -INFINITY;
                 tile_max = fmaxf(tile_max, s[nt][i]);
             }
         const float factor = online_softmax_rescale(&m, fragment_row_max(tile_max));
@@ -208,7 +213,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32, 2) attention_mma_kernel(cons
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-                s[nt][i] = s[nt][i] == -INFINITY ? 0.0f : exp2f(s[nt][i] - m);
+                s[nt][i] = Tail && s[nt][i] == -INFINITY ? 0.0f : exp2f(s[nt][i] - m);
                 sum += s[nt][i];
             }
         l = l * factor + fragment_row_sum(sum);
@@ -226,7 +231,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32, 2) attention_mma_kernel(cons
         for (int kk = 0; kk < 2; ++kk) {
             RowChunk<Dim, Kv> rows[4];  // keys 2t, 2t + 1, 2t + 8, 2t + 9
 #pragma unroll
-            for (int r = 0; r < 4; ++r) rows[r] = value_chunk.row(min(tile + 16 * kk + 2 * t + r % 2 + 8 * (r / 2), last));
+            for (int r = 0; r < 4; ++r) rows[r] = row(value_chunk, 2 * t, 16 * kk + r % 2 + 8 * (r / 2));
             const uint32_t pb[2] = {pack_halves(s[2 * kk][0], s[2 * kk][1]), pack_halves(s[2 * kk + 1][0], s[2 * kk + 1][1])};
 #pragma unroll
             for (int mt = 0; mt < kSteps; ++mt) {
@@ -237,16 +242,36 @@ __global__ void __launch_bounds__(kSplitWarps * 32, 2) attention_mma_kernel(cons
             }
         }
     }
+};
+
+// Two blocks an SM at least: ptxas may take up to 255 registers, and 8 warps of 32 keys
+// of K a tile (F16 8 KB, INT8 4.3 KB a warp) are in flight.
+template <int Dim, int Kv>
+__global__ void __launch_bounds__(kSplitWarps * 32, 2) attention_mma_kernel(const AttentionParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
+    __shared__ float warp_o[kSplitWarps][kSplitMaxGroup][Dim];
+    ER_SHARED_ARRAY(warp_o);
+    __shared__ float warp_ml[kSplitWarps][kSplitMaxGroup][2];
+    ER_SHARED_ARRAY(warp_ml);
+
+    const SplitBlock b = split_block(p);
+    if (b.begin >= b.end) return;  // past the current length: the merge skips this split
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    WarpFlashDecode<Dim, Kv> w(p, b, lane);
+    for (int tile = b.begin + warp * kSplitTile; tile < b.end; tile += kSplitWarps * kSplitTile) {
+        if (tile + kSplitTile <= b.end) w.template add_tile<false>(tile, b.end - 1);
+        else w.template add_tile<true>(tile, b.end - 1);
+    }
 
     // Lanes t < 2 hold heads 2t, 2t + 1; lanes 4g hold head g's m and l.
-    if (t < 2)
+    if (w.t < 2)
 #pragma unroll
-        for (int mt = 0; mt < kSteps; ++mt)
+        for (int mt = 0; mt < w.kSteps; ++mt)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) warp_o[warp][2 * t + i % 2][kChunk * g + 2 * mt + i / 2] = o[mt][i];
-    if (t == 0 && g < kSplitMaxGroup) {
-        warp_ml[warp][g][0] = m;
-        warp_ml[warp][g][1] = l;
+            for (int i = 0; i < 4; ++i) warp_o[warp][2 * w.t + i % 2][w.kChunk * w.g + 2 * mt + i / 2] = w.o[mt][i];
+    if (w.t == 0 && w.g < kSplitMaxGroup) {
+        warp_ml[warp][w.g][0] = w.m;
+        warp_ml[warp][w.g][1] = w.l;
     }
     __syncthreads();
     write_split_partial<Dim>(p, b, warp_o, warp_ml);
