@@ -85,7 +85,7 @@ struct Backend {
     // take the split kernel. The default is a guess until measured on a GPU.
     int32_t tiled_attention_rows = 16;
     // Option mma_attention=1: steps the tiled attention does not take run the split
-    // kernel's blocks on tensor cores (kernels/attention_mma.cu: a static 90 SASS
+    // kernel's blocks on tensor cores (kernels/attention_mma.cu: a static 93 SASS
     // instructions per KB of INT8 K+V at head dim 128 against 236, the query rounded to
     // halves); off by default until measured on a GPU.
     bool mma_attention = false;

@@ -17,7 +17,7 @@
 //      16-byte load a row (INT8), two rows' bytes paired by byte_perm.
 // INT8 values become halves exactly (the byte under a half's exponent byte 1024, less
 // 1152: a byte_perm and an f16x2 add for two values), then times their scale, rounded
-// once: 90 SASS instructions per KB of INT8 K+V at head dim 128, sm_90, against the
+// once: 93 SASS instructions per KB of INT8 K+V at head dim 128, sm_90, against the
 // CUDA-core kernel's 236 (bench/attention_instructions.py counts both).
 //
 // Precision: the tiled kernel's (attention_tiles.cu): the query, keys, values and
@@ -244,10 +244,11 @@ struct WarpFlashDecode {
     }
 };
 
-// Two blocks an SM at least: ptxas may take up to 255 registers, and 8 warps of 32 keys
-// of K a tile (F16 8 KB, INT8 4.3 KB a warp) are in flight.
+// INT8: four blocks an SM, as choose_kv_splits assumes (at head dim 128 ptxas keeps four
+// words of a tile in local memory to fit 128 registers). F16 takes more registers for its
+// keys' words: two blocks an SM, 8 warps with 8 KB of K each in flight.
 template <int Dim, int Kv>
-__global__ void __launch_bounds__(kSplitWarps * 32, 2) attention_mma_kernel(const AttentionParams p) {
+__global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attention_mma_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
     __shared__ float warp_o[kSplitWarps][kSplitMaxGroup][Dim];
     ER_SHARED_ARRAY(warp_o);
