@@ -85,7 +85,7 @@ struct ChunkColumn {
     __device__ ChunkColumn(const void* plane, const uint16_t* scale_plane, const KvCacheLayer& c, int kv_head, int first_dim) {
         const size_t head_rows = size_t(kv_head) * c.n_ctx;
         values = static_cast<const uint8_t*>(plane) + (head_rows * Dim + first_dim) * RowChunk<Dim, Kv>::kValueBytes;
-        scales = scale_plane + head_rows * (Dim / 32) + first_dim / 32;  // INT8 only
+        scales = Kv == kKvF16 ? nullptr : scale_plane + head_rows * (Dim / 32) + first_dim / 32;
     }
     // The chunk of row key + rows, `dims` dims further. With `rows` and `dims` known to
     // the compiler, rows of one key differ by constant offsets of one address.
