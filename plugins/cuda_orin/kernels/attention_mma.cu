@@ -41,16 +41,6 @@ namespace {
 
 static_assert(kSplitMaxGroup == 4, "O^T's columns 2t, 2t + 1 of lanes t < 2 are the block's query heads");
 
-constexpr uint32_t kHalf1024Bytes = 0x64646464u;  // 0x64 above a byte b: the half 1024 + b
-constexpr uint32_t kHalfMinus1152 = 0xE480E480u;  // -1152 = -(1024 + 128) in both halves
-constexpr uint32_t kByteBias = 0x80808080u;       // signed byte s XOR 0x80 = s + 128
-
-// Two INT8 values of `biased` (cache bytes XOR kByteBias), the bytes `selector` names
-// (0x4140: bytes 0, 1; 0x4342: bytes 2, 3), as the halves s0 d0, s1 d1 of `scales`.
-__device__ __forceinline__ uint32_t int8_pair_to_halves(uint32_t biased, uint32_t selector, uint32_t scales) {
-    return mul_halves(add_halves(byte_perm(biased, kHalf1024Bytes, selector), kHalfMinus1152), scales);
-}
-
 // n 32-bit words from p (n = 2: 8-byte aligned; else a multiple of 4, 16-byte aligned).
 template <int N>
 __device__ __forceinline__ void load_words(const uint8_t* p, uint32_t (&w)[N]) {

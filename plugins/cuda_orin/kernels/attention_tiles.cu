@@ -63,11 +63,18 @@ __device__ void load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u
         const size_t scale = token * (Dim / 32) + u / 4;
         const Words2 kq = load_8B(static_cast<const uint8_t*>(c.k) + token * Dim + 8 * u);
         const Words2 vq = load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + 8 * u);
-        const float dk = half_to_float(load_2B(c.k_scales + scale)), dv = half_to_float(load_2B(c.v_scales + scale));
-        for (int i = 0; i < 4; ++i)
-            k->w[i] = pack_halves(signed_byte_to_float(kq.w[i / 2], 2 * (i % 2)) * dk,
-                                  signed_byte_to_float(kq.w[i / 2], 2 * (i % 2) + 1) * dk);
-        for (int i = 0; i < 8; ++i) v[i] = float_to_half(signed_byte_to_float(vq.w[i / 4], i % 4) * dv);
+        const uint32_t dk = load_2B(c.k_scales + scale), dv = load_2B(c.v_scales + scale);
+        const uint32_t k_scales = dk | (dk << 16), v_scales = dv | (dv << 16);
+        for (int i = 0; i < 2; ++i) {  // word i: values 4i..4i+3
+            const uint32_t kb = kq.w[i] ^ kByteBias, vb = vq.w[i] ^ kByteBias;
+            k->w[2 * i] = int8_pair_to_halves(kb, 0x4140u, k_scales);
+            k->w[2 * i + 1] = int8_pair_to_halves(kb, 0x4342u, k_scales);
+            const uint32_t v01 = int8_pair_to_halves(vb, 0x4140u, v_scales), v23 = int8_pair_to_halves(vb, 0x4342u, v_scales);
+            v[4 * i] = uint16_t(v01);
+            v[4 * i + 1] = uint16_t(v01 >> 16);
+            v[4 * i + 2] = uint16_t(v23);
+            v[4 * i + 3] = uint16_t(v23 >> 16);
+        }
     }
 }
 

@@ -56,6 +56,19 @@ __device__ __forceinline__ uint32_t mul_halves(uint32_t a, uint32_t b) {
 #endif
 }
 
+// INT8 cache values as halves, exactly: a signed byte s XOR 0x80 is s + 128; put under
+// the exponent byte 0x64 it is the half 1024 + s + 128, and adding -1152 leaves s.
+inline constexpr uint32_t kHalf1024Bytes = 0x64646464u;  // 0x64 above a byte b: the half 1024 + b
+inline constexpr uint32_t kHalfMinus1152 = 0xE480E480u;  // -1152 in both halves
+inline constexpr uint32_t kByteBias = 0x80808080u;       // XOR: signed byte s -> s + 128
+
+// Two INT8 values of `biased` (cache bytes XOR kByteBias), the bytes `selector` names
+// (0x4140: bytes 0, 1; 0x4342: bytes 2, 3), as the halves s0 d0, s1 d1 of `scales`: each
+// product of two halves rounded once, as float_to_half(s * d) would.
+__device__ __forceinline__ uint32_t int8_pair_to_halves(uint32_t biased, uint32_t selector, uint32_t scales) {
+    return mul_halves(add_halves(byte_perm(biased, kHalf1024Bytes, selector), kHalfMinus1152), scales);
+}
+
 // The max (or sum) over the four lanes that hold one fragment row (lanes 4g..4g+3).
 __device__ __forceinline__ float fragment_row_max(float v) {
     v = fmaxf(v, __shfl_xor_sync(kFullMask, v, 1));
