@@ -161,6 +161,7 @@ void check_tile_banks() {
             const int c = TileStaging<Dim>::v_t_column(dim, key);
             CHECK(c / 2 == TileStaging<Dim>::v_t_column(dim, key ^ 1) / 2);
             CHECK(c % 2 == key % 2);
+            CHECK(c == TileStaging<Dim>::v_t_column(dim / 8 * 8, key));  // the kernel asks once a unit
             columns.insert(c);
         }
         CHECK(columns.size() == size_t(kTiledAttentionKeys));

@@ -31,7 +31,8 @@ struct TileStaging {
     ER_HD static int key(int step) { return step / kUnits; }
     ER_HD static int unit(int step) { return step % kUnits; }
     // v_t's element (dim, key) at half (dim, v_t_column(dim, key)) of its row: the pair of
-    // keys 2c, 2c + 1 (one 32-bit word, the mma operand) moves as one.
+    // keys 2c, 2c + 1 (one 32-bit word, the mma operand) moves as one. It depends on dim
+    // only through its unit (dim / 8), so the kernel asks once a unit.
     ER_HD static int v_t_column(int dim, int key) {
         const int swizzle = ((dim / 8) * (128 / Dim)) % (kTiledAttentionKeys / 2);
         return 2 * ((key / 2) ^ swizzle) + key % 2;

@@ -90,7 +90,8 @@ __device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int en
         uint16_t v[8] = {};
         if (key < end) load_key_unit<Dim, Kv>(c, kv_head, key, u, &k, v);
         store_shared(&k_tile[j][8 * u], k);
-        for (int d = 0; d < 8; ++d) v_t[8 * u + d][Staging::v_t_column(8 * u + d, j)] = v[d];
+        const int column = Staging::v_t_column(8 * u, j);  // one for the unit's 8 dims
+        for (int d = 0; d < 8; ++d) v_t[8 * u + d][column] = v[d];
     }
 }
 
@@ -199,8 +200,9 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
 #pragma unroll
             for (int dn = 0; dn < Dim / 8; ++dn) {
                 const uint16_t* value = v_t[8 * dn + g];
-                const uint32_t b[2] = {load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn + g, 16 * kk + 2 * t)),
-                                       load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn + g, 16 * kk + 2 * t + 8))};
+                // Dim 8 dn + g's columns are its unit's (8 dn): constants once unrolled, but for t.
+                const uint32_t b[2] = {load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn, 16 * kk + 2 * t)),
+                                       load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn, 16 * kk + 2 * t + 8))};
                 mma_m16n8k16(o[dn], pa, b);
             }
         }
