@@ -9,7 +9,10 @@ attention_split_kernel<head dim, cache form>, finds the 32-key tile loop and the
 inside it: the key passes (step 1) and the V rows (step 3). The same for the split kernel
 on tensor cores (attention_mma.cu, attention_mma_kernel<head dim, cache type>), whose
 tile loop has no loop inside but two arms: full tiles, and the tail tile whose rows are
-clamped and masked; a full tile is counted. One tile executes the tile
+clamped and masked; a full tile is counted. And the tiled kernel of many-row steps
+(attention_tiles.cu, attention_tiles_kernel<head dim, cache type>): per 32-key tile its
+block's threads run the staging loop (Dim/32 iterations each) and each warp the rest of
+the tile loop (scores, softmax, P V on mma); a block tile is four warps of both. One tile executes the tile
 loop's body once and each inner loop's body as often as the kernel's constants say
 (below, as in attention.cu); an inner loop the compiler unrolled is in the tile body
 already. Static counts, with every query-head branch taken (four heads a KV head, as
@@ -29,6 +32,7 @@ TILE, KEY_BATCH, VALUE_BATCH = 32, 2, 4
 FORMS = {1: "F16", 2: "INT8 (decode)", 3: "INT8 (float query)"}  # the mma kernel: 1 F16, 2 INT8
 KERNEL = re.compile(r"attention_split_kernelILi(\d+)ELi(\d)E")
 MMA_KERNEL = re.compile(r"attention_mma_kernelILi(\d+)ELi(\d)E")
+TILED_KERNEL = re.compile(r"attention_tiles_kernelILi(\d+)ELi(\d)E")
 
 
 def tile_shape(dim, form):
@@ -70,6 +74,34 @@ def full_tile_size(body, tile):
             else_size = span_size(body, (else_at, branches[then_end] - step))
             return span_size(body, tile) - max(then_size, else_size)
     sys.exit("attention_instructions: no full-tile and tail-tile arms in the tensor-core tile loop")
+
+
+def tiled_counts(body, dim):
+    """(staging iteration, staging a thread, the rest a warp, block tile) of the tiled
+    kernel: its longest loop is the tile loop, the loop inside it that stores to shared
+    memory the staging."""
+    spans = backward_branches(body)
+    tile = max(spans, key=lambda s: s[1] - s[0])
+    stores = lambda first, last: any(first <= at <= last and op == "STS" for at, op, _ in body)
+    staging = [s for s in spans if s != tile and tile[0] <= s[0] and s[1] <= tile[1] and stores(*s)]
+    if len(staging) != 1:
+        sys.exit(f"attention_instructions: {len(staging)} staging loops in the tiled kernel's tile loop, expected 1")
+    iteration = span_size(body, staging[0])
+    per_thread = iteration * (dim // 32)  # 32 keys x Dim/8 units over 128 threads
+    rest = span_size(body, tile) - iteration
+    return iteration, per_thread, rest, 4 * (per_thread + rest)
+
+
+def print_tiled(nvcc, cuobjdump, arch):
+    print(f"\n{arch}: the tiled kernel's SASS instructions per 32-key tile (static)\n")
+    print("| head dim | cache | staging iteration | staging, a thread | scores, softmax, P V, a warp | block tile |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for name, body in sorted(functions(nvcc, cuobjdump, f"{KERNELS}/attention_tiles.cu", arch).items()):
+        m = TILED_KERNEL.search(name)
+        if m:
+            dim, form = int(m.group(1)), int(m.group(2))
+            cells = tiled_counts(body, dim)
+            print(f"| {dim} | {FORMS[form].split(' ')[0]} | " + " | ".join(str(c) for c in cells) + " |")
 
 
 def main(argv):
@@ -114,6 +146,7 @@ def main(argv):
         if rows != 10:
             print(f"attention_instructions: found {rows} split kernels in the {arch} SASS, expected 10", file=sys.stderr)
             return 1
+        print_tiled(nvcc, cuobjdump, arch)
     return 0
 
 
