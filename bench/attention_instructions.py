@@ -12,7 +12,8 @@ tile loop has no loop inside but two arms: full tiles, and the tail tile whose r
 clamped and masked; a full tile is counted. And the tiled kernel of many-row steps
 (attention_tiles.cu, attention_tiles_kernel<head dim, cache type>): per 32-key tile its
 block's threads run the staging loop (Dim/32 iterations each) and each warp the rest of
-the tile loop (scores, softmax, P V on mma); a block tile is four warps of both. One tile executes the tile
+the tile loop (scores, softmax, P V on mma; counted for a tile below every row's causal
+length, which takes no mask); a block tile is four warps of both. One tile executes the tile
 loop's body once and each inner loop's body as often as the kernel's constants say
 (below, as in attention.cu); an inner loop the compiler unrolled is in the tile body
 already. Static counts, with every query-head branch taken (four heads a KV head, as
@@ -63,17 +64,19 @@ def tile_loops(body):
 
 
 def full_tile_size(body, tile):
-    """Instructions a full tile of the tensor-core kernel issues: its tile loop less the
-    longer arm of the if/else inside (the tail tile's; the full tile's is the shorter)."""
+    """Instructions a full tile of a tensor-core kernel issues: its tile loop less the
+    longer arm of the largest if/else inside (the tail or masked tile's; the full tile's
+    arm is the shorter)."""
     step = 0x10  # bytes an instruction (sm_80 and later)
     branches = {at: target for at, op, target in body if tile[0] <= at <= tile[1] and op == "BRA" and target}
+    arms = []
     for at, else_at in branches.items():
         then_end = else_at - step  # the then-arm ends by branching to the join
         if at < then_end and branches.get(then_end, 0) > else_at:
-            then_size = span_size(body, (at + step, then_end))
-            else_size = span_size(body, (else_at, branches[then_end] - step))
-            return span_size(body, tile) - max(then_size, else_size)
-    sys.exit("attention_instructions: no full-tile and tail-tile arms in the tensor-core tile loop")
+            arms.append((span_size(body, (at + step, then_end)), span_size(body, (else_at, branches[then_end] - step))))
+    if not arms:
+        sys.exit("attention_instructions: no full-tile and tail-tile arms in a tensor-core tile loop")
+    return span_size(body, tile) - max(max(a) for a in arms)
 
 
 def tiled_counts(body, dim):
@@ -88,7 +91,7 @@ def tiled_counts(body, dim):
         sys.exit(f"attention_instructions: {len(staging)} staging loops in the tiled kernel's tile loop, expected 1")
     iteration = span_size(body, staging[0])
     per_thread = iteration * (dim // 32)  # 32 keys x Dim/8 units over 128 threads
-    rest = span_size(body, tile) - iteration
+    rest = full_tile_size(body, tile) - iteration  # a tile below every row's length: unmasked
     return iteration, per_thread, rest, 4 * (per_thread + rest)
 
 

@@ -39,6 +39,9 @@
 #include "softmax_merge.hpp"
 #include "warp.cuh"
 
+#include <climits>
+#include <type_traits>
+
 namespace edgerun::cuda_orin {
 namespace {
 
@@ -133,6 +136,9 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
         kv_len[h] = active[h] ? min(min(p.kv_len[row], cache.n_ctx), end) : 0;
     }
     const int warp_kv = int(warp_max(float(max(kv_len[0], kv_len[1]))));
+    // Tiles wholly below every active row's length need no causal mask (exact in float:
+    // lengths are far below 2^24).
+    const float unmasked_below = -warp_max(-float(min(active[0] ? kv_len[0] : INT_MAX, active[1] ? kv_len[1] : INT_MAX)));
 
     // Register r of a k-step holds row g + 8 (r % 2), columns 2t, 2t + 1 (+ 8 for r >= 2).
     const float q_scale = p.scale * kLog2e;
@@ -153,59 +159,65 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
         __syncthreads();
         if (first >= warp_kv) continue;  // past every row of this warp (warp-uniform)
 
-        // 1. S = Q K^T: element i of n-tile nt is key first + 8 nt + 2t + i % 2 of row h = i / 2.
-        float s[4][4] = {};
+        // A tile's scores, softmax and products; Masked: some key lies past a row's length.
+        const auto add_tile = [&](auto masked) {
+            constexpr bool Masked = decltype(masked)::value;
+            // 1. S = Q K^T: element i of n-tile nt is key first + 8 nt + 2t + i % 2 of row h = i / 2.
+            float s[4][4] = {};
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
+            for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-            for (int ks = 0; ks < Dim / 16; ++ks) {
-                const uint16_t* key = &k_tile[8 * nt + g][16 * ks + 2 * t];
-                const uint32_t b[2] = {load_shared_halves(key), load_shared_halves(key + 8)};
-                mma_m16n8k16(s[nt], qa[ks], b);
+                for (int ks = 0; ks < Dim / 16; ++ks) {
+                    const uint16_t* key = &k_tile[8 * nt + g][16 * ks + 2 * t];
+                    const uint32_t b[2] = {load_shared_halves(key), load_shared_halves(key + 8)};
+                    mma_m16n8k16(s[nt], qa[ks], b);
+                }
+            // 2. Causal mask, online softmax; scores become probabilities in place.
+            float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int h = i / 2;
+                    if (Masked && first + 8 * nt + 2 * t + i % 2 >= kv_len[h]) s[nt][i] = -INFINITY;
+                    tile_max[h] = fmaxf(tile_max[h], s[nt][i]);
+                }
+            float factor[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+            for (int h = 0; h < 2; ++h) factor[h] = online_softmax_rescale(&m[h], fragment_row_max(tile_max[h]));
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int h = i / 2;
+                    s[nt][i] = Masked && s[nt][i] == -INFINITY ? 0.0f : exp2f(s[nt][i] - m[h]);
+                    sum[h] += s[nt][i];
+                }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) l[h] = l[h] * factor[h] + fragment_row_sum(sum[h]);
+#pragma unroll
+            for (int dn = 0; dn < Dim / 8; ++dn)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) o[dn][i] *= factor[i / 2];
+            // 3. o += P V, keys 16 kk.. as the k of the product: P's A fragment is the pair
+            // of S n-tiles 2 kk, 2 kk + 1 (mma.cuh).
+#pragma unroll
+            for (int kk = 0; kk < 2; ++kk) {
+                const float (&lo)[4] = s[2 * kk], (&hi)[4] = s[2 * kk + 1];
+                const uint32_t pa[4] = {pack_halves(lo[0], lo[1]), pack_halves(lo[2], lo[3]), pack_halves(hi[0], hi[1]),
+                                        pack_halves(hi[2], hi[3])};
+#pragma unroll
+                for (int dn = 0; dn < Dim / 8; ++dn) {
+                    const uint16_t* value = v_t[8 * dn + g];
+                    // Dim 8 dn + g's columns are its unit's (8 dn): constants once unrolled, but for t.
+                    const uint32_t b[2] = {load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn, 16 * kk + 2 * t)),
+                                           load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn, 16 * kk + 2 * t + 8))};
+                    mma_m16n8k16(o[dn], pa, b);
+                }
             }
-        // 2. Causal mask, online softmax; scores become probabilities in place.
-        float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int h = i / 2;
-                if (first + 8 * nt + 2 * t + i % 2 >= kv_len[h]) s[nt][i] = -INFINITY;
-                tile_max[h] = fmaxf(tile_max[h], s[nt][i]);
-            }
-        float factor[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int h = 0; h < 2; ++h) factor[h] = online_softmax_rescale(&m[h], fragment_row_max(tile_max[h]));
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int h = i / 2;
-                s[nt][i] = s[nt][i] == -INFINITY ? 0.0f : exp2f(s[nt][i] - m[h]);
-                sum[h] += s[nt][i];
-            }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) l[h] = l[h] * factor[h] + fragment_row_sum(sum[h]);
-#pragma unroll
-        for (int dn = 0; dn < Dim / 8; ++dn)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) o[dn][i] *= factor[i / 2];
-        // 3. o += P V, keys 16 kk.. as the k of the product: P's A fragment is the pair
-        // of S n-tiles 2 kk, 2 kk + 1 (mma.cuh).
-#pragma unroll
-        for (int kk = 0; kk < 2; ++kk) {
-            const float (&lo)[4] = s[2 * kk], (&hi)[4] = s[2 * kk + 1];
-            const uint32_t pa[4] = {pack_halves(lo[0], lo[1]), pack_halves(lo[2], lo[3]), pack_halves(hi[0], hi[1]),
-                                    pack_halves(hi[2], hi[3])};
-#pragma unroll
-            for (int dn = 0; dn < Dim / 8; ++dn) {
-                const uint16_t* value = v_t[8 * dn + g];
-                // Dim 8 dn + g's columns are its unit's (8 dn): constants once unrolled, but for t.
-                const uint32_t b[2] = {load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn, 16 * kk + 2 * t)),
-                                       load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn, 16 * kk + 2 * t + 8))};
-                mma_m16n8k16(o[dn], pa, b);
-            }
-        }
+        };
+        if (float(first + kKeys) <= unmasked_below) add_tile(std::false_type{});
+        else add_tile(std::true_type{});
     }
 
     // Element i of o[dn] is dim 8 dn + 2t + i % 2 of row h = i / 2.
