@@ -15,6 +15,7 @@ const char* entry_name(Kernel k) {
         case Kernel::prepare: return "prepare";
         case Kernel::gemv: return "gemv";
         case Kernel::attention: return "attention (split + merge)";
+        case Kernel::attention_mma: return "attention (split on mma + merge)";
         case Kernel::attention_tiles: return "attention (tiled)";
         case Kernel::embed: return "embed";
         case Kernel::rms_norm: return "rms_norm";
@@ -85,7 +86,7 @@ LaunchKind gemv_kind(const GemvLaunch& launch) {
 // Each cached position once per sequence (positions_read) even for the tiled kernel,
 // whose tiles of one sequence each read up to their own longest row.
 LaunchKind attention_kind(const AttentionParams& p) {
-    LaunchKind kind(p.tiles ? Kernel::attention_tiles : Kernel::attention);
+    LaunchKind kind(p.tiles ? Kernel::attention_tiles : p.mma ? Kernel::attention_mma : Kernel::attention);
     kind.merged = p.tiles && attention_merges(p);
     const KvCacheLayer& c = p.cache;
     const uint64_t values = uint64_t(std::max<int64_t>(p.positions_read, 0)) * uint64_t(c.n_head_kv) * uint64_t(c.head_dim);

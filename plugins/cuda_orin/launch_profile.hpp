@@ -23,7 +23,7 @@ namespace edgerun::cuda_orin {
 // The Device interface's launch entries.
 // gemm counts as one kernel (cuBLAS may launch more than one for it).
 enum class Kernel : uint8_t {
-    prepare, gemv, attention, attention_tiles, embed, rms_norm, rope_rows, elementwise, kv_append, rope_append,
+    prepare, gemv, attention, attention_mma, attention_tiles, embed, rms_norm, rope_rows, elementwise, kv_append, rope_append,
     attention_rows, dequantize_rows, half_rows, gemm
 };
 
@@ -40,9 +40,9 @@ struct LaunchKind {
     uint64_t bytes = 0;
 
     explicit LaunchKind(Kernel k = Kernel::prepare) : kernel(k) {}
-    // Kernels one launch makes: the split flash-decode kernel is followed by its merge,
-    // the tiled one when it splits.
-    int32_t kernels() const { return kernel == Kernel::attention || merged ? 2 : 1; }
+    // Kernels one launch makes: the split flash-decode kernel (on CUDA or tensor cores) is
+    // followed by its merge, the tiled one when it splits.
+    int32_t kernels() const { return kernel == Kernel::attention || kernel == Kernel::attention_mma || merged ? 2 : 1; }
     std::string label() const;
     bool operator<(const LaunchKind& o) const {
         return std::tie(kernel, x_rows, outputs, width, out_rows, merged) <

@@ -79,4 +79,10 @@ TEST_CASE("an attention launch moves the keys and values of the positions it rea
     CHECK(attention_kind(p).bytes == q_and_out);
     CHECK_FALSE(attention_kind(p) < LaunchKind(Kernel::attention));  // bytes are not part of the key
     CHECK_FALSE(LaunchKind(Kernel::attention) < attention_kind(p));
+    // On tensor cores: its own kind (and label) in the profile, the same bytes, a merge.
+    p.mma = 1;
+    CHECK(attention_kind(p).kernel == Kernel::attention_mma);
+    CHECK(attention_kind(p).bytes == q_and_out);
+    CHECK(attention_kind(p).kernels() == 2);
+    CHECK(attention_kind(p).label() == "attention (split on mma + merge)");
 }
