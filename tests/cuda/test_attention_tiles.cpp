@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -101,90 +100,85 @@ int bank_ways(const std::vector<int>& words) {
 }
 
 struct TileBanks {
-    int k_stores = 0, v_stores = 0, k_loads = 0, v_loads = 0;  // worst ways of each access
+    int stores = 0, k_loads = 0, v_loads = 0;  // worst ways of each access
 };
 
-// Every shared access of the kernel's staging and its mma operand loads, warp by warp,
-// with v_t's column given by `v_column(dim, key)` (the kernel's, or another to compare).
+// Every shared access of the kernel's staging (K and V alike: 16 bytes a lane at (key,
+// 8 unit)) and its ldmatrix operand loads (a phase: one matrix, 8 lanes' 16-byte rows),
+// warp by warp, for shared rows of `row_halves` (the kernel's, or another to compare).
 template <int Dim>
-TileBanks tile_banks(const std::function<int(int, int)>& v_column) {
+TileBanks tile_banks(int row_halves) {
     using Staging = TileStaging<Dim>;
-    constexpr int kKRowHalves = Dim + kTileRowPad;
+    const auto piece = [&](int row, int column, std::vector<int>& words) {  // 16 bytes: 4 words
+        for (int w = 0; w < 4; ++w) words.push_back((row * row_halves + column) / 2 + w);
+    };
     TileBanks b;
-    for (int first = 0; first < Staging::kSteps; first += 32) {  // one warp's staging pass
-        for (int quarter = 0; quarter < 4; ++quarter) {  // k_tile[key][8 unit..]: 16-byte stores
+    for (int first = 0; first < Staging::kSteps; first += 32)  // one warp's staging pass
+        for (int quarter = 0; quarter < 4; ++quarter) {        // 16-byte stores: a quarter-warp at a time
             std::vector<int> words;
-            for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane) {
-                const int i = first + lane, start = (Staging::key(i) * kKRowHalves + 8 * Staging::unit(i)) / 2;
-                for (int w = 0; w < 4; ++w) words.push_back(start + w);
-            }
-            b.k_stores = std::max(b.k_stores, bank_ways(words));
+            for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane)
+                piece(Staging::key(first + lane), 8 * Staging::unit(first + lane), words);
+            b.stores = std::max(b.stores, bank_ways(words));
         }
-        for (int d = 0; d < 8; ++d) {  // v_t[8 unit + d][column]: one half a lane
-            std::vector<int> words;
-            for (int lane = 0; lane < 32; ++lane) {
-                const int i = first + lane, dim = 8 * Staging::unit(i) + d;
-                words.push_back((dim * kTileVRowHalves + v_column(dim, Staging::key(i))) / 2);
-            }
-            b.v_stores = std::max(b.v_stores, bank_ways(words));
-        }
-    }
-    for (int nt = 0; nt < kTiledAttentionKeys / 8; ++nt)  // B of S = Q K^T: key 8 nt + g, dims 16 ks + 2t (+8)
-        for (int ks = 0; ks < Dim / 16; ++ks)
-            for (int half : {0, 8}) {
+    for (int matrix = 0; matrix < 4; ++matrix) {
+        for (int nt = 0; nt < kTiledAttentionKeys / 8; ++nt)
+            for (int ks = 0; ks < Dim / 16; ks += 2) {
                 std::vector<int> words;
-                for (int lane = 0; lane < 32; ++lane)
-                    words.push_back(((8 * nt + lane / 4) * kKRowHalves + 16 * ks + 2 * (lane % 4) + half) / 2);
+                for (int lane = 8 * matrix; lane < 8 * matrix + 8; ++lane)
+                    piece(Staging::k_operand_row(nt, lane), Staging::k_operand_column(ks, lane), words);
                 b.k_loads = std::max(b.k_loads, bank_ways(words));
             }
-    for (int dn = 0; dn < Dim / 8; ++dn)  // B of P V: dim 8 dn + g, keys 16 kk + 2t (+8)
         for (int kk = 0; kk < 2; ++kk)
-            for (int half : {0, 8}) {
+            for (int dn = 0; dn < Dim / 8; dn += 2) {
                 std::vector<int> words;
-                for (int lane = 0; lane < 32; ++lane) {
-                    const int dim = 8 * dn + lane / 4;
-                    words.push_back((dim * kTileVRowHalves + v_column(dim, 16 * kk + 2 * (lane % 4) + half)) / 2);
-                }
+                for (int lane = 8 * matrix; lane < 8 * matrix + 8; ++lane)
+                    piece(Staging::v_operand_row(kk, lane), Staging::v_operand_column(dn, lane), words);
                 b.v_loads = std::max(b.v_loads, bank_ways(words));
             }
+    }
     return b;
 }
 
 template <int Dim>
 void check_tile_banks() {
     CAPTURE(Dim);
-    // The swizzle keeps each key pair's word whole and maps every (dim, key) to its own
-    // place in the row.
-    for (int dim = 0; dim < Dim; ++dim) {
-        std::set<int> columns;
-        for (int key = 0; key < kTiledAttentionKeys; ++key) {
-            const int c = TileStaging<Dim>::v_t_column(dim, key);
-            CHECK(c / 2 == TileStaging<Dim>::v_t_column(dim, key ^ 1) / 2);
-            CHECK(c % 2 == key % 2);
-            CHECK(c == TileStaging<Dim>::v_t_column(dim / 8 * 8, key));  // the kernel asks once a unit
-            columns.insert(c);
-        }
-        CHECK(columns.size() == size_t(kTiledAttentionKeys));
-        CHECK(*columns.rbegin() < kTiledAttentionKeys);
+    using Staging = TileStaging<Dim>;
+    // The operand rows: the pieces each lane points ldmatrix at lie in the tile, start a
+    // row at a 16-byte boundary, and cover each matrix's 8 rows and 8 columns as the mma
+    // fragments want them (K: keys 8 nt.. by dims 16 ks + 8 matrix..; V: keys 16 kk +
+    // 8 (matrix % 2).. by dims 8 (dn + matrix / 2)..).
+    for (int lane = 0; lane < 32; ++lane) {
+        const int matrix = lane / 8, row = lane % 8;
+        for (int nt = 0; nt < kTiledAttentionKeys / 8; ++nt)
+            for (int ks = 0; ks < Dim / 16; ks += 2) {
+                CHECK(Staging::k_operand_row(nt, lane) == 8 * nt + row);
+                CHECK(Staging::k_operand_column(ks, lane) == 16 * ks + 8 * matrix);
+            }
+        for (int kk = 0; kk < 2; ++kk)
+            for (int dn = 0; dn < Dim / 8; dn += 2) {
+                CHECK(Staging::v_operand_row(kk, lane) == 16 * kk + 8 * (matrix % 2) + row);
+                CHECK(Staging::v_operand_column(dn, lane) == 8 * (dn + matrix / 2));
+                CHECK(Staging::v_operand_row(kk, lane) < kTiledAttentionKeys);
+            }
     }
+    CHECK(kTileRowHalves<Dim> * 2 % 16 == 0);  // every row, hence every piece, 16-byte aligned
     // Coalesced: a warp's lanes read 16 consecutive bytes each of one span of the F16
     // cache (keys are consecutive there), 512 bytes a warp.
-    for (int first = 0; first < TileStaging<Dim>::kSteps; first += 32)
+    for (int first = 0; first < Staging::kSteps; first += 32)
         for (int lane = 0; lane < 32; ++lane) {
             const int i = first + lane;
-            CHECK((TileStaging<Dim>::key(i) * Dim + 8 * TileStaging<Dim>::unit(i)) * 2 == 2 * 8 * first + 16 * lane);
+            CHECK((Staging::key(i) * Dim + 8 * Staging::unit(i)) * 2 == 2 * 8 * first + 16 * lane);
         }
-    const TileBanks kernel = tile_banks<Dim>(TileStaging<Dim>::v_t_column);
-    CHECK(kernel.k_stores == 1);
-    CHECK(kernel.v_stores == 1);
+    const TileBanks kernel = tile_banks<Dim>(kTileRowHalves<Dim>);
+    CHECK(kernel.stores == 1);
     CHECK(kernel.k_loads == 1);
     CHECK(kernel.v_loads == 1);
-    // Without the swizzle the coalesced staging puts a key's units on one bank: what the
-    // check is there to catch.
-    const TileBanks plain = tile_banks<Dim>([](int, int key) { return key; });
-    MESSAGE("head dim " << Dim << ": v_t stores " << plain.v_stores << "-way without the swizzle, 1 with it");
-    CHECK(plain.v_stores == Dim / 8);
-    CHECK(plain.v_loads == 1);
+    // Without the rows' padding an ldmatrix phase's 8 rows fall on one bank quad: what
+    // the check is there to catch.
+    const TileBanks unpadded = tile_banks<Dim>(Dim);
+    MESSAGE("head dim " << Dim << ": operand loads " << unpadded.k_loads << "-way without the padding, 1 with it");
+    CHECK(unpadded.k_loads == 8);
+    CHECK(unpadded.v_loads == 8);
 }
 
 }  // namespace

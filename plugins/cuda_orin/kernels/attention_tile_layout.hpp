@@ -2,16 +2,12 @@
 // so that tests/cuda/test_attention_tiles.cpp checks the bank conflicts of every access
 // the kernel makes with the kernel's own index functions.
 //
-// Per 32-key tile the block stages
-//   k_tile[key][dim]   halves, rows padded to Dim + 8: the S = Q K^T operand loads (lane
-//                      g, t reads key 8 nt + g, dims 16 ks + 2t..) hit 32 banks;
-//   v_t[dim][key]      halves, transposed for the P V operand loads (lane g, t reads dim
-//                      8 dn + g, keys 16 kk + 2t..), rows padded to 32 + 8.
-// Staging is coalesced: thread i takes unit i % (Dim / 8) (8 dims) of key i / (Dim / 8),
-// so a warp reads whole key rows of the cache (two keys of 256 bytes at head dim 128).
-// Its transposed stores into v_t would then put the 16 units of a key (rows 8u + d) on
-// one bank; v_t's word columns are XOR-swizzled by the row's unit so that they spread
-// over 16 banks, and the operand loads, whose lanes share one unit, stay on 32.
+// Per 32-key tile the block stages k_tile[key][dim] and v_tile[key][dim] as halves, rows
+// padded to Dim + 8 halves. Staging is coalesced: thread i takes unit i % (Dim / 8) (8
+// dims) of key i / (Dim / 8), so a warp reads whole key rows of the cache (two keys of
+// 256 bytes at head dim 128) and stores 16 bytes a lane. The mma operands are read by
+// ldmatrix, whose 8 lanes of a phase each read a 16-byte piece of one of 8 consecutive
+// rows: the padding (16 bytes) puts those pieces on 8 different bank quads.
 #pragma once
 
 #include "launch_math.hpp"
@@ -21,22 +17,25 @@
 namespace edgerun::cuda_orin {
 
 inline constexpr int kTileRowPad = 8;  // halves of padding per shared row
-inline constexpr int kTileVRowHalves = kTiledAttentionKeys + kTileRowPad;
+template <int Dim>
+inline constexpr int kTileRowHalves = Dim + kTileRowPad;
 
 template <int Dim>
 struct TileStaging {
-    static_assert(Dim == 64 || Dim == 128, "the swizzle spreads 8 or 16 units over 16 word columns");
+    static_assert(Dim == 64 || Dim == 128, "the tiled kernel's head dims");
     static constexpr int kUnits = Dim / 8;  // 16-byte units of halves per key
     static constexpr int kSteps = kTiledAttentionKeys * kUnits;
     ER_HD static int key(int step) { return step / kUnits; }
     ER_HD static int unit(int step) { return step % kUnits; }
-    // v_t's element (dim, key) at half (dim, v_t_column(dim, key)) of its row: the pair of
-    // keys 2c, 2c + 1 (one 32-bit word, the mma operand) moves as one. It depends on dim
-    // only through its unit (dim / 8), so the kernel asks once a unit.
-    ER_HD static int v_t_column(int dim, int key) {
-        const int swizzle = ((dim / 8) * (128 / Dim)) % (kTiledAttentionKeys / 2);
-        return 2 * ((key / 2) ^ swizzle) + key % 2;
-    }
+    // The (row, column in halves) whose 16 bytes lane `lane` points ldmatrix at: matrix
+    // lane / 8, row lane % 8. K (k_tile): the B fragments of k-steps ks, ks + 1 of n-tile
+    // nt (keys 8 nt.., dims 16 ks + 8 matrix..). V (v_tile, transposed as it loads): the B
+    // fragments of dim tiles dn, dn + 1 of k-step kk (keys 16 kk + 8 (matrix % 2)..,
+    // dims 8 (dn + matrix / 2)..).
+    ER_HD static int k_operand_row(int nt, int lane) { return 8 * nt + lane % 8; }
+    ER_HD static int k_operand_column(int ks, int lane) { return 16 * ks + 8 * (lane / 8); }
+    ER_HD static int v_operand_row(int kk, int lane) { return 16 * kk + 8 * (lane / 8 % 2) + lane % 8; }
+    ER_HD static int v_operand_column(int dn, int lane) { return 8 * (dn + lane / 16); }
 };
 
 }  // namespace edgerun::cuda_orin

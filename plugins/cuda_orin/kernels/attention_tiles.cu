@@ -6,10 +6,10 @@
 // per layer. Here a block takes a tile of up to 64 query vectors, rows of one sequence
 // times all query heads of one KV head (16 rows of a group of 4), and reads each
 // key and value once for all of them: n / 16 times instead of n. Per 32-key tile:
-//   1. the block stages the keys as halves (k_tile[key][dim]) and the values transposed
-//      (v_t[dim][key]), so every mma operand below is one 32-bit shared load; a warp
-//      reads whole key rows, and neither its stores nor the operand loads meet bank
-//      conflicts (attention_tile_layout.hpp);
+//   1. the block stages the keys and the values as halves (k_tile, v_tile: [key][dim]);
+//      a warp reads whole key rows, and neither its stores nor the operand loads meet
+//      bank conflicts (attention_tile_layout.hpp). The mma operands come from there by
+//      ldmatrix, four registers a load, V's transposed as they load (mma.cuh);
 //   2. each warp, owning 16 query vectors, scores them against the 32 keys,
 //      S = Q K^T (Dim/16 x 4 mmas; its query fragments stay in registers for the whole
 //      range, scaled into the log2 domain and rounded to halves), masks keys past each
@@ -39,29 +39,25 @@
 #include "softmax_merge.hpp"
 #include "warp.cuh"
 
-#include <climits>
-#include <type_traits>
-
 namespace edgerun::cuda_orin {
 namespace {
 
 constexpr int kTileWarps = kTiledAttentionWarps, kKeys = kTiledAttentionKeys;
+constexpr int kNoLength = 0x7FFFFFFF;  // an inactive row's length in a minimum
 
-// 32-bit shared load of two halves (an mma operand register).
-__device__ __forceinline__ uint32_t load_shared_halves(const uint16_t* p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
+// Which form of a tile's body a call takes (a type, so each form is compiled alone).
+template <bool Masked>
+struct TileForm {
+    static constexpr bool masked = Masked;
+};
 
 // Eight values (unit u: dims 8u..8u+7) of one cached key and its value, as halves.
 template <int Dim, int Kv>
-__device__ void load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u, Words4* k, uint16_t* v) {
+__device__ void load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u, Words4* k, Words4* v) {
     const size_t token = size_t(kv_head) * c.n_ctx + key;
     if constexpr (Kv == kKvF16) {
         *k = load_16B(static_cast<const uint8_t*>(c.k) + (token * Dim + 8 * u) * 2);
-        const Words4 w = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + 8 * u) * 2);
-        for (int i = 0; i < 8; ++i) v[i] = uint16_t(w.w[i / 2] >> (16 * (i % 2)));
+        *v = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + 8 * u) * 2);
     } else {
         const size_t scale = token * (Dim / 32) + u / 4;
         const Words2 kq = load_8B(static_cast<const uint8_t*>(c.k) + token * Dim + 8 * u);
@@ -72,29 +68,24 @@ __device__ void load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u
             const uint32_t kb = kq.w[i] ^ kByteBias, vb = vq.w[i] ^ kByteBias;
             k->w[2 * i] = int8_pair_to_halves(kb, 0x4140u, k_scales);
             k->w[2 * i + 1] = int8_pair_to_halves(kb, 0x4342u, k_scales);
-            const uint32_t v01 = int8_pair_to_halves(vb, 0x4140u, v_scales), v23 = int8_pair_to_halves(vb, 0x4342u, v_scales);
-            v[4 * i] = uint16_t(v01);
-            v[4 * i + 1] = uint16_t(v01 >> 16);
-            v[4 * i + 2] = uint16_t(v23);
-            v[4 * i + 3] = uint16_t(v23 >> 16);
+            v->w[2 * i] = int8_pair_to_halves(vb, 0x4140u, v_scales);
+            v->w[2 * i + 1] = int8_pair_to_halves(vb, 0x4342u, v_scales);
         }
     }
 }
 
-// Keys [first, first + 32) into k_tile and v_t (attention_tile_layout.hpp); keys at or
+// Keys [first, first + 32) into k_tile and v_tile (attention_tile_layout.hpp); keys at or
 // past `end` as zeros, so a masked probability (0) never meets a NaN.
 template <int Dim, int Kv>
-__device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int end, uint16_t (*k_tile)[Dim + kTileRowPad],
-                           uint16_t (*v_t)[kTileVRowHalves]) {
+__device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int end, uint16_t (*k_tile)[kTileRowHalves<Dim>],
+                           uint16_t (*v_tile)[kTileRowHalves<Dim>]) {
     using Staging = TileStaging<Dim>;
     for (int i = threadIdx.x; i < Staging::kSteps; i += blockDim.x) {
         const int j = Staging::key(i), u = Staging::unit(i), key = first + j;
-        Words4 k{};
-        uint16_t v[8] = {};
-        if (key < end) load_key_unit<Dim, Kv>(c, kv_head, key, u, &k, v);
+        Words4 k{}, v{};
+        if (key < end) load_key_unit<Dim, Kv>(c, kv_head, key, u, &k, &v);
         store_shared(&k_tile[j][8 * u], k);
-        const int column = Staging::v_t_column(8 * u, j);  // one for the unit's 8 dims
-        for (int d = 0; d < 8; ++d) v_t[8 * u + d][column] = v[d];
+        store_shared(&v_tile[j][8 * u], v);
     }
 }
 
@@ -104,10 +95,11 @@ __device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int en
 template <int Dim, int Kv>
 __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
-    alignas(16) __shared__ uint16_t k_tile[kKeys][Dim + kTileRowPad];
+    using Staging = TileStaging<Dim>;
+    alignas(16) __shared__ uint16_t k_tile[kKeys][kTileRowHalves<Dim>];
     ER_SHARED_ARRAY(k_tile);
-    alignas(16) __shared__ uint16_t v_t[Dim][kTileVRowHalves];
-    ER_SHARED_ARRAY(v_t);
+    alignas(16) __shared__ uint16_t v_tile[kKeys][kTileRowHalves<Dim>];
+    ER_SHARED_ARRAY(v_tile);
 
     const int split = blockIdx.x, kv_head = blockIdx.y, tile = blockIdx.z;
     const int32_t* rows = p.tile_rows + p.tiles[2 * tile];
@@ -138,7 +130,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
     const int warp_kv = int(warp_max(float(max(kv_len[0], kv_len[1]))));
     // Tiles wholly below every active row's length need no causal mask (exact in float:
     // lengths are far below 2^24).
-    const float unmasked_below = -warp_max(-float(min(active[0] ? kv_len[0] : INT_MAX, active[1] ? kv_len[1] : INT_MAX)));
+    const float unmasked_below = -warp_max(-float(min(active[0] ? kv_len[0] : kNoLength, active[1] ? kv_len[1] : kNoLength)));
 
     // Register r of a k-step holds row g + 8 (r % 2), columns 2t, 2t + 1 (+ 8 for r >= 2).
     const float q_scale = p.scale * kLog2e;
@@ -155,22 +147,24 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
     float o[Dim / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     for (int first = begin; first < end; first += kKeys) {
         __syncthreads();  // every warp is done with the previous tile
-        stage_keys<Dim, Kv>(cache, kv_head, first, end, k_tile, v_t);
+        stage_keys<Dim, Kv>(cache, kv_head, first, end, k_tile, v_tile);
         __syncthreads();
         if (first >= warp_kv) continue;  // past every row of this warp (warp-uniform)
 
         // A tile's scores, softmax and products; Masked: some key lies past a row's length.
-        const auto add_tile = [&](auto masked) {
-            constexpr bool Masked = decltype(masked)::value;
+        const auto add_tile = [&](auto form) {
+            constexpr bool Masked = decltype(form)::masked;
             // 1. S = Q K^T: element i of n-tile nt is key first + 8 nt + 2t + i % 2 of row h = i / 2.
+            // K's B fragments of k-steps ks, ks + 1 in one load (attention_tile_layout.hpp).
             float s[4][4] = {};
 #pragma unroll
             for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-                for (int ks = 0; ks < Dim / 16; ++ks) {
-                    const uint16_t* key = &k_tile[8 * nt + g][16 * ks + 2 * t];
-                    const uint32_t b[2] = {load_shared_halves(key), load_shared_halves(key + 8)};
-                    mma_m16n8k16(s[nt], qa[ks], b);
+                for (int ks = 0; ks < Dim / 16; ks += 2) {
+                    uint32_t b[4];
+                    load_matrices_x4(b, &k_tile[Staging::k_operand_row(nt, lane)][Staging::k_operand_column(ks, lane)]);
+                    mma_m16n8k16(s[nt], qa[ks], {b[0], b[1]});
+                    mma_m16n8k16(s[nt], qa[ks + 1], {b[2], b[3]});
                 }
             // 2. Causal mask, online softmax; scores become probabilities in place.
             float tile_max[2] = {-INFINITY, -INFINITY};
@@ -206,18 +200,18 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
                 const float (&lo)[4] = s[2 * kk], (&hi)[4] = s[2 * kk + 1];
                 const uint32_t pa[4] = {pack_halves(lo[0], lo[1]), pack_halves(lo[2], lo[3]), pack_halves(hi[0], hi[1]),
                                         pack_halves(hi[2], hi[3])};
+                // V's B fragments of dim tiles dn, dn + 1, transposed as they load.
 #pragma unroll
-                for (int dn = 0; dn < Dim / 8; ++dn) {
-                    const uint16_t* value = v_t[8 * dn + g];
-                    // Dim 8 dn + g's columns are its unit's (8 dn): constants once unrolled, but for t.
-                    const uint32_t b[2] = {load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn, 16 * kk + 2 * t)),
-                                           load_shared_halves(value + TileStaging<Dim>::v_t_column(8 * dn, 16 * kk + 2 * t + 8))};
-                    mma_m16n8k16(o[dn], pa, b);
+                for (int dn = 0; dn < Dim / 8; dn += 2) {
+                    uint32_t b[4];
+                    load_matrices_x4_transposed(b, &v_tile[Staging::v_operand_row(kk, lane)][Staging::v_operand_column(dn, lane)]);
+                    mma_m16n8k16(o[dn], pa, {b[0], b[1]});
+                    mma_m16n8k16(o[dn + 1], pa, {b[2], b[3]});
                 }
             }
         };
-        if (float(first + kKeys) <= unmasked_below) add_tile(std::false_type{});
-        else add_tile(std::true_type{});
+        if (float(first + kKeys) <= unmasked_below) add_tile(TileForm<false>{});
+        else add_tile(TileForm<true>{});
     }
 
     // Element i of o[dn] is dim 8 dn + 2t + i % 2 of row h = i / 2.

@@ -1,4 +1,4 @@
-// The one tensor-core instruction the kernels use: mma.sync.aligned.m16n8k16.row.col with
+// The tensor-core instruction the kernels use, mma.sync.aligned.m16n8k16.row.col with
 // F16 inputs and F32 accumulation (compute capability 8.0 and later: Orin's sm_87 and the
 // H200's sm_90 alike), D = A B + D for a 16x16 A, a 16x8 B and a 16x8 D held by a warp.
 //
@@ -77,6 +77,33 @@ __device__ __forceinline__ float fragment_row_max(float v) {
 __device__ __forceinline__ float fragment_row_sum(float v) {
     v += __shfl_xor_sync(kFullMask, v, 1);
     return v + __shfl_xor_sync(kFullMask, v, 2);
+}
+
+// Four 8x8 matrices of halves from shared memory, a warp's registers laid out as the mma
+// operands want them (ldmatrix.sync.aligned.m8n8.x4.shared.b16): lane 8i + j passes the
+// address of row j of matrix i (8 halves, 16-byte aligned); register i of lane (g, t)
+// holds matrix i's row g, columns 2t, 2t + 1. Transposed (.trans): column g, rows 2t and
+// 2t + 1. One instruction instead of four 32-bit loads, and no index arithmetic per
+// register.
+__device__ __forceinline__ void load_matrices_x4(uint32_t (&r)[4], const void* row) {
+#if defined(__CUDA_ARCH__)
+    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+#elif defined(ER_WARP_LDMATRIX)
+    ER_WARP_LDMATRIX(r, row, false);
+#endif
+}
+__device__ __forceinline__ void load_matrices_x4_transposed(uint32_t (&r)[4], const void* row) {
+#if defined(__CUDA_ARCH__)
+    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+#elif defined(ER_WARP_LDMATRIX)
+    ER_WARP_LDMATRIX(r, row, true);
+#endif
 }
 
 __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {

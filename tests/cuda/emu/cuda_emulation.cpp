@@ -229,6 +229,42 @@ void warp_mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b) {
     std::copy(out, out + 4, d);
 }
 
+// Whether [p, p + bytes) lies in one of the block's shared arrays or its dynamic shared memory.
+bool in_shared(const void* p, size_t bytes) {
+    const auto inside = [&](const void* data, size_t size) {
+        const char *b = static_cast<const char*>(data), *q = static_cast<const char*>(p);
+        return q >= b && q + bytes <= b + size;
+    };
+    if (g_block->dynamic_shared && inside(g_block->dynamic_shared, g_block->dynamic_bytes)) return true;
+    for (const SharedArray& a : shared_arrays())
+        if (inside(a.data, a.bytes)) return true;
+    return false;
+}
+
+void warp_ldmatrix_x4(uint32_t* r, const void* row, bool transposed) {
+    if (reinterpret_cast<uintptr_t>(row) % 16 != 0) die("ldmatrix: a row address is not 16-byte aligned");
+    if (!in_shared(row, 16)) die("ldmatrix: a row address is not in shared memory");
+    const int lane = g_block->current->linear % 32;
+    const uint64_t mine = reinterpret_cast<uintptr_t>(row);
+    const auto half_at = [](uint64_t row_address, int column) {
+        uint16_t h;
+        std::memcpy(&h, reinterpret_cast<const char*>(row_address) + 2 * column, 2);
+        return uint32_t(h);
+    };
+    // Matrix i's rows come from lanes 8i..8i+7. Plain: a lane gets row lane/4, columns
+    // 2 (lane%4) and + 1; transposed: column lane/4 of rows 2 (lane%4) and + 1.
+    for (int i = 0; i < 4; ++i) {
+        if (!transposed) {
+            const uint64_t source = warp_exchange(mine, 8 * i + lane / 4);
+            r[i] = half_at(source, 2 * (lane % 4)) | (half_at(source, 2 * (lane % 4) + 1) << 16);
+        } else {
+            const uint64_t first = warp_exchange(mine, 8 * i + 2 * (lane % 4));
+            const uint64_t second = warp_exchange(mine, 8 * i + 2 * (lane % 4) + 1);
+            r[i] = half_at(first, lane / 4) | (half_at(second, lane / 4) << 16);
+        }
+    }
+}
+
 bool register_shared(void* array, size_t bytes) {
     shared_arrays().push_back({array, bytes});
     std::memset(array, 0xFF, bytes);

@@ -46,6 +46,10 @@ uint64_t warp_exchange(uint64_t value, int src_lane);
 // computed from the whole A and B the warp holds. The products of halves are exact in
 // float and are added in k order (a GPU's order and rounding may differ in the last bits).
 void warp_mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b);
+// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 for the running warp: lane 8i + j
+// passes row j of matrix i (8 halves, 16-byte aligned, in a __shared__ array or dynamic
+// shared memory); each lane gets register i as the PTX ISA lays it out.
+void warp_ldmatrix_x4(uint32_t* r, const void* row, bool transposed);
 // Runs body once per thread of every block of the grid, with `dynamic_shared_bytes` of
 // dynamic shared memory per block (the third <<<>>> argument). `kernel` names it in the
 // errors of the launch (see RequirePriorGridWaits).
@@ -89,6 +93,7 @@ private:
 #define ER_PRIOR_GRIDS_WAITED() ::emu::prior_grids_waited()
 #define ER_NEXT_GRID_ALLOWED() ::emu::next_grid_allowed()
 #define ER_WARP_MMA(d, a, b) ::emu::warp_mma_m16n8k16(d, a, b)
+#define ER_WARP_LDMATRIX(r, row, transposed) ::emu::warp_ldmatrix_x4(r, row, transposed)
 
 namespace emu {
 
