@@ -207,13 +207,17 @@ struct WarpFlashDecode {
                 sum += s[nt][i];
             }
         l = l * factor + fragment_row_sum(sum);
-        const float factor_2t = __shfl_sync(kFullMask, factor, 8 * t), factor_2t1 = __shfl_sync(kFullMask, factor, 8 * t + 4);
+        // O^T needs rescaling only where a head's maximum moved: once a split's maxima
+        // settle, rarely (a warp-uniform vote; multiplying by 1 changed nothing).
+        if (__any_sync(kFullMask, factor != 1.0f)) {
+            const float factor_2t = __shfl_sync(kFullMask, factor, 8 * t), factor_2t1 = __shfl_sync(kFullMask, factor, 8 * t + 4);
 #pragma unroll
-        for (int mt = 0; mt < kSteps; ++mt) {
-            o[mt][0] *= factor_2t;
-            o[mt][1] *= factor_2t1;
-            o[mt][2] *= factor_2t;
-            o[mt][3] *= factor_2t1;
+            for (int mt = 0; mt < kSteps; ++mt) {
+                o[mt][0] *= factor_2t;
+                o[mt][1] *= factor_2t1;
+                o[mt][2] *= factor_2t;
+                o[mt][3] *= factor_2t1;
+            }
         }
         // 3. O^T += V^T P^T. P^T's B fragment: head g's probabilities of keys 2t, 2t + 1
         // (n-tile 2 kk) and 2t + 8, 2t + 9 (n-tile 2 kk + 1) of the k-step's 16.

@@ -189,10 +189,13 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
                 }
 #pragma unroll
             for (int h = 0; h < 2; ++h) l[h] = l[h] * factor[h] + fragment_row_sum(sum[h]);
+            // o needs rescaling only where a row's maximum moved: once a long range's
+            // maxima settle, rarely (a warp-uniform vote; multiplying by 1 changed nothing).
+            if (__any_sync(kFullMask, factor[0] != 1.0f || factor[1] != 1.0f))
 #pragma unroll
-            for (int dn = 0; dn < Dim / 8; ++dn)
+                for (int dn = 0; dn < Dim / 8; ++dn)
 #pragma unroll
-                for (int i = 0; i < 4; ++i) o[dn][i] *= factor[i / 2];
+                    for (int i = 0; i < 4; ++i) o[dn][i] *= factor[i / 2];
             // 3. o += P V, keys 16 kk.. as the k of the product: P's A fragment is the pair
             // of S n-tiles 2 kk, 2 kk + 1 (mma.cuh).
 #pragma unroll

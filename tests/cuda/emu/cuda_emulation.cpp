@@ -202,6 +202,16 @@ uint64_t warp_exchange(uint64_t value, int src_lane) {
     return out;
 }
 
+bool warp_any(bool predicate) {
+    const int me = g_block->current->linear, warp0 = me / 32 * 32;
+    g_block->exchange[me] = predicate;
+    syncwarp();
+    bool any = false;
+    for (int lane = 0; lane < 32; ++lane) any = any || g_block->exchange[warp0 + lane] != 0;
+    syncwarp();  // nobody overwrites its slot before everyone has read
+    return any;
+}
+
 void warp_mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b) {
     const int me = g_block->current->linear, warp0 = me / 32 * 32, lane = me % 32;
     MmaFragments& mine = g_block->mma[size_t(me)];

@@ -40,6 +40,8 @@ void syncthreads();
 void syncwarp();
 // Every lane of the warp deposits `value`; each gets the value lane `src_lane` deposited.
 uint64_t warp_exchange(uint64_t value, int src_lane);
+// Whether any lane of the warp passes true (__any_sync over the full warp).
+bool warp_any(bool predicate);
 // mma.sync m16n8k16 with F16 inputs and F32 accumulation, for the running warp (the host
 // twin of plugins/cuda_orin/kernels/mma.cuh): every lane passes its A, B and D fragments
 // as the PTX ISA lays them out; each gets its own four elements of D = A B + D back,
@@ -135,6 +137,8 @@ T __shfl_sync(unsigned /*mask*/, T value, int src_lane) {
     std::memcpy(&out, &bits, sizeof(T));
     return out;
 }
+
+inline int __any_sync(unsigned /*mask*/, int predicate) { return emu::warp_any(predicate != 0); }
 
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline int min(int a, int b) { return a < b ? a : b; }
