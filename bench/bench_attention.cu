@@ -11,10 +11,9 @@ namespace edgerun::cuda_orin::bench {
 namespace {
 
 void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, int dim) {
-    double f16_us[2 * 3] = {};  // per context length: the CUDA-core kernel's, the mma one's
-    int row = 0;
     for (int kv_len : {4096, 16384, 32768}) {
         if (b.quick && kv_len != 32768) continue;
+        double f16_us[2] = {};  // the F16 cache's time by each kernel: CUDA cores, mma
         for (int32_t type : {kKvF16, kKvQ8}) {
             KvCacheLayer shape;
             shape.type = type;
@@ -56,17 +55,14 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
                     p.cache = layers[i];
                     check(launch_attention(p, b.stream), "attention");
                 });
-                char note[128] = "";
-                // Each kernel's INT8 row against its own F16 row (issue 18: INT8 >= 1.6x F16).
-                if (type == kKvF16) f16_us[2 * row + mma] = us;
+                if (type == kKvF16) f16_us[mma] = us;
                 if (!mma) cuda_core_us = us;
-                if (type == kKvF16 && mma)
-                    std::snprintf(note, sizeof note, "%.2fx the CUDA-core kernel's speed", cuda_core_us / us);
-                else if (mma)
-                    std::snprintf(note, sizeof note, "%.2fx faster than f16, %d splits; %.2fx the CUDA-core kernel's speed",
-                                  f16_us[2 * row + 1] / us, splits, cuda_core_us / us);
-                else if (type != kKvF16)
-                    std::snprintf(note, sizeof note, "%.2fx faster than f16, %d splits", f16_us[2 * row] / us, splits);
+                // Each kernel's INT8 row against its own F16 row (issue 18: INT8 >= 1.6x F16),
+                // and the mma rows against the CUDA-core kernel.
+                char vs_f16[64] = "", vs_cuda_cores[64] = "";
+                if (type != kKvF16) std::snprintf(vs_f16, sizeof vs_f16, "%.2fx faster than f16, %d splits", f16_us[mma] / us, splits);
+                if (mma) std::snprintf(vs_cuda_cores, sizeof vs_cuda_cores, "%.2fx the CUDA-core kernel's speed", cuda_core_us / us);
+                const std::string note = std::string(vs_f16) + (*vs_f16 && *vs_cuda_cores ? "; " : "") + vs_cuda_cores;
                 b.add("attention",
                       std::string(model) + " " + std::to_string(n_head) + "/" + std::to_string(n_kv) + "x" +
                           std::to_string(dim) + " kv " + std::to_string(kv_len),
@@ -83,7 +79,6 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
             cudaFree(p.workspace);
             cudaFree(p.out);
         }
-        ++row;
     }
 }
 

@@ -116,18 +116,6 @@ namespace emu {
 #define __syncwarp(...) ::emu::syncwarp()
 
 template <class T>
-T __shfl_xor_sync(unsigned /*mask*/, T value, int lane_mask) {
-    static_assert(sizeof(T) <= 8);
-    uint64_t bits = 0;
-    std::memcpy(&bits, &value, sizeof(T));
-    const int lane = int(threadIdx.x % 32);
-    bits = emu::warp_exchange(bits, lane ^ lane_mask);
-    T out;
-    std::memcpy(&out, &bits, sizeof(T));
-    return out;
-}
-
-template <class T>
 T __shfl_sync(unsigned /*mask*/, T value, int src_lane) {
     static_assert(sizeof(T) <= 8);
     uint64_t bits = 0;
@@ -136,6 +124,11 @@ T __shfl_sync(unsigned /*mask*/, T value, int src_lane) {
     T out;
     std::memcpy(&out, &bits, sizeof(T));
     return out;
+}
+
+template <class T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
+    return __shfl_sync(mask, value, int(threadIdx.x % 32) ^ lane_mask);
 }
 
 inline int __any_sync(unsigned /*mask*/, int predicate) { return emu::warp_any(predicate != 0); }
