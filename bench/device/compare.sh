@@ -1,6 +1,6 @@
 #!/bin/bash
 # Device call 3 of 3, within 30 s of call 2: issue 18's baseline, edgerun (cuda_orin) and llama.cpp's CUDA build side by side
-set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=${OUT:-/tmp}/logsC  # under $OUT: a call cut short still brings its logs back
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=/tmp/logsC  # packed into $OUT/logsC.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L
 source bench/device/common.sh
 mkdir -p /root/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /root/lb; ls -la /root/lb

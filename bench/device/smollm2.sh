@@ -1,7 +1,7 @@
 #!/bin/bash
 # Device call 2 of 3, within 30 s of call 1 (the machine must still be warm): the real SmolLM2 (Q4_1, split over calls A and B): conformance, text against cpu_ref,
 # run.sh's prompt with the default backend, 500 decode steps replayed against plain launches, memory
-set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-200}; L=${OUT:-/tmp}/logsB  # under $OUT: a call cut short still brings its logs back
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-200}; L=/tmp/logsB  # packed into $OUT/logsB.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L
 source bench/device/common.sh
 source .device-bundle/env.sh; B=$PWD/.device-bundle/bin

@@ -24,7 +24,7 @@
 # order of interest: run() in common.sh skips what the DEADLINE leaves no time for. The
 # prefill sweeps and the conformance runs are speed_prefill.sh's (the next call).
 # Carry .device-carry (the bundle, see bench/README.md); needs nothing else.
-set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=${OUT:-/tmp}/logsAB  # under $OUT: a call cut short still brings its logs back
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsAB  # packed into $OUT/logsAB.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L
 source bench/device/common.sh
 [ -d .device-bundle ] || tar -xJf .device-carry/bundle.tar.xz

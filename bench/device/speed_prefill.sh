@@ -23,7 +23,7 @@
 # GPU, usually none), and tiled_attention=0 if tiled_probe fails. tiled_probe is the ops
 # level's ATTENTION with every step of two rows or more tiled: the first run of the tiled
 # kernel's mma fragment layout on hardware.
-set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=${OUT:-/tmp}/logsPP  # under $OUT: a call cut short still brings its logs back
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-560}; L=/tmp/logsPP  # packed into $OUT/logsPP.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L /root/stash
 cp .smol-a/* /root/stash/ 2>/dev/null  # carried here for smollm2.sh: the bundle and it exceed one call's 64 MiB
 source bench/device/common.sh
