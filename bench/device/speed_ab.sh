@@ -4,10 +4,11 @@
 # comparison (compare.sh). Every variant is an `edgerun bench` of the same build, differing
 # only in --backend-options, so the ratios are side by side in one run:
 #   default          x staged in shared memory, the fusions of fusion.hpp (7 launches per
-#                    layer), no prepare, GEMV weights prefetched to L2, no PDL
-#   pdl=1            programmatic dependent launch (each launch's prefetch and start overlap
-#                    the previous kernel; kernels/grid_dependency.cuh)
-#   prefetch=0       no L2 prefetch of the GEMV's weights
+#                    layer), no prepare, programmatic dependent launch, no L2 prefetch
+#                    (the last two the defaults since the H200 run of 2026-11-25)
+#   pdl=0            no programmatic dependent launch (each launch's start overlaps the
+#                    previous kernel with it; kernels/grid_dependency.cuh)
+#   prefetch=1       GEMV warps first ask L2 for their weights
 #   stage_x=0        x read in place (the staging's effect; never measured on a GPU)
 #   graphs=0         plain launches (the CUDA Graph's effect)
 #   fuse=0           every node launched on its own (the fusions' effect)
@@ -50,7 +51,7 @@ if ! probe ""; then
 fi
 echo "$BASE" > $L/base_options; cp $L/base_options /tmp/edgerun_base_options  # for speed_prefill.sh
 TAILN=4
-for opts in "" "activations=q8" "activations=q8,gemv_rows_per_warp=1" "pdl=1" "prefetch=0" "stage_x=0" "graphs=0" \
+for opts in "" "activations=q8" "activations=q8,gemv_rows_per_warp=1" "pdl=0" "prefetch=1" "stage_x=0" "graphs=0" \
     "fuse=0" "gemv_rows_per_warp=4"; do
   [ -n "$opts" ] && [ "$opts" = "$BASE" ] && continue
   o=$BASE${BASE:+${opts:+,}}$opts

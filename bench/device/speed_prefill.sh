@@ -2,13 +2,14 @@
 # The device call after speed_ab.sh (within 30 s, so the bundle and the models made there
 # are still on the machine; else it makes them again): correctness of this session's
 # options on the GPU, then prefill.
-#   conformance_pdl        --require-full with pdl=1 (acceptance.sh runs it with the defaults)
+#   conformance_before     --require-full with the defaults before 2026-11-25 (pdl=0,
+#                          prefetch=1, mma_attention=0; acceptance.sh runs today's)
 #   conformance_q8         --require-full with activations=q8 (8-bit x, quantized in each
 #                          GEMV's stage; launches of fewer than 32 outputs keep float x):
 #                          may it be the default?
 #   capture_pdl            cuda_orin_capture_check: steps of four sequences, a verification
 #                          step, one-row steps, captured and replayed, with graphs=0 and with
-#                          pdl=1,prefetch=0: every logit bit-identical among the three
+#                          pdl=0,prefetch=1: every logit bit-identical among the three
 #   weights_shared         the managed-memory weights of an integrated GPU (forced here):
 #                          the same greedy text as device memory
 #   gemm_rows=0 / 32 / 8   pp512 through the multi-row GEMV or cuBLAS (the crossover)
@@ -51,8 +52,8 @@ for w in device shared; do
 done
 [ -s $L/text_weights_device.txt ] && cmp $L/text_weights_device.txt $L/text_weights_shared.txt && echo "weights=shared: the same text as weights=device" \
   | tee -a $L/summary.txt || echo "weights=shared: text differs or failed (see text_weights_*)" | tee -a $L/summary.txt
-TAILN=3 run conformance_pdl 200 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options pdl=1${X:+,$X} --require-full -t 8
+TAILN=3 run conformance_before 200 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
+  --candidate-options pdl=0,prefetch=1,mma_attention=0${X:+,$X} --require-full -t 8
 TAILN=3 run conformance_q8 150 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
   --candidate-options activations=q8${X:+,$X} --require-full -t 8
 for g in 32 0 8; do run "pp512_gemm_rows_$g" 90 $E bench --backend cuda_orin --backend-options gemm_rows=$g${X:+,$X} -m $M1 -p 512 -n 0 -r 2; done

@@ -8,6 +8,7 @@
 #include <edgerun/abi.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,12 +70,15 @@ struct Backend {
     // Option fuse=0: every node launched on its own (fusion.hpp's patterns off), to measure
     // what the fusions save and to tell a fused path's fault from an unfused one's.
     bool fuse = true;
-    // Option prefetch=0: GEMV warps do not first ask L2 for their weights (GemvLaunch::
-    // prefetch), to measure what the prefetch is worth.
-    bool prefetch = true;
-    // Option pdl=1: programmatic dependent launch on GPUs of compute capability 9.0 and
-    // later (Device::set_programmatic_launch); off by default until measured on a GPU.
-    bool pdl = false;
+    // Option prefetch=1: GEMV warps first ask L2 for their weights (GemvLaunch::prefetch).
+    // Off by default: on the H200 (0f720b1) decode tg128 was 5% faster without it (Llama-
+    // 3.2-1B 637 against 607 tok/s, Qwen3-4B 257 against 247).
+    bool prefetch = false;
+    // Option pdl=0|1: programmatic dependent launch on GPUs of compute capability 9.0 and
+    // later (Device::set_programmatic_launch). Unset: on where the GPU has it, silently
+    // off elsewhere; on the H200 it made decode tg128 7-10% faster (Llama-3.2-1B 668
+    // against 607 tok/s, Qwen3-4B 263 against 247).
+    std::optional<bool> pdl;
     // Option gemm_rows=N: steps of at least N rows multiply through dequantized weight
     // tiles and a GEMM (cuBLAS) instead of the multi-row GEMV; 0 turns that off. The
     // default is a guess until measured on a GPU.
@@ -84,11 +88,12 @@ struct Backend {
     // instead of the split kernel's block per row; 0 turns it off. One-row steps always
     // take the split kernel. The default is a guess until measured on a GPU.
     int32_t tiled_attention_rows = 16;
-    // Option mma_attention=1: steps the tiled attention does not take run the split
+    // Option mma_attention=0|1: steps the tiled attention does not take run the split
     // kernel's blocks on tensor cores (kernels/attention_mma.cu: a static 93 SASS
     // instructions per KB of INT8 K+V at head dim 128 against 236, the query rounded to
-    // halves); off by default until measured on a GPU.
-    bool mma_attention = false;
+    // halves) or on CUDA cores (0). On by default: on the H200 decode at depth 4096 was
+    // 3-7% faster with it (Llama-3.2-1B tg64, F16 561 against 525 tok/s, INT8 558 against 542).
+    bool mma_attention = true;
     // Option gemm=f16 (default) or gemm=f32: the GEMM's inputs. F16 (weights dequantized to
     // halves, x rounded to halves, F32 accumulation) runs on tensor cores; F32 is plain
     // SGEMM, the reference's products to float rounding. The suite's bounds hold for both.

@@ -227,7 +227,7 @@ public:
 
     // PDL only where the launched kernels wait for the prior grid (grid_dependency.cuh):
     // compute capability 9.0 or later, running code built for it (not the compute_87 PTX).
-    void set_programmatic_launch(bool on) override {
+    void set_programmatic_launch(bool on, bool asked) override {
         pdl_ = false;
         if (!on) return;
         std::string why;
@@ -237,7 +237,8 @@ public:
         else if (!kernels_wait_for_prior_grids(&why))
             why = "on this GPU " + why;
         if (!why.empty()) {
-            sdk::logf(ER_LOG_INFO, "cuda_orin: option pdl=1 ignored: %s", why.c_str());
+            sdk::logf(asked ? ER_LOG_INFO : ER_LOG_DEBUG, "cuda_orin: %s: %s",
+                      asked ? "option pdl=1 ignored" : "no programmatic dependent launch", why.c_str());
             return;
         }
         pdl_ = true;

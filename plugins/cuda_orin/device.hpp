@@ -116,11 +116,12 @@ public:
     virtual void set_launch_timing(bool on) = 0;
     virtual std::vector<TimedLaunch> take_launch_times() = 0;
 
-    // Option pdl=1: later launches may start before the one ahead of them has finished
+    // Option pdl: later launches may start before the one ahead of them has finished
     // (programmatic dependent launch, kernels/grid_dependency.cuh), where the device can
-    // (compute capability 9.0 and kernels built for it; else one info line says why not).
+    // (compute capability 9.0 and kernels built for it). Where it cannot, one info line
+    // says why if the user asked for it (`asked`), a debug line if it is the default.
     // Called once, right after the device is opened.
-    virtual void set_programmatic_launch(bool on) = 0;
+    virtual void set_programmatic_launch(bool on, bool asked) = 0;
 
     // Capture of a step's launches for replay (CUDA Graphs). Between begin_capture and
     // end_capture launches are recorded, not run; replaying the returned step runs the

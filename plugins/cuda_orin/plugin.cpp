@@ -159,7 +159,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             throw Failure(ER_E_UNSUPPORTED, "option weights=shared: " + device.name + " has no managed memory");
         backend->weights_shared = weights_shared.value_or(device.integrated && device.host_filled_memory);
         backend->device->set_launch_timing(backend->profile);
-        backend->device->set_programmatic_launch(backend->pdl);
+        backend->device->set_programmatic_launch(backend->pdl.value_or(true), backend->pdl.has_value());
         *out = reinterpret_cast<er_backend*>(backend.release());
     });
 }

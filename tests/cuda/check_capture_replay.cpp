@@ -8,11 +8,11 @@
 //
 // Runs the same steps of four sequences in one context with the backend's default
 // options (steps captured and replayed), with graphs=0 (every step launched plainly) and
-// with pdl=1,prefetch=0 (captured),
+// with the defaults' other side, pdl=0,prefetch=1 (captured),
 // greedy tokens from each step's logits feeding the next, and requires:
-//   - every logit of every step bit-identical among the three runs (under pdl=1 the
-//     emulated device also requires every thread of every launch to wait for the prior
-//     grids);
+//   - every logit of every step bit-identical among the three runs (under pdl, on by
+//     default, the emulated device also requires every thread of every launch to wait for
+//     the prior grids);
 //   - the replay line of the plan that ran them: every step replayed (none launched
 //     plainly) with graphs on (both captured runs), none replayed with graphs=0.
 // The steps cover the shapes the key must tell apart: the decode step of every sequence
@@ -174,10 +174,11 @@ int main(int argc, char** argv) {
         const PluginRegistry registry = PluginRegistry::discover(std::vector<std::string>(argv + 3, argv + argc));
         const Run graphs = run(registry, backend, model, with(""), log);
         const Run plain = run(registry, backend, model, with("graphs=0"), log);
-        // Programmatic dependent launch on and the GEMV's prefetch off: on the emulated
-        // device pdl=1 also makes every launch, replays included, check that each of its
-        // threads waited for the prior grids (tests/cuda/emu/cuda_emulation.hpp).
-        const Run pdl = run(registry, backend, model, with("pdl=1,prefetch=0"), log);
+        // Programmatic dependent launch off and the GEMV's prefetch on: the defaults'
+        // other side. On the emulated device pdl (the defaults' runs) makes every launch,
+        // replays included, check that each of its threads waited for the prior grids
+        // (tests/cuda/emu/cuda_emulation.hpp).
+        const Run swapped = run(registry, backend, model, with("pdl=0,prefetch=1"), log);
         if (graphs.replayed != kSteps || graphs.plain != 0)
             return fail("with graphs on, " + std::to_string(graphs.replayed) + " of " + std::to_string(kSteps) +
                             " steps replayed and " + std::to_string(graphs.plain) + " launched plainly",
@@ -187,13 +188,13 @@ int main(int argc, char** argv) {
         if (graphs.logits.size() != plain.logits.size() || graphs.logits.empty())
             return fail("the runs gave " + std::to_string(graphs.logits.size()) + " and " +
                         std::to_string(plain.logits.size()) + " logits");
-        if (pdl.replayed != kSteps || pdl.plain != 0)
-            return fail("with pdl=1, " + std::to_string(pdl.replayed) + " of " + std::to_string(kSteps) +
-                            " steps replayed and " + std::to_string(pdl.plain) + " launched plainly",
-                        pdl.log);
+        if (swapped.replayed != kSteps || swapped.plain != 0)
+            return fail("with pdl=0,prefetch=1, " + std::to_string(swapped.replayed) + " of " + std::to_string(kSteps) +
+                            " steps replayed and " + std::to_string(swapped.plain) + " launched plainly",
+                        swapped.log);
         const size_t n_vocab = graphs.n_vocab;
-        for (const Run* other : {&graphs, &pdl}) {
-            const char* how = other == &graphs ? " replayed, " : " replayed with pdl=1,prefetch=0, ";
+        for (const Run* other : {&graphs, &swapped}) {
+            const char* how = other == &graphs ? " replayed, " : " replayed with pdl=0,prefetch=1, ";
             if (other->logits.size() != plain.logits.size())
                 return fail(std::string("the runs gave different numbers of logits:") + how);
             for (size_t i = 0; i < plain.logits.size(); ++i)
@@ -204,7 +205,7 @@ int main(int argc, char** argv) {
         }
         std::cout << "ok: " << kSteps << " steps of 4, 3, 3, 1 and 1 rows replayed from captures, "
                   << graphs.logits.size() / n_vocab
-                  << " logit rows bit-identical to graphs=0, with the defaults and with pdl=1,prefetch=0\n";
+                  << " logit rows bit-identical to graphs=0, with the defaults and with pdl=0,prefetch=1\n";
     } catch (const std::exception& e) {
         return fail(e.what(), log.str());
     }

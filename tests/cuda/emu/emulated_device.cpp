@@ -289,7 +289,7 @@ public:
     // The emulation runs launches one after another, so PDL changes no result here; what
     // it checks is the kernels' side: with pdl=1 every thread of every launch must wait for
     // the prior grids (cuda_emulation.hpp's RequirePriorGridWaits), replays included.
-    void set_programmatic_launch(bool on) override { pdl_ = on; }
+    void set_programmatic_launch(bool on, bool) override { pdl_ = on; }
     std::vector<TimedLaunch> take_launch_times() override { return timer_.take_times(); }
 
     void begin_capture() override {
