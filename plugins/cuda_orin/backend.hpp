@@ -14,6 +14,12 @@
 
 namespace edgerun::cuda_orin {
 
+// A debug line: device memory taken since before the CUDA context, after a stage of
+// loading or running (`after`), beside what cuda_orin counted so far. The report at a
+// plan's end gives only the total; this says which stage takes what nothing predicted
+// (the driver's code and launch resources, allocator granularity).
+void log_memory_taken(Device& device, const char* after, uint64_t counted);
+
 // Device memory owned by one object, released with it.
 class DeviceBuffer {
 public:

@@ -143,6 +143,16 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     row_pos_.assign(size_t(max_tokens_), 0);
     logit_rows_.assign(size_t(max_tokens_), 0);
     ctx_.scratch_bytes += scratch_bytes_;
+    log_memory_taken(device_, "a plan's scratch", counted_bytes());
+}
+
+void log_memory_taken(Device& device, const char* after, uint64_t counted) {
+    const DeviceDescription& d = device.description();
+    const uint64_t free_now = device.memory().free;
+    const uint64_t taken = d.context_bytes + (d.free_after_context > free_now ? d.free_after_context - free_now : 0);
+    const double mib = 1048576.0;
+    sdk::logf(ER_LOG_DEBUG, "cuda_orin: after %s: %.1f MiB taken since before the CUDA context, %.1f MiB counted",
+              after, double(taken) / mib, double(counted) / mib);
 }
 
 Plan::~Plan() {
@@ -164,12 +174,16 @@ Plan::~Plan() {
 //   cuda_orin: device memory taken since before the CUDA context T MiB, predicted P MiB
 //   (CUDA context C + GEMM workspace G + weights W + KV cache K + scratch S): R x
 // with P = C + G + W + K + S (tests/cuda/check_memory_report.py reads it).
+uint64_t Plan::counted_bytes() const {
+    const DeviceDescription& d = device_.description();
+    return d.context_bytes + d.gemm_workspace_bytes + ctx_.model->bytes + ctx_.kv_bytes + ctx_.scratch_bytes;
+}
+
 void Plan::report_memory() const {
     const DeviceDescription& d = device_.description();
     const uint64_t free_now = device_.memory().free;
     const uint64_t taken = d.context_bytes + (d.free_after_context > free_now ? d.free_after_context - free_now : 0);
-    const uint64_t predicted =
-        d.context_bytes + d.gemm_workspace_bytes + ctx_.model->bytes + ctx_.kv_bytes + ctx_.scratch_bytes;
+    const uint64_t predicted = counted_bytes();
     const double mib = 1048576.0;
     const std::string unmeasured = d.context_unmeasured.empty() ? "" : "; CUDA context unmeasured: " + d.context_unmeasured;
     sdk::logf(ER_LOG_INFO,
@@ -368,6 +382,7 @@ void Plan::execute(const er_step& step) {
         if (!(v.flags & ER_VALUE_INPUT)) v.rows = n;
     for (const er_node& node : nodes_)
         if (node.op == ER_OP_LOGITS) values_[node.outputs[0]].rows = n_logit_rows_;
+    if (!stepped_) log_memory_taken(device_, captured ? "a plan's first step (captured)" : "a plan's first step", counted_bytes());
     stepped_ = true;
     if (has_attention_)
         for (int32_t r = 0; r < n; ++r) ctx_.filled[row_seq_[r]] = row_pos_[r] + 1;  // a sequence's last row wins

@@ -160,6 +160,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
         backend->weights_shared = weights_shared.value_or(device.integrated && device.host_filled_memory);
         backend->device->set_launch_timing(backend->profile);
         backend->device->set_programmatic_launch(backend->pdl.value_or(true), backend->pdl.has_value());
+        log_memory_taken(*backend->device, "opening the device (and cuBLAS)", device.context_bytes + device.gemm_workspace_bytes);
         *out = reinterpret_cast<er_backend*>(backend.release());
     });
 }
@@ -288,6 +289,8 @@ er_status model_load(er_backend* handle, const er_model_params* params, er_model
         }
         sdk::logf(ER_LOG_INFO, "cuda_orin: weights on the device: %llu bytes (%.1f MiB)",
                   static_cast<unsigned long long>(model->bytes), double(model->bytes) / 1048576.0);
+        const DeviceDescription& d = device.description();
+        log_memory_taken(device, "the weights", d.context_bytes + d.gemm_workspace_bytes + model->bytes);
         *out = reinterpret_cast<er_model*>(model.release());
     });
 }
@@ -333,6 +336,8 @@ er_status context_create(er_model* handle, const er_context_params* params, er_c
                                                            {model.bytes, ctx->kv_bytes, 0}); !why.empty())
             throw Failure(ER_E_OUT_OF_MEMORY, why);
         if (ctx->kv_bytes) ctx->kv = DeviceBuffer(device, ctx->kv_bytes);
+        const DeviceDescription& d = device.description();
+        log_memory_taken(device, "the KV cache", d.context_bytes + d.gemm_workspace_bytes + model.bytes + ctx->kv_bytes);
         for (int32_t l = 0; l < p.n_layer; ++l) {
             uint8_t* base = ctx->kv.as<uint8_t>() + per_layer * uint64_t(l);
             KvLayerAllSeqs layer;
