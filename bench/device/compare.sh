@@ -3,6 +3,8 @@
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=/tmp/logsC  # packed into $OUT/logsC.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L
 source bench/device/common.sh
+# The bundle an earlier call left on the machine, else the slim one carried with this call.
+[ -d .device-bundle ] || tar -xJf .slim-carry/bundle-slim.tar.xz
 mkdir -p /root/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /root/lb; ls -la /root/lb
 # Built on the development machine against its CUDA 13.0 (RUNPATH /usr/local/cuda/lib): a
 # library the loader cannot find here is named in the log (then rebuild it here with

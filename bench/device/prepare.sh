@@ -74,6 +74,13 @@ make_bundle() {
   mkdir -p .device-carry
   tar -cf - .device-bundle | xz -T "$jobs" -6 > .device-carry/bundle.tar.xz
   say "bundle at $commit: $(du -sh .device-bundle | cut -f1) unpacked, $(du -h .device-carry/bundle.tar.xz | cut -f1) carried"
+  # What compare.sh needs (edgerun with cuda_orin), small enough to travel with llama-bench
+  # when no earlier call left the bundle on the machine: no tests, no cpu_ref and OpenBLAS.
+  rm -rf .slim-carry && mkdir -p .slim-carry
+  tar -cf - --exclude='.device-bundle/ptx87' --exclude='.device-bundle/plugins/libedgerun_cpu_ref.so' \
+    --exclude='.device-bundle/syslib/libopenblas*' --exclude='.device-bundle/syslib/libgfortran*' \
+    --exclude='.device-bundle/syslib/libquadmath*' .device-bundle/COMMIT .device-bundle/env.sh .device-bundle/bin/edgerun \
+    .device-bundle/plugins .device-bundle/syslib | xz -T "$jobs" -6 > .slim-carry/bundle-slim.tar.xz
 }
 
 # The real SmolLM2, in two pieces.
@@ -121,6 +128,6 @@ check 1 .device-carry
 check 2 .smol-a
 check 3 .device-carry
 check 4 .smol-b
-check 5 .smol-c
+check 5 .smol-c .slim-carry
 say "done in $((SECONDS - start)) s"
 exit $status

@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -104,6 +105,10 @@ public:
         check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
         cublas_ = CublasGemm::load(stream_, &description_.gemm_unavailable);
         if (cublas_) give_cublas_a_workspace(CublasGemm::recommended_workspace_bytes(prop.major));
+        // cuBLAS's handle allocates for itself, beyond the workspace: counted as measured.
+        const uint64_t free_now = memory().free;
+        if (cublas_ && description_.free_after_context > free_now)
+            description_.gemm_bytes = std::max(description_.gemm_bytes, description_.free_after_context - free_now);
     }
     ~CudaDevice() override {
         cublas_.reset();
@@ -275,7 +280,7 @@ private:
             why = std::string("no memory for cuBLAS's workspace: ") + e.what();
         }
         if (gemm_workspace_ && cublas_->use_workspace(gemm_workspace_, bytes, &why)) {
-            description_.gemm_workspace_bytes = bytes;
+            description_.gemm_bytes = bytes;
             return;
         }
         cublas_.reset();

@@ -168,15 +168,15 @@ Plan::~Plan() {
 
 // Everything the backend allocates is held while a plan that has run lives (a step
 // allocates nothing), so free memory now against free memory before the CUDA context was
-// made is its peak: the context (measured when it was made), the GEMM workspace, weights,
+// made is its peak: the context and the GEMM (measured when the device was opened), weights,
 // KV cache and scratch (predicted), and what nothing predicts (the driver's code and
 // launch resources, taken on the first launches). The line reads
 //   cuda_orin: device memory taken since before the CUDA context T MiB, predicted P MiB
-//   (CUDA context C + GEMM workspace G + weights W + KV cache K + scratch S): R x
+//   (CUDA context C + GEMM G + weights W + KV cache K + scratch S): R x
 // with P = C + G + W + K + S (tests/cuda/check_memory_report.py reads it).
 uint64_t Plan::counted_bytes() const {
     const DeviceDescription& d = device_.description();
-    return d.context_bytes + d.gemm_workspace_bytes + ctx_.model->bytes + ctx_.kv_bytes + ctx_.scratch_bytes;
+    return d.context_bytes + d.gemm_bytes + ctx_.model->bytes + ctx_.kv_bytes + ctx_.scratch_bytes;
 }
 
 void Plan::report_memory() const {
@@ -188,9 +188,9 @@ void Plan::report_memory() const {
     const std::string unmeasured = d.context_unmeasured.empty() ? "" : "; CUDA context unmeasured: " + d.context_unmeasured;
     sdk::logf(ER_LOG_INFO,
               "cuda_orin: device memory taken since before the CUDA context %.1f MiB, predicted %.1f MiB "
-              "(CUDA context %.1f + GEMM workspace %.1f + weights %.1f + KV cache %.1f + scratch %.1f): %.3fx%s",
+              "(CUDA context %.1f + GEMM %.1f + weights %.1f + KV cache %.1f + scratch %.1f): %.3fx%s",
               double(taken) / mib, double(predicted) / mib, double(d.context_bytes) / mib,
-              double(d.gemm_workspace_bytes) / mib, double(ctx_.model->bytes) / mib, double(ctx_.kv_bytes) / mib,
+              double(d.gemm_bytes) / mib, double(ctx_.model->bytes) / mib, double(ctx_.kv_bytes) / mib,
               double(ctx_.scratch_bytes) / mib, predicted ? double(taken) / double(predicted) : 0.0, unmeasured.c_str());
 }
 

@@ -48,7 +48,7 @@ private:
     // plan's fixed scratch do not fit.
     void assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use, uint64_t fixed_scratch);
     void read_rows(const er_step& step);
-    uint64_t counted_bytes() const;  // the context, GEMM workspace, weights, KV cache and scratch
+    uint64_t counted_bytes() const;  // the context, GEMM, weights, KV cache and scratch
     void report_memory() const;
     void launch_all(int32_t n);
     void launch_node(size_t index, int32_t n);

@@ -27,14 +27,14 @@ std::string memory_shortfall(Device& device, const char* what, uint64_t need, co
         return std::string(text);
     };
     // Free memory is what is left after the device's own (the context, the GEMM's
-    // workspace), named so that the line says where the rest went. Then the figures known
+    // handle and workspace), named so that the line says where the rest went. Then the figures known
     // at this stage: the weights at load; with the KV cache at context creation; and the
     // scratch too when a graph is compiled.
     const DeviceDescription& d = device.description();
     const std::string context = d.context_unmeasured.empty() ? mib(d.context_bytes) : "unmeasured";
     std::string line = std::string("cuda_orin: ") + what + ": " + mib(need) + " of device memory needed, " +
                        mib(m.free) + " free (of " + mib(m.total) + "; taken at open: CUDA context " + context +
-                       ", GEMM workspace " + mib(d.gemm_workspace_bytes) + "); model " + mib(figures.model);
+                       ", GEMM " + mib(d.gemm_bytes) + "); model " + mib(figures.model);
     if (figures.kv || figures.scratch) line += ", KV cache " + mib(figures.kv) + " at this context";
     if (figures.scratch) line += ", scratch " + mib(figures.scratch);
     return line;
@@ -160,7 +160,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
         backend->weights_shared = weights_shared.value_or(device.integrated && device.host_filled_memory);
         backend->device->set_launch_timing(backend->profile);
         backend->device->set_programmatic_launch(backend->pdl.value_or(true), backend->pdl.has_value());
-        log_memory_taken(*backend->device, "opening the device (and cuBLAS)", device.context_bytes + device.gemm_workspace_bytes);
+        log_memory_taken(*backend->device, "opening the device (and cuBLAS)", device.context_bytes + device.gemm_bytes);
         *out = reinterpret_cast<er_backend*>(backend.release());
     });
 }
@@ -177,36 +177,36 @@ Uses uses_of(uint32_t usage, int64_t rows) {
 // The forms a weight is held in. The GEMV layout serves EMBED as well as the GEMVs, so a
 // weight used for both (tied embeddings) is held once; the GGUF table only for an embedding
 // of a type that layout cannot hold.
+// The forms a weight takes on the device, and where each lies in the model's one
+// allocation (Model::weight_memory).
 struct Forms {
     bool table = false, packed = false, floats = false;
+    uint64_t table_at = 0, packed_at = 0, floats_at = 0;
 };
+constexpr uint64_t kFormAlignment = 256;  // as cudaMalloc's: 16-byte loads need less
 
-// One form of a weight on the device: `bytes` that are either `ready` (the file's own) or
-// made by `fill`. Shared (option weights=): written in place into memory the device reads,
-// so a Jetson never holds the form twice; otherwise made on the host, copied to device
-// memory, and the host's copy freed.
-DeviceBuffer upload_form(Device& device, bool shared, uint64_t bytes, const uint8_t* ready,
-                         const std::function<void(uint8_t*)>& fill) {
+// Writes one form of a weight at `to`: `bytes` that are either `ready` (the file's own) or
+// made by `fill`. Shared (option weights=): `to` is memory the host writes in place and
+// the device then reads, so a Jetson never holds the form twice; otherwise the form is
+// made on the host and copied to device memory.
+void upload_form(Device& device, bool shared, uint8_t* to, uint64_t bytes, const uint8_t* ready,
+                 const std::function<void(uint8_t*)>& fill) {
     if (shared) {
-        DeviceBuffer form = DeviceBuffer::host_filled(device, bytes);
         // Every byte is written (repack_matrix zeroes its padding): the memory comes
         // with no promised contents, and the emulated device fills it with 0xFF.
         if (ready)
-            std::memcpy(form.data(), ready, bytes);
+            std::memcpy(to, ready, bytes);
         else
-            fill(form.as<uint8_t>());
-        device.hand_over_to_device(form.data(), bytes);
-        return form;
+            fill(to);
+        return;
     }
-    DeviceBuffer form(device, bytes);
     if (ready) {
-        device.copy_to_device(form.data(), ready, bytes);
+        device.copy_to_device(to, ready, bytes);
     } else {
         std::vector<uint8_t> staging(bytes);
         fill(staging.data());
-        device.copy_to_device(form.data(), staging.data(), bytes);
+        device.copy_to_device(to, staging.data(), bytes);
     }
-    return form;
 }
 
 er_status model_load(er_backend* handle, const er_model_params* params, er_model** out, er_error* err) {
@@ -225,6 +225,11 @@ er_status model_load(er_backend* handle, const er_model_params* params, er_model
         // Shapes and the bytes each form takes, checked against free memory before any upload.
         std::vector<Forms> forms(size_t(params->n_weights));
         uint64_t need = 0;
+        auto claim = [&need](uint64_t bytes) {
+            const uint64_t at = need;
+            need += align_up(bytes, kFormAlignment);
+            return at;
+        };
         for (int64_t i = 0; i < params->n_weights; ++i) {
             const er_tensor_desc& t = params->weights[i];
             DeviceWeight& w = model->weights[size_t(i)];
@@ -254,12 +259,17 @@ er_status model_load(er_backend* handle, const er_model_params* params, er_model
             f.packed = (use.matmul || use.embed) && packable;
             f.table = needs_table && decodable(t.dtype);
             f.floats = use.vector && decodable(t.dtype);
-            if (f.table) need += w.row_bytes * uint64_t(w.rows);
-            if (f.packed) need += packed_layout(t.dtype, w.rows, w.cols).total_bytes;
-            if (f.floats) need += uint64_t(w.rows) * uint64_t(w.cols) * 4;
+            if (f.table) f.table_at = claim(w.row_bytes * uint64_t(w.rows));
+            if (f.packed) f.packed_at = claim(packed_layout(t.dtype, w.rows, w.cols).total_bytes);
+            if (f.floats) f.floats_at = claim(uint64_t(w.rows) * uint64_t(w.cols) * 4);
         }
         if (const std::string why = memory_shortfall(device, "the model's weights", need, {need, 0, 0}); !why.empty())
             throw Failure(ER_E_OUT_OF_MEMORY, why);
+        const bool shared = backend.weights_shared;
+        if (need)
+            model->weight_memory = shared ? DeviceBuffer::host_filled(device, need) : DeviceBuffer(device, need);
+        model->bytes = need;
+        uint8_t* const memory = model->weight_memory.as<uint8_t>();
 
         for (int64_t i = 0; i < params->n_weights; ++i) {
             const er_tensor_desc& t = params->weights[i];
@@ -267,30 +277,35 @@ er_status model_load(er_backend* handle, const er_model_params* params, er_model
             const Forms& f = forms[size_t(i)];
             const uint64_t file_bytes = w.row_bytes * uint64_t(w.rows);
             const auto* file = static_cast<const uint8_t*>(t.data);
-            if (f.table)
-                w.table = upload_form(device, backend.weights_shared, file_bytes, file, nullptr);
+            if (f.table) {
+                w.table = DeviceSpan(memory + f.table_at, file_bytes);
+                upload_form(device, shared, w.table.as<uint8_t>(), file_bytes, file, nullptr);
+            }
             if (f.packed) {
                 const PackedLayout layout = packed_layout(t.dtype, w.rows, w.cols);
-                w.packed_bytes = upload_form(device, backend.weights_shared, layout.total_bytes, nullptr, [&](uint8_t* to) {
+                w.packed_bytes = DeviceSpan(memory + f.packed_at, layout.total_bytes);
+                upload_form(device, shared, w.packed_bytes.as<uint8_t>(), layout.total_bytes, nullptr, [&](uint8_t* to) {
                     repack_matrix(t.dtype, t.data, w.rows, w.cols, to);
                 });
                 w.packed = packed_view(layout, t.dtype, int32_t(w.rows), int32_t(w.cols), w.packed_bytes.data());
             }
-            if (f.floats)
-                w.floats = upload_form(device, backend.weights_shared, uint64_t(w.rows * w.cols) * 4, nullptr, [&](uint8_t* to) {
+            if (f.floats) {
+                w.floats = DeviceSpan(memory + f.floats_at, uint64_t(w.rows * w.cols) * 4);
+                upload_form(device, shared, w.floats.as<uint8_t>(), w.floats.bytes(), nullptr, [&](uint8_t* to) {
                     for (int64_t r = 0; r < w.rows; ++r)
                         quant::dequantize_row(t.dtype, file + r * w.row_bytes, reinterpret_cast<float*>(to) + r * w.cols,
                                               w.cols);
                 });
-            model->bytes += w.table.bytes() + w.packed_bytes.bytes() + w.floats.bytes();
+            }
             // The device holds its own copy now: the host may drop the file's pages.
             if ((f.table || f.packed || f.floats) && params->release)
                 params->release(params->release_user_data, t.data, file_bytes);
         }
+        if (shared && need) device.hand_over_to_device(memory, need);
         sdk::logf(ER_LOG_INFO, "cuda_orin: weights on the device: %llu bytes (%.1f MiB)",
                   static_cast<unsigned long long>(model->bytes), double(model->bytes) / 1048576.0);
         const DeviceDescription& d = device.description();
-        log_memory_taken(device, "the weights", d.context_bytes + d.gemm_workspace_bytes + model->bytes);
+        log_memory_taken(device, "the weights", d.context_bytes + d.gemm_bytes + model->bytes);
         *out = reinterpret_cast<er_model*>(model.release());
     });
 }
@@ -337,7 +352,7 @@ er_status context_create(er_model* handle, const er_context_params* params, er_c
             throw Failure(ER_E_OUT_OF_MEMORY, why);
         if (ctx->kv_bytes) ctx->kv = DeviceBuffer(device, ctx->kv_bytes);
         const DeviceDescription& d = device.description();
-        log_memory_taken(device, "the KV cache", d.context_bytes + d.gemm_workspace_bytes + model.bytes + ctx->kv_bytes);
+        log_memory_taken(device, "the KV cache", d.context_bytes + d.gemm_bytes + model.bytes + ctx->kv_bytes);
         for (int32_t l = 0; l < p.n_layer; ++l) {
             uint8_t* base = ctx->kv.as<uint8_t>() + per_layer * uint64_t(l);
             KvLayerAllSeqs layer;

@@ -7,11 +7,11 @@ At a plan's end cuda_orin logs the device memory taken since before the CUDA con
 against what it predicted, the prediction broken into its parts:
 
     device memory taken since before the CUDA context T MiB, predicted P MiB
-    (CUDA context C + GEMM workspace G + weights W + KV cache K + scratch S): R x
+    (CUDA context C + GEMM G + weights W + KV cache K + scratch S): R x
 
 Runs MODEL on cuda_orin_emu with a CUDA context share set (EDGERUN_EMU_CONTEXT_MIB), with
 and without the emulated GEMM (EDGERUN_EMU_NO_GEMM), and checks: P is the sum of its parts;
-C is the context set; G is the GEMM workspace when the GEMM is present and 0 when not;
+C is the context set; G is the GEMM's workspace when the GEMM is present and 0 when not;
 W, K and S are the figures the host prints from the backend's memory stats; R is T / P;
 and T equals P, since on the emulation nothing but the backend allocates (on a GPU the
 driver's launch resources come on top). Then a device too small for the model: the
@@ -34,10 +34,10 @@ TAKEN_SLACK = 0.5
 MIB = r"([0-9]+\.[0-9])"
 REPORT = re.compile(
     rf"device memory taken since before the CUDA context {MIB} MiB, predicted {MIB} MiB "
-    rf"\(CUDA context {MIB} \+ GEMM workspace {MIB} \+ weights {MIB} \+ KV cache {MIB} \+ scratch {MIB}\): "
+    rf"\(CUDA context {MIB} \+ GEMM {MIB} \+ weights {MIB} \+ KV cache {MIB} \+ scratch {MIB}\): "
     r"([0-9]+\.[0-9]+)x(.*)")
 STATS = re.compile(rf"cuda_orin_emu: weights {MIB} MiB, KV cache {MIB} MiB, scratch {MIB} MiB")
-REFUSAL = re.compile(rf"{MIB} MiB free \(of {MIB} MiB; taken at open: CUDA context {MIB} MiB, GEMM workspace {MIB} MiB\)")
+REFUSAL = re.compile(rf"{MIB} MiB free \(of {MIB} MiB; taken at open: CUDA context {MIB} MiB, GEMM {MIB} MiB\)")
 
 
 def fail(message, output=""):
@@ -77,7 +77,7 @@ def check_report(output, label, workspace_mib):
         if context != CONTEXT_MIB:
             fail(f"{label}: CUDA context {context} MiB, the emulated device took {CONTEXT_MIB}", output)
         if workspace != workspace_mib:
-            fail(f"{label}: GEMM workspace {workspace} MiB, expected {workspace_mib}", output)
+            fail(f"{label}: GEMM {workspace} MiB, expected {workspace_mib}", output)
         if (weights, kv) != (weights_stat, kv_stat) or scratch > scratch_stat:
             fail(f"{label}: weights {weights}, KV cache {kv}, scratch {scratch} MiB differ from the backend's "
                  f"memory stats ({weights_stat}, {kv_stat}, {scratch_stat})", output)

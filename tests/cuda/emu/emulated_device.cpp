@@ -160,7 +160,7 @@ public:
             description_.gemm_unavailable = "no GEMM on this emulated device (EDGERUN_EMU_NO_GEMM)";
         } else {
             allocate(kEmulatedGemmWorkspaceBytes);  // held until the device closes, as cuBLAS's
-            description_.gemm_workspace_bytes = kEmulatedGemmWorkspaceBytes;
+            description_.gemm_bytes = kEmulatedGemmWorkspaceBytes;
         }
     }
     ~EmulatedDevice() override {
