@@ -1,5 +1,6 @@
 #!/bin/bash
-# Device call 3 of 3, within 30 s of call 2: issue 18's baseline, edgerun (cuda_orin) and llama.cpp's CUDA build side by side
+# Device call 5 (bench/README.md), on a warm machine or a cold one (it carries .smol-c and .slim-carry): conformance of the build,
+# then issue 18's side-by-side table of edgerun (cuda_orin) and llama.cpp's CUDA build, and the memory report of each model
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=/tmp/logsC  # packed into $OUT/logsC.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L
 source bench/device/common.sh
@@ -10,6 +11,8 @@ mkdir -p /root/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /root/lb; ls -la /root
 # library the loader cannot find here is named in the log (then rebuild it here with
 # scripts/build-llama-bench.sh, about 400 s with JOBS=10).
 ldd /root/lb/llama-bench | grep "not found" | tee $L/llama-bench-missing-libraries.txt
+# This build against cpu_ref first (every level), so the figures below are of a correct one.
+TAILN=3 run conformance 150 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin --require-full -t 8
 J=/root/stash/gpu-compare.json
 for m in llama3.2-1b:Q4_K_M qwen3-4b:Q4_K_M qwen3-0.6b:Q4_K_M; do
   [ $(left) -lt 60 ] && break
@@ -26,4 +29,9 @@ if [ -f $M4 ] && [ $(left) -gt 40 ]; then
   TAILN=5 run mem_4b 40 .device-bundle/bin/edgerun --backend cuda_orin -m $M4 -p "Hello" -n 64 -c 4096 --temp 0 --log-level info
   kill $SMI; echo "nvidia-smi MiB before: $(cat $L/smi_before.txt), peak during: $(sort -n $L/smi_4b.txt | tail -1)"
 fi
+for m in llama3.2-1b qwen3-0.6b; do  # the memory report of the other two models
+  [ -f build-models/$m-Q4_K_M.gguf ] && TAILN=1 run mem_$m 30 .device-bundle/bin/edgerun --backend cuda_orin \
+    -m build-models/$m-Q4_K_M.gguf -p "Hello" -n 16 -c 4096 --temp 0 --log-level info
+done
+grep -h "memory taken" $L/mem_*.log | cut -c1-250
 echo "logs in $L"; echo "C done at $((SECONDS-t0)) s"

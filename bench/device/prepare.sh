@@ -74,12 +74,11 @@ make_bundle() {
   mkdir -p .device-carry
   tar -cf - .device-bundle | xz -T "$jobs" -6 > .device-carry/bundle.tar.xz
   say "bundle at $commit: $(du -sh .device-bundle | cut -f1) unpacked, $(du -h .device-carry/bundle.tar.xz | cut -f1) carried"
-  # What compare.sh needs (edgerun with cuda_orin), small enough to travel with llama-bench
-  # when no earlier call left the bundle on the machine: no tests, no cpu_ref and OpenBLAS.
+  # What compare.sh needs (edgerun, the plugins, edgerun-conformance to check the build
+  # first), small enough to travel with llama-bench when no earlier call left the bundle
+  # on the machine: no GPU tests or benchmarks, no compute_87 build.
   rm -rf .slim-carry && mkdir -p .slim-carry
-  tar -cf - --exclude='.device-bundle/ptx87' --exclude='.device-bundle/plugins/libedgerun_cpu_ref.so' \
-    --exclude='.device-bundle/syslib/libopenblas*' --exclude='.device-bundle/syslib/libgfortran*' \
-    --exclude='.device-bundle/syslib/libquadmath*' .device-bundle/COMMIT .device-bundle/env.sh .device-bundle/bin/edgerun \
+  tar -cf - .device-bundle/COMMIT .device-bundle/env.sh .device-bundle/bin/edgerun .device-bundle/bin/edgerun-conformance \
     .device-bundle/plugins .device-bundle/syslib | xz -T "$jobs" -6 > .slim-carry/bundle-slim.tar.xz
 }
 
