@@ -31,7 +31,8 @@ ROW = re.compile(r"cuda_orin:   (.+?)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-
 TOTAL = re.compile(r"cuda_orin: launches per step: ([0-9.]+)$")
 BYTES = re.compile(r"cuda_orin: bytes per step: ([0-9.]+|-) MB counted")
 WEIGHTS = re.compile(r"cuda_orin: weights on the device: (\d+) bytes")
-COUNTED = ("gemv ", "attention (split + merge)")  # the launch kinds whose bytes are counted
+SPLIT_ATTENTION = ("attention (split + merge)", "attention (split on mma + merge)")  # CUDA cores, tensor cores
+COUNTED = ("gemv ", *SPLIT_ATTENTION)  # the launch kinds whose bytes are counted
 REPLAY = re.compile(r"cuda_orin: (\d+) steps replayed from a CUDA Graph, (\d+) launched plainly; (.*)$")
 GENERATED = re.compile(r"^generate: (\d+) tokens", re.M)
 PROMPT = re.compile(r"^prompt: (\d+) tokens", re.M)
@@ -129,8 +130,9 @@ def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output):
             fail(f"{where}: launches a fused decode step should not make: {unfused}", output)
         if total != 7 * layers + 2:
             fail(f"{where}: {total} launches per fused decode step, not 7 per layer + 2", output)
-    # Every step's attention takes the split kernel and its merge (head dim 128, F16 cache).
-    attention = count("attention (split + merge)")
+    # Every step's attention takes the split kernel and its merge (head dim 128, F16 cache),
+    # on tensor cores by default (mma_attention).
+    attention = sum(count(label) for label in SPLIT_ATTENTION)
     if attention != 2 * layers or count("attention_rows"):
         fail(f"{where}: {attention} split attention kernels per step for {layers} layers "
              f"(and {count('attention_rows')} of the row kernel)", output)

@@ -9,7 +9,8 @@ graph's LOGITS read token_embd), loads each with cuda_orin_emu, and compares the
 backend logs as its weights on the device with the figure computed here from the file's
 tensor shapes and types, with the GEMV layout's rules (plugins/cuda_orin/kernels/
 weight_layout.hpp): each matrix's planes of [rows][blocks][field bytes], each plane
-starting on a 256-byte boundary; plain rows padded to 32 values; vectors (norms) as F32.
+starting on a 256-byte boundary; plain rows padded to 32 values; vectors (norms) as F32;
+every form starting on a 256-byte boundary of the model's one allocation (plugin.cpp).
 A second copy of token_embd (its GGUF bytes, as the backend held it before) would add
 the table's size to the logged figure.
 """
@@ -58,9 +59,10 @@ def expected_bytes(path):
         for d in t.shape[1:]:
             rows *= int(d)
         if len(t.shape) == 1:  # a norm weight (or rope factors): F32 values
-            total += 4 * cols
+            form = 4 * cols
         else:
-            total += packed_bytes(t.tensor_type, rows, cols)
+            form = packed_bytes(t.tensor_type, rows, cols)
+        total += (form + ALIGN - 1) // ALIGN * ALIGN
         if t.name == "token_embd.weight":
             table = int(t.n_bytes)
     if table is None or "output.weight" in names:
