@@ -27,6 +27,32 @@ ER_HD float exact_segment_weight(const Segment& s, int i) {
 ER_HD void store_weight(float* p, float v) { *p = v; }
 ER_HD void store_weight(uint16_t* p, float v) { *p = float_to_half(v); }  // an F16 GEMM's tile
 
+// A segment's 16 weights at `out` (a multiple of 16 values into a row, so 32-byte
+// aligned), in 16-byte stores. A lane's task is 64 bytes of halves (128 of floats) after
+// the previous lane's, so a warp's store of one value each touched 32 sectors for 2
+// bytes each: value by value, the H200 dequantized Qwen3-4B's weights for a 512-row
+// GEMM at about 240 GB/s (43 ms a step).
+ER_HD void store_segment(float* out, const Segment& s) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        Words4 v;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v.w[j] = quant::float_to_bits(exact_segment_weight(s, 4 * k + j));
+        store_16B(out + 4 * k, v);
+    }
+}
+ER_HD void store_segment(uint16_t* out, const Segment& s) {  // an F16 GEMM's tile
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        Words4 v;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            v.w[j] = uint32_t(float_to_half(exact_segment_weight(s, 8 * k + 2 * j))) |
+                     uint32_t(float_to_half(exact_segment_weight(s, 8 * k + 2 * j + 1))) << 16;
+        store_16B(out + 8 * k, v);
+    }
+}
+
 // Task `task` of packed row `row` into its place in `out_row` (n_cols floats, or halves:
 // those floats rounded to F16): the plain types' values as they are (a padded row's tail
 // is not written), the quantized types' through dequantize_task.
@@ -43,8 +69,7 @@ ER_HD void dequantize_task_exact(const PackedMatrix& w, int row, int task, Out* 
         }
     } else {
         const Task t = dequantize_task<Type>(w, row, task);
-        for (const Segment& s : t.seg)
-            for (int i = 0; i < 16; ++i) store_weight(out_row + s.pos() + i, exact_segment_weight(s, i));
+        for (const Segment& s : t.seg) store_segment(out_row + s.pos(), s);
     }
 }
 
