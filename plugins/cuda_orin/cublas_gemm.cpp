@@ -1,5 +1,5 @@
-// STATUS: compiled, never run (no GPU in the session that wrote it); the same GEMM path
-// runs in CI with OpenBLAS behind the emulated device.
+// STATUS: run on an H200 (2026-11-25, conformance and pp512); the same GEMM path runs in
+// CI with OpenBLAS behind the emulated device.
 #include "cublas_gemm.hpp"
 
 #include <edgerun/plugin_sdk.hpp>

@@ -1,10 +1,9 @@
 // The CUDA implementation of cuda_orin's Device interface: the CUDA runtime (memory,
 // one stream, stream capture into a CUDA Graph) and the kernel library's launchers.
 //
-// STATUS: run on an H200 (2026-11-24, bench/results/h200-2026-11-24-cuda-orin-acceptance);
-// the launch timing (profile=1), the GEMM entry, cuBLAS's workspace and the context's
-// measurement have run only on the emulated device (tests/cuda/emu/emulated_device.cpp),
-// which CI runs the same backend code on.
+// STATUS: run on an H200 (2026-11-25, bench/results/h200-2026-11-25-cuda-orin-acceptance),
+// every entry included; CI runs the same backend code on the emulated device
+// (tests/cuda/emu/emulated_device.cpp).
 #include "context_memory.hpp"
 #include "cublas_gemm.hpp"
 #include "cuda_check.hpp"

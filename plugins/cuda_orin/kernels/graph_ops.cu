@@ -4,7 +4,7 @@
 // runs through these (or the GEMV, embedding and flash-decode kernels) for any step.
 // Correct and plain first; the fused and faster paths are the backend's choice.
 //
-// STATUS: see kernels.hpp (dequantize_rows has run only on the CPU emulation).
+// STATUS: see kernels.hpp.
 #include "graph_op_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "launch_kernel.cuh"

@@ -1,16 +1,14 @@
 // cuda_orin kernel library: the decode hot path of a Llama/Qwen layer on one CUDA stream.
 //
-// STATUS: compiled for sm_87/sm_90 and for compute_87 PTX; run on an H200 (2026-11-24:
-// tests/cuda/gpu/ and the backend's conformance pass with both builds), not yet tuned.
-// Since that run (commit a42a643), dequantize_rows (the GEMM path's), the embedding from
-// the packed layout (embed_packed_kernel, any number of rows) and the float-activation
-// GEMV's 16-byte loads of x have run only on the emulation, as have the GEMV's L2 prefetch
-// of its weights and programmatic dependent launch (grid_dependency.cuh; its sm_90
-// instructions are compiled, never run), and so have the tensor-core kernels
-// (attention_tiles.cu, attention_mma.cu). The math the kernels
-// are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp); the kernels
-// themselves also run on the CPU emulation in CI (tests/cuda/test_kernels_emulated.cpp,
-// and the whole backend under edgerun-conformance as cuda_orin_emu).
+// STATUS: compiled for sm_87/sm_90 and for compute_87 PTX; run on an H200 (2026-11-25,
+// commit 65f53bc: tests/cuda/gpu/ and the backend's conformance pass with both builds,
+// bench/results/h200-2026-11-25-cuda-orin-acceptance), every kernel here included, the
+// tensor-core attention kernels and programmatic dependent launch too; decode of
+// Llama-3.2-1B and Qwen3-4B at 0.67-0.94x llama.cpp's CUDA build there (bench/results).
+// The math the kernels are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp);
+// the kernels themselves also run on the CPU emulation in CI
+// (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
+// as cuda_orin_emu).
 //
 // Rules every launch here follows, so a whole decode step can be captured in a CUDA
 // graph once and replayed: values that change per step (position, KV length, token id)

@@ -1,7 +1,7 @@
 // Token embedding lookup (token ids read from device memory) and the step counters of a
 // captured decode step.
 //
-// STATUS: see kernels.hpp (embed_packed_kernel has run only on the CPU emulation).
+// STATUS: see kernels.hpp.
 #include "device_math.hpp"
 #include "grid_dependency.cuh"
 #include "embed_rows.hpp"
