@@ -92,7 +92,7 @@ struct Backend {
     // what the fusions save and to tell a fused path's fault from an unfused one's.
     bool fuse = true;
     // Option prefetch=1: GEMV warps first ask L2 for their weights (GemvLaunch::prefetch).
-    // Off by default: on the H200 (0f720b1) decode tg128 was 5% faster without it (Llama-
+    // Off by default: on the H200 (ce74949) decode tg128 was 5% faster without it (Llama-
     // 3.2-1B 637 against 607 tok/s, Qwen3-4B 257 against 247).
     bool prefetch = false;
     // Option pdl=0|1: programmatic dependent launch on GPUs of compute capability 9.0 and

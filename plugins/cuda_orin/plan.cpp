@@ -146,15 +146,6 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     log_memory_taken(device_, "a plan's scratch", counted_bytes());
 }
 
-void log_memory_taken(Device& device, const char* after, uint64_t counted) {
-    const DeviceDescription& d = device.description();
-    const uint64_t free_now = device.memory().free;
-    const uint64_t taken = d.context_bytes + (d.free_after_context > free_now ? d.free_after_context - free_now : 0);
-    const double mib = 1048576.0;
-    sdk::logf(ER_LOG_DEBUG, "cuda_orin: after %s: %.1f MiB taken since before the CUDA context, %.1f MiB counted",
-              after, double(taken) / mib, double(counted) / mib);
-}
-
 Plan::~Plan() {
     if (stepped_) {
         sdk::logf(ER_LOG_INFO, "cuda_orin: %lld steps replayed from a CUDA Graph, %lld launched plainly; %s",
@@ -164,6 +155,22 @@ Plan::~Plan() {
         report_memory();
     }
     ctx_.scratch_bytes -= scratch_bytes_;
+}
+
+namespace {
+// Device memory taken since before the CUDA context was made: the context's share
+// (measured then) and the drop in free memory since.
+uint64_t memory_taken(Device& device) {
+    const DeviceDescription& d = device.description();
+    const uint64_t free_now = device.memory().free;
+    return d.context_bytes + (d.free_after_context > free_now ? d.free_after_context - free_now : 0);
+}
+}  // namespace
+
+void log_memory_taken(Device& device, const char* after, uint64_t counted) {
+    const double mib = 1048576.0;
+    sdk::logf(ER_LOG_DEBUG, "cuda_orin: after %s: %.1f MiB taken since before the CUDA context, %.1f MiB counted",
+              after, double(memory_taken(device)) / mib, double(counted) / mib);
 }
 
 // Everything the backend allocates is held while a plan that has run lives (a step
@@ -181,8 +188,7 @@ uint64_t Plan::counted_bytes() const {
 
 void Plan::report_memory() const {
     const DeviceDescription& d = device_.description();
-    const uint64_t free_now = device_.memory().free;
-    const uint64_t taken = d.context_bytes + (d.free_after_context > free_now ? d.free_after_context - free_now : 0);
+    const uint64_t taken = memory_taken(device_);
     const uint64_t predicted = counted_bytes();
     const double mib = 1048576.0;
     const std::string unmeasured = d.context_unmeasured.empty() ? "" : "; CUDA context unmeasured: " + d.context_unmeasured;

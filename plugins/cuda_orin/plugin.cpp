@@ -26,10 +26,10 @@ std::string memory_shortfall(Device& device, const char* what, uint64_t need, co
         std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / 1048576.0);
         return std::string(text);
     };
-    // Free memory is what is left after the device's own (the context, the GEMM's
-    // handle and workspace), named so that the line says where the rest went. Then the figures known
-    // at this stage: the weights at load; with the KV cache at context creation; and the
-    // scratch too when a graph is compiled.
+    // Free memory is what is left after the device's own (the context, the GEMM's handle
+    // and workspace), named so that the line says where the rest went. Then the figures
+    // known at this stage: the weights at load; with the KV cache at context creation; and
+    // the scratch too when a graph is compiled.
     const DeviceDescription& d = device.description();
     const std::string context = d.context_unmeasured.empty() ? mib(d.context_bytes) : "unmeasured";
     std::string line = std::string("cuda_orin: ") + what + ": " + mib(need) + " of device memory needed, " +
@@ -174,11 +174,10 @@ Uses uses_of(uint32_t usage, int64_t rows) {
     return {(usage & ER_USE_EMBED) != 0, (usage & ER_USE_MATMUL) != 0, (usage & ER_USE_VECTOR) != 0};
 }
 
-// The forms a weight is held in. The GEMV layout serves EMBED as well as the GEMVs, so a
-// weight used for both (tied embeddings) is held once; the GGUF table only for an embedding
-// of a type that layout cannot hold.
-// The forms a weight takes on the device, and where each lies in the model's one
-// allocation (Model::weight_memory).
+// The forms a weight is held in, and where each lies in the model's one allocation
+// (Model::weight_memory). The GEMV layout serves EMBED as well as the GEMVs, so a weight
+// used for both (tied embeddings) is held once; the GGUF table only for an embedding of a
+// type that layout cannot hold.
 struct Forms {
     bool table = false, packed = false, floats = false;
     uint64_t table_at = 0, packed_at = 0, floats_at = 0;
