@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 1 of 3 (see bench/README.md, "The acceptance run"): GPU kernel tests, the CUDA Graph test, conformance at every level (sm_90 and compute_87 PTX), compute-sanitizer;
+# Device call 3 (bench/README.md, the table of calls): GPU kernel tests, the CUDA Graph test, conformance at every level (sm_90 and compute_87 PTX), compute-sanitizer;
 # then, alone on the GPU, the kernel benchmark (cuda_orin_bench --quick: issue 18's per-kernel DRAM figures)
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-440}; L=/tmp/logsA  # packed into $OUT/logsA.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L /root/stash

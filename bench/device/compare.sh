@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 5 (bench/README.md), on a warm machine or a cold one (it carries .smol-c and .slim-carry): conformance of the build,
+# Device call 6 (bench/README.md), on a warm machine or a cold one (it carries .smol-c and .slim-carry): conformance of the build,
 # then issue 18's side-by-side table of edgerun (cuda_orin) and llama.cpp's CUDA build, and the memory report of each model
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=/tmp/logsC  # packed into $OUT/logsC.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 2 of 3, within 30 s of call 1 (the machine must still be warm): the real SmolLM2 (Q4_1, split over calls A and B): conformance, text against cpu_ref,
+# Device call 5 (bench/README.md), within 30 s of call 4 (the machine must still be warm, /root/stash holding .smol-a): the real SmolLM2 (Q4_1, split over calls A and B): conformance, text against cpu_ref,
 # run.sh's prompt with the default backend, 500 decode steps replayed against plain launches, memory
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-200}; L=/tmp/logsB  # packed into $OUT/logsB.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L

@@ -6,10 +6,10 @@
 #   default          x staged in shared memory, the fusions of fusion.hpp (7 launches per
 #                    layer), no prepare, programmatic dependent launch, no L2 prefetch
 #                    (the last two the defaults since the H200 run of 2026-11-25)
-#   pdl=0            no programmatic dependent launch (each launch's start overlaps the
-#                    previous kernel with it; kernels/grid_dependency.cuh)
+#   pdl=0            each launch starts after the previous kernel has ended (with PDL
+#                    its start overlaps that kernel's end; kernels/grid_dependency.cuh)
 #   prefetch=1       GEMV warps first ask L2 for their weights
-#   stage_x=0        x read in place (the staging's effect; never measured on a GPU)
+#   stage_x=0        x read in place (the staging's effect)
 #   graphs=0         plain launches (the CUDA Graph's effect)
 #   fuse=0           every node launched on its own (the fusions' effect)
 #   activations=q8   the dp4a path (x quantized by each GEMV as it stages it), first: on
