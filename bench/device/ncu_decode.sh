@@ -4,7 +4,8 @@
 # (bench/README.md, "The next GPU session"). Nsight Compute over a few decode steps of
 # Qwen3-4B Q4_K_M with plain launches (graphs=0, so each kernel is profiled alone), one
 # profile per kind of launch: DRAM throughput against peak, achieved occupancy, the warp
-# stall reasons, the launch shape. Writes ncu's report (.ncu-rep, for the GUI) and its
+# stall reasons, the launch shape; then the split attention at depth 4096 (Llama-3.2-1B,
+# F16 cache). Writes ncu's reports (.ncu-rep, for the GUI) and its
 # text details into the logs. Needs ncu on the machine (the CUDA toolkit's or Nsight
 # Compute's own; the script looks in both and says so when there is none).
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-400}; L=/tmp/logsN  # packed into $OUT/logsN.tar.gz after every step (common.sh)
@@ -23,6 +24,18 @@ SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occu
 TAILN=40 run ncu_decode 300 $NCU --clock-control none --target-processes all $SECTIONS --launch-skip 600 --launch-count 12 \
   --export $L/qwen3-4b-decode --force-overwrite \
   $E --backend cuda_orin --backend-options graphs=0 -m $M -p "Hello" -n 8 --temp 0
-[ -f $L/qwen3-4b-decode.ncu-rep ] && $NCU --import $L/qwen3-4b-decode.ncu-rep --page details --print-units base > $L/details.txt 2>&1
-grep -E '^  [a-z_]+kernel|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per Thread|Grid Size|Duration' $L/details.txt | head -120
+# Decode at depth 4096 with the F16 cache, where the 1B model fell to 0.67x llama.cpp: the
+# split attention on tensor cores and its merge only (by name; the prompt's 4096 rows take
+# the tiled kernel, whose launches the filter leaves out), two launches of each.
+M1=build-models/llama3.2-1b-Q4_K_M.gguf
+[ -f $M1 ] || $E synth --preset llama3.2-1b --type Q4_K_M -o $M1 > /dev/null
+TAILN=20 run ncu_attention_d4096 200 $NCU --clock-control none --target-processes all $SECTIONS \
+  --kernel-name regex:'attention_mma_kernel|attention_merge_kernel' --launch-skip 32 --launch-count 4 \
+  --export $L/llama-1b-attention-d4096 --force-overwrite \
+  $E bench --backend cuda_orin --backend-options graphs=0 -m $M1 --kv-type f16 -p 0 -n 4 -d 4096 -r 1
+for r in qwen3-4b-decode llama-1b-attention-d4096; do
+  [ -f $L/$r.ncu-rep ] && $NCU --import $L/$r.ncu-rep --page details --print-units base > $L/$r-details.txt 2>&1
+done
+grep -hE '^  [a-z_]+kernel|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per Thread|Grid Size|Duration' \
+  $L/*-details.txt | head -160
 echo "logs in $L"; echo "N done at $((SECONDS-t0)) s"
