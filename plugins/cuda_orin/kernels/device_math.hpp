@@ -99,15 +99,9 @@ ER_HD void store_shared(void* p, const Words& v) {
 #endif
 }
 
-// Sixteen bytes of global memory in one store; `p` must be 16-byte aligned.
-ER_HD void store_16B(void* p, const Words4& v) {
-#if defined(__CUDA_ARCH__)
-    *static_cast<uint4*>(p) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
-#else
-    require_aligned(p, 16);
-    memcpy(p, &v, sizeof v);
-#endif
-}
+// Sixteen bytes of global memory in one store; `p` must be 16-byte aligned. store_shared's
+// access is through a generic address, so the same store serves global memory.
+ER_HD void store_16B(void* p, const Words4& v) { store_shared(p, v); }
 
 // `p` must be 8-byte aligned.
 ER_HD Words2 load_8B(const void* p) {
