@@ -25,6 +25,7 @@ inline void check(cudaError_t err, const char* what) {
 struct Result {
     std::string kernel, shape, type;
     std::string activations;  // GEMVs: the input's form (activation_form_name); else empty
+    int tasks_in_flight;      // GEMVs: GemvLaunch::tasks_in_flight; else 0
     double time_us, bytes, gbps, fraction;
     std::string note;
 };
@@ -99,13 +100,17 @@ struct Bench {
     // Distinct copies of `bytes` that together fill at least 4x the L2 (at least 2).
     int copies_for(double bytes) const { return int(std::max(2.0, std::ceil(4.0 * double(l2_bytes) / bytes))); }
 
-    // activations: a GEMV's input form (activation_form_name), "" for other kernels.
+    // activations: a GEMV's input form (activation_form_name), "" for other kernels;
+    // tasks_in_flight: a GEMV's (GemvLaunch), 0 for other kernels.
     void add(const std::string& kernel, const std::string& shape, const std::string& type, double us, double bytes,
-             const std::string& note = "", const std::string& activations = "") {
+             const std::string& note = "", const std::string& activations = "", int tasks_in_flight = 0) {
         const double gbps = bytes / (us * 1e-6) / 1e9;
-        results.push_back({kernel, shape, type, activations, us, bytes, gbps, gbps / peak_gbps, note});
-        std::printf("%-18s %-34s %-16s %-3s %10.2f us %12.0f B %9.1f GB/s %6.1f%%  %s\n", kernel.c_str(), shape.c_str(),
-                    type.c_str(), activations.c_str(), us, bytes, gbps, 100.0 * gbps / peak_gbps, note.c_str());
+        if (!activations.empty() && tasks_in_flight == 0) tasks_in_flight = 1;
+        results.push_back({kernel, shape, type, activations, tasks_in_flight, us, bytes, gbps, gbps / peak_gbps, note});
+        const std::string in_flight = tasks_in_flight > 1 ? std::to_string(tasks_in_flight) + " tasks in flight " : "";
+        std::printf("%-18s %-34s %-16s %-11s %10.2f us %12.0f B %9.1f GB/s %6.1f%%  %s%s\n", kernel.c_str(),
+                    shape.c_str(), type.c_str(), activations.c_str(), us, bytes, gbps, 100.0 * gbps / peak_gbps,
+                    in_flight.c_str(), note.c_str());
     }
 };
 
@@ -191,11 +196,13 @@ inline Activation make_activation(Bench& b, int n) {
 // A GEMV launch reading x in that form: the float rows (q8 null), quantized by the launch
 // (quantize_x), or the prepared 8-bit rows (a quantized weight then takes those; a plain
 // one, F16, reads floats in any case).
-inline GemvLaunch gemv_launch(Activation x, ActivationForm form) {
+// tasks_in_flight: GemvLaunch's (the backend's option gemv_tasks_in_flight).
+inline GemvLaunch gemv_launch(Activation x, ActivationForm form, int tasks_in_flight = 1) {
     if (form != ActivationForm::kQ8Prepared) x.q8 = {};
     GemvLaunch l;
     l.x = x;
     l.quantize_x = form == ActivationForm::kQ8;
+    l.tasks_in_flight = tasks_in_flight;
     return l;
 }
 

@@ -7,7 +7,8 @@
 // (counted as bytes read + written). GEMVs are timed with each input form the backend can
 // give them (ActivationForm: float rows staged in shared memory, its default; 8-bit rows
 // for dp4a, quantized by the GEMV as it stages them or prepared by a launch of their own:
-// its activations=q8), over the same weights. Weights and KV caches rotate
+// its activations=q8), over the same weights; the layer sequence also with two tasks of
+// weights in flight a lane (its gemv_tasks_in_flight=2). Weights and KV caches rotate
 // through distinct buffers totalling at least 4x the L2 (the H100's 50 MB L2 holds a
 // whole layer); the layer benchmarks run all 36 layers of Qwen3-4B Q4_K_M in order. So
 // the figures are DRAM figures, never one buffer re-timed from L2. Writes
@@ -40,8 +41,9 @@ double measure_peak(Bench& b) {
     return 2.0 * double(bytes) / (us * 1e-6) / 1e9;
 }
 
-void launch_single(Bench& b, const Activation& x, ActivationForm form, const PackedMatrix& w, float* y) {
-    GemvLaunch l = gemv_launch(x, form);
+void launch_single(Bench& b, const Activation& x, ActivationForm form, const PackedMatrix& w, float* y,
+                   int tasks_in_flight = 1) {
+    GemvLaunch l = gemv_launch(x, form, tasks_in_flight);
     l.n_outputs = 1;
     l.out[0].w = w;
     l.out[0].y = y;
@@ -100,6 +102,7 @@ bool more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8)
 struct LayerInputs {
     Activation x, x_q, x_ff;  // widths n_embd, n_q (attn_output), n_ff (ffn_down)
     ActivationForm form;
+    int tasks_in_flight;      // GemvLaunch's
     float *y, *y2;
 };
 
@@ -119,13 +122,13 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
     // Q/K/V: three launches against one fused launch.
     const double qkv_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.q) + matrix_bytes(L.k) + matrix_bytes(L.v); });
     const double separate = b.time_us(n_layers, reps, [&](int i) {
-        launch_single(b, in.x, in.form, layers[i].q, y);
-        launch_single(b, in.x, in.form, layers[i].k, y);
-        launch_single(b, in.x, in.form, layers[i].v, y);
+        launch_single(b, in.x, in.form, layers[i].q, y, in.tasks_in_flight);
+        launch_single(b, in.x, in.form, layers[i].k, y, in.tasks_in_flight);
+        launch_single(b, in.x, in.form, layers[i].v, y, in.tasks_in_flight);
     });
-    b.add("qkv 3 launches", shape, "Q4_K/Q4_K/Q6|4_K", separate, qkv_bytes, "", form);
+    b.add("qkv 3 launches", shape, "Q4_K/Q4_K/Q6|4_K", separate, qkv_bytes, "", form, in.tasks_in_flight);
     const double fused = b.time_us(n_layers, reps, [&](int i) {
-        GemvLaunch l = gemv_launch(in.x, in.form);
+        GemvLaunch l = gemv_launch(in.x, in.form, in.tasks_in_flight);
         l.n_outputs = 3;
         l.out[0] = {layers[i].q, nullptr, nullptr, y, 0};
         l.out[1] = {layers[i].k, nullptr, nullptr, y + nq, 0};
@@ -134,22 +137,23 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
     });
     char note[96];
     std::snprintf(note, sizeof note, "%.2fx faster than 3 launches", separate / fused);
-    b.add("qkv fused", shape, "Q4_K/Q4_K/Q6|4_K", fused, qkv_bytes, note, form);
+    b.add("qkv fused", shape, "Q4_K/Q4_K/Q6|4_K", fused, qkv_bytes, note, form, in.tasks_in_flight);
 
     // attn_output, alone.
     b.add("attn_output", shape, "Q4_K",
-          b.time_us(n_layers, reps, [&](int i) { launch_single(b, in.x_q, in.form, layers[i].o, y); }),
-          per_layer([](const QwenLayer& L) { return matrix_bytes(L.o); }), "", form);
+          b.time_us(n_layers, reps,
+                    [&](int i) { launch_single(b, in.x_q, in.form, layers[i].o, y, in.tasks_in_flight); }),
+          per_layer([](const QwenLayer& L) { return matrix_bytes(L.o); }), "", form, in.tasks_in_flight);
 
     // gate + up: two launches against the fused SwiGLU launch.
     const double gu_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.gate) + matrix_bytes(L.up); });
     const double gu_separate = b.time_us(n_layers, reps, [&](int i) {
-        launch_single(b, in.x, in.form, layers[i].gate, y);
-        launch_single(b, in.x, in.form, layers[i].up, in.y2);
+        launch_single(b, in.x, in.form, layers[i].gate, y, in.tasks_in_flight);
+        launch_single(b, in.x, in.form, layers[i].up, in.y2, in.tasks_in_flight);
     });
-    b.add("gate+up 2 launches", shape, "Q4_K", gu_separate, gu_bytes, "", form);
+    b.add("gate+up 2 launches", shape, "Q4_K", gu_separate, gu_bytes, "", form, in.tasks_in_flight);
     const double gu_fused = b.time_us(n_layers, reps, [&](int i) {
-        GemvLaunch l = gemv_launch(in.x, in.form);
+        GemvLaunch l = gemv_launch(in.x, in.form, in.tasks_in_flight);
         l.n_outputs = 2;
         l.epilogue = kEpilogueSwiGLU;
         l.out[0] = {layers[i].gate, nullptr, nullptr, y, 0};
@@ -157,7 +161,7 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
         check(launch_gemv(l, b.n_sms, b.stream), "gemv");
     });
     std::snprintf(note, sizeof note, "%.2fx faster than 2 launches", gu_separate / gu_fused);
-    b.add("gate+up swiglu", shape, "Q4_K", gu_fused, gu_bytes, note, form);
+    b.add("gate+up swiglu", shape, "Q4_K", gu_fused, gu_bytes, note, form, in.tasks_in_flight);
 
     // ffn_down by type: the FFN-sized Q4_K and Q6_K GEMVs of the goal.
     for (int32_t t : {kQ4_K, kQ6_K}) {
@@ -165,9 +169,11 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
         for (int i = 0; i < n_layers; ++i)
             if (layers[i].down.type == t) idx.push_back(i);
         if (idx.empty()) continue;
-        const double us = b.time_us(int(idx.size()), reps, [&](int j) { launch_single(b, in.x_ff, in.form, layers[idx[j]].down, y); });
+        const double us = b.time_us(int(idx.size()), reps, [&](int j) {
+            launch_single(b, in.x_ff, in.form, layers[idx[j]].down, y, in.tasks_in_flight);
+        });
         b.add("ffn_down", shape + " (" + std::to_string(idx.size()) + " of them)", weight_type_name(t), us,
-              matrix_bytes(layers[idx[0]].down) + activation_bytes(in.x_ff, in.form), "", form);
+              matrix_bytes(layers[idx[0]].down) + activation_bytes(in.x_ff, in.form), "", form, in.tasks_in_flight);
     }
 }
 
@@ -187,8 +193,10 @@ void bench_layers(Bench& b) {
     }
     const Activation x = make_activation(b, embd), x_q = make_activation(b, nq), x_ff = make_activation(b, ff);
     float* y = static_cast<float*>(device_alloc(size_t(2 * ff) * 4));
-    for (const ActivationForm form : activation_forms(kQ4_K))
-        bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, y, y + ff});
+    // Each form with one task of weights in flight a lane (the default), then two.
+    for (int tasks_in_flight = 1; tasks_in_flight <= kGemvMaxTasksInFlight; ++tasks_in_flight)
+        for (const ActivationForm form : activation_forms(kQ4_K))
+            bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, tasks_in_flight, y, y + ff});
     for (QwenLayer& L : layers)
         for (PackedMatrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) free_matrix(*m);
     cudaFree(y);
@@ -241,7 +249,8 @@ void write_json(const Bench& b, const std::string& path, const std::string& devi
         const Result& r = b.results[i];
         f << "    {\"kernel\": \"" << json_escape(r.kernel) << "\", \"shape\": \"" << json_escape(r.shape)
           << "\", \"type\": \"" << json_escape(r.type) << "\", \"activations\": \"" << r.activations
-          << "\", \"time_us\": " << r.time_us << ", \"bytes\": " << r.bytes << ", \"GBps\": " << r.gbps
+          << "\", \"tasks_in_flight\": " << r.tasks_in_flight << ", \"time_us\": " << r.time_us
+          << ", \"bytes\": " << r.bytes << ", \"GBps\": " << r.gbps
           << ", \"fraction_of_peak\": " << r.fraction << ", \"note\": \""
           << json_escape(r.note) << "\"}" << (i + 1 < b.results.size() ? "," : "") << "\n";
     }

@@ -84,7 +84,8 @@ def kernel_points(doc, kernels_file):
             if not r.get("bytes"):
                 continue
             form = f"x {r['activations']}" if r.get("activations") else ""
-            label = " ".join(part for part in ("cuda_orin", r["kernel"], r.get("shape", ""), form) if part)
+            in_flight = f"{r['tasks_in_flight']} tasks in flight" if r.get("tasks_in_flight", 1) > 1 else ""
+            label = " ".join(part for part in ("cuda_orin", r["kernel"], r.get("shape", ""), form, in_flight) if part)
             points.append((label, r["bytes"], r["GBps"]))
     return points
 

@@ -183,6 +183,12 @@ inline void check_gemv(DeviceApi& api, const Report& report, int32_t type, int n
     api.gemv(regrouped);
     report({std::string(name) + ": largest difference, three rows a warp against one",
             largest_difference(read_output(api, regrouped.out[0].y, n_rows, y_f16), y), 0.0});
+    GemvLaunch in_flight = launch;  // each lane loading two tasks before dotting them
+    in_flight.tasks_in_flight = 2;
+    in_flight.out[0].y = api.alloc(size_t(n_rows) * 4);
+    api.gemv(in_flight);
+    report({std::string(name) + ": largest difference, two tasks in flight against one",
+            largest_difference(read_output(api, in_flight.out[0].y, n_rows, y_f16), y), 0.0});
     api.reset();
 }
 
@@ -394,11 +400,16 @@ inline void check_gemv_quantize_x(DeviceApi& api, const Report& report, const st
     api.gemv(launch);
     // One row of x: again with each warp taking three rows one after another
     // (rows_per_warp), which only regroups the rows into blocks.
-    GemvLaunch regrouped = launch;
+    GemvLaunch regrouped = launch, in_flight = launch;
     regrouped.rows_per_warp = 3;
+    in_flight.tasks_in_flight = 2;
     if (n_x == 1) {
-        for (size_t i = 0; i < types.size(); ++i) regrouped.out[i].y = api.alloc(size_t(rows[i]) * 4);
+        for (size_t i = 0; i < types.size(); ++i) {
+            regrouped.out[i].y = api.alloc(size_t(rows[i]) * 4);
+            in_flight.out[i].y = api.alloc(size_t(rows[i]) * 4);
+        }
         api.gemv(regrouped);
+        api.gemv(in_flight);
     }
     // The same rows through prepare (no norm: with one the sums of squares are added in
     // another order, so the normalised x may differ in its last bit).
@@ -434,9 +445,12 @@ inline void check_gemv_quantize_x(DeviceApi& api, const Report& report, const st
         std::snprintf(name, sizeof name, "gemv, x quantized as staged%s, %d rows of x, output %zu/%zu %s %dx%d",
                       norm ? " after its norm" : "", n_x, i + 1, types.size(), weight_type_name(types[i]), rows[i], n_cols);
         report({name, nmse(got, ref, energy), kBoundQ8Gemv});
-        if (n_x == 1)
+        if (n_x == 1) {
             report({std::string(name) + ": largest difference, three rows a warp against one",
                     largest_difference(read_output(api, regrouped.out[i].y, rows[i], false), got), 0.0});
+            report({std::string(name) + ": largest difference, two tasks in flight against one",
+                    largest_difference(read_output(api, in_flight.out[i].y, rows[i], false), got), 0.0});
+        }
         if (norm) continue;
         report({std::string(name) + ": largest difference from prepare's 8-bit x",
                 largest_difference(got, read_output(api, prepared.out[i].y, rows[i] * n_x, false)), 0.0});
@@ -531,6 +545,12 @@ inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type
     api.gemv(regrouped);
     report({std::string(name) + ": largest difference, two rows a warp against one",
             largest_difference(read_output(api, regrouped.out[0].y, n_ff, false), got), 0.0});
+    GemvLaunch in_flight = launch;  // each lane loading two tasks before dotting them
+    in_flight.tasks_in_flight = 2;
+    in_flight.out[0].y = in_flight.out[1].y = api.alloc(size_t(n_ff) * 4);
+    api.gemv(in_flight);
+    report({std::string(name) + ": largest difference, two tasks in flight against one",
+            largest_difference(read_output(api, in_flight.out[0].y, n_ff, false), got), 0.0});
     api.reset();
 }
 

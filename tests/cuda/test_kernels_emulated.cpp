@@ -113,6 +113,21 @@ TEST_CASE("emulated: GEMV split across warps (few rows, long rows)") {
     CHECK(dev.last_warps_per_row == 2);
 }
 
+// Rows long enough for several tasks a lane (80 or 79 tasks over a warp's 32 lanes:
+// some lanes take three, some two), so that loading two tasks ahead (tasks_in_flight,
+// which every check_gemv compares with one) has whole pairs and a lone last task.
+TEST_CASE("emulated: GEMV of rows of several tasks a lane, every weight type") {
+    EmulatedDevice dev;
+    uint32_t seed = 60;
+    for (int32_t type : kAllTypes) {
+        const int n_cols = plane_geometry(type).block_elems == 256 ? 2560 : 2528;
+        check_gemv(dev, doctest_report(), type, 4 * 32 + 3, n_cols, false, false, true, seed++);
+        CHECK(dev.last_warps_per_row == 1);
+    }
+    check_gemv_fused(dev, doctest_report(), {kQ4_K, kQ6_K}, {96, 40}, 2560, seed++);
+    check_swiglu(dev, doctest_report(), kQ4_K, kQ6_K, 131, 2560, seed++);
+}
+
 TEST_CASE("emulated: fused Q/K/V of mixed types with RMSNorm folded in, and SwiGLU") {
     EmulatedDevice dev;
     check_gemv_fused(dev, doctest_report(), {kQ4_K, kQ4_K, kQ6_K}, {64, 16, 16}, 256, 50);

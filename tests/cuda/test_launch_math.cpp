@@ -59,6 +59,20 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         fixed.rows_per_warp = 2;  // the option's value is kept
         CHECK(plan_gemv(fixed, 132) == 608);
         CHECK(fixed.rows_per_warp == 2);
+        // Two tasks in flight: a row a warp, whatever the plan would choose; no kernel
+        // takes them with several rows a warp, and there are no three.
+        GemvLaunch in_flight = quantized;
+        in_flight.rows_per_warp = 0;
+        in_flight.tasks_in_flight = 2;
+        CHECK(plan_gemv(in_flight, 132) == 1216);
+        CHECK(in_flight.rows_per_warp == 1);
+        in_flight.rows_per_warp = 2;
+        CHECK(plan_gemv(in_flight, 132) == 0);
+        in_flight.rows_per_warp = 1;
+        in_flight.tasks_in_flight = 3;
+        CHECK(plan_gemv(in_flight, 132) == 0);
+        in_flight.tasks_in_flight = 0;
+        CHECK(plan_gemv(in_flight, 132) == 0);
     }
     // Against every R, on every shape: the choice is the cheapest by its own measure.
     for (int sms : {8, 16, 132})

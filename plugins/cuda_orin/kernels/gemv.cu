@@ -223,12 +223,13 @@ __device__ __forceinline__ auto with_x_reader(const Activation& x, XForm form, c
 }
 
 // One row's dot in the launch's form of x.
+template <int kInFlight>
 __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, XForm form,
                                                    const Words4* stage, int first_task, int stride) {
     return visit_weight_type(w.type, 0.0f, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
         return with_x_reader<kType>(x, form, stage, 1, [&](const auto& xr) {
-            return row_slice_dot<kType>(w, row, xr, first_task, stride);
+            return row_slice_dot<kType, kInFlight>(w, row, xr, first_task, stride);
         });
     });
 }
@@ -243,14 +244,17 @@ __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
 // stores per block before any weight is read.
 //
 // At least 3 blocks per SM (as many as a full stage of x lets sm_87 hold): up to 80
-// registers. Left to itself ptxas picked 64 for sm_90, and spilled.
+// registers. Left to itself ptxas picked 64 for sm_90, and spilled. With kInFlight = 2
+// tasks loaded ahead (GemvLaunch::tasks_in_flight) it needs 124-126: two blocks.
 //
 // kRowLoop: each warp takes p.rows_per_warp rows (GemvLaunch::rows_per_warp > 1), so the
 // block's staging of x serves that many more rows; then a row is never split across warps
 // (plan_gemv), and with warps_per_row, first task and stride known to the compiler the
-// loop over rows fits the 80 registers (taking them from the launch, it spilled).
-template <bool kRowLoop>
-__global__ void __launch_bounds__(kGemvWarps * 32, 3) gemv_kernel(const __grid_constant__ GemvLaunch p) {
+// loop over rows fits the 80 registers (taking them from the launch, it spilled). It
+// runs one task in flight only (two spilled 2.4 KB).
+template <bool kRowLoop, int kInFlight>
+__global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
+    gemv_kernel(const __grid_constant__ GemvLaunch p) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warps_per_row = kRowLoop ? 1 : p.warps_per_row;
     const int rows_per_warp = kRowLoop ? p.rows_per_warp : 1;
@@ -286,8 +290,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 3) gemv_kernel(const __grid_c
         }
         float acc = 0.0f, acc_up = 0.0f;
         if (row < out.w.n_rows) {
-            acc = row_slice_dot_any(out.w, row, p.x, form, x_stage, first_task, stride);
-            if (swiglu) acc_up = row_slice_dot_any(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
+            acc = row_slice_dot_any<kInFlight>(out.w, row, p.x, form, x_stage, first_task, stride);
+            if (swiglu) acc_up = row_slice_dot_any<kInFlight>(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
         }
         acc = warp_sum(acc);
         if (swiglu) acc_up = warp_sum(acc_up);
@@ -459,14 +463,15 @@ cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream) {
     const int n_blocks = plan_gemv(launch, n_sms);
     if (n_blocks == 0) return cudaErrorInvalidValue;
     const auto kernel = launch.n_x_rows > 1        ? gemv_rows_kernel
-                        : launch.rows_per_warp > 1 ? gemv_kernel<true>
-                                                   : gemv_kernel<false>;
+                        : launch.rows_per_warp > 1 ? gemv_kernel<true, 1>
+                        : launch.tasks_in_flight == 2 ? gemv_kernel<false, 2>
+                                                   : gemv_kernel<false, 1>;
     return launch_kernel(kernel, dim3(n_blocks), dim3(kGemvWarps * 32), size_t(launch.x_stage_bytes), stream, launch);
 }
 
 bool kernels_wait_for_prior_grids(std::string* why) {
     cudaFuncAttributes attributes{};
-    if (const cudaError_t err = cudaFuncGetAttributes(&attributes, gemv_kernel<false>); err != cudaSuccess) {
+    if (const cudaError_t err = cudaFuncGetAttributes(&attributes, gemv_kernel<false, 1>); err != cudaSuccess) {
         *why = std::string("cudaFuncGetAttributes: ") + cudaGetErrorString(err);
         return false;
     }

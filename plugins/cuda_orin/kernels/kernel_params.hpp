@@ -88,6 +88,8 @@ inline bool gemv_q8_stage_fits(int n_x_rows, int n_pad) {
            q8_stage(n_x_rows, n_pad).bytes <= kGemvMaxStageBytes;
 }
 
+inline constexpr int kGemvMaxTasksInFlight = 2;
+
 // Several outputs sharing one input in one launch; their weight types may differ
 // (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
 struct GemvLaunch {
@@ -121,6 +123,12 @@ struct GemvLaunch {
     // gemv_rows_per_warp=N, to compare). The multi-row kernel and rows split across warps
     // take 1.
     int32_t rows_per_warp = 0;
+    // Tasks of weights each lane of the one-row kernel loads before it dots the first of
+    // them (row_slice_dot's kInFlight, 1..kGemvMaxTasksInFlight): more loads waiting on DRAM
+    // at once, for more registers (two: two blocks an SM instead of three). The backend's
+    // option gemv_tasks_in_flight=N, to compare; a launch of several rows a warp or of
+    // several rows of x takes 1. The results are the same.
+    int32_t tasks_in_flight = 1;
     // Filled by launch_gemv: split-K width, the first block of each output, and the
     // shared memory the staged rows of x take (0: read in place).
     int32_t warps_per_row = 1;
@@ -168,7 +176,10 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         launch.x_stage_bytes = stage ? float_stage(launch.n_x_rows, launch.x.n_pad).bytes : 0;
     }
     if (launch.rows_per_warp < 0 || launch.rows_per_warp > kGemvMaxRowsPerWarp) return 0;
-    if (launch.warps_per_row > 1 || launch.n_x_rows > 1) {
+    if (launch.tasks_in_flight < 1 || launch.tasks_in_flight > kGemvMaxTasksInFlight) return 0;
+    if (launch.tasks_in_flight > 1 && launch.rows_per_warp > 1) return 0;  // no such kernel
+    if (launch.n_x_rows > 1) launch.tasks_in_flight = 1;
+    if (launch.warps_per_row > 1 || launch.n_x_rows > 1 || launch.tasks_in_flight > 1) {
         launch.rows_per_warp = 1;
     } else if (launch.rows_per_warp == 0) {
         int64_t rows[kMaxGemvOutputs] = {};

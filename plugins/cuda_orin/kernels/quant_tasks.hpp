@@ -547,25 +547,47 @@ ER_HD int tasks_per_row(const PackedMatrix& w) {
 // stride, ... of row `row`, with x read through xr: GlobalFloatX or StagedFloatX (float
 // activations, exact), GlobalQ8X or StagedQ8X (8-bit ones, dp4a; quantized weights only).
 // The stride is a multiple of 8 (gemv.cu's is 32 per warp of a row), so a quantized
-// type's loop walks TaskIndex::group. One task an iteration: unrolled twice, the loop
-// needed 86 registers (2 blocks per SM) or spilled at 80; the weights' DRAM latency is the
-// L2 prefetch's to hide (gemv.cu's prefetch_row). bench/gemv_task_instructions.py counts
-// this loop's instructions.
-template <int32_t Type, class X>
+// type's loop walks TaskIndex::group. bench/gemv_task_instructions.py counts this loop's
+// instructions.
+//
+// kInFlight tasks an iteration: their loads are all issued before the first is dotted, so
+// a lane has kInFlight loads of weights waiting on DRAM at once instead of one (a row of
+// 2560 Q4_K weights is 2.5 tasks a lane, 9728 is 9.5: with one, as many round trips one
+// after another). The sums are added in task order whatever kInFlight is, so the result
+// is the same bit for bit. One (the default) fits the 80 registers of three blocks an SM;
+// more take gemv.cu's bound of two (GemvLaunch::tasks_in_flight).
+template <int32_t Type, int kInFlight = 1, class X>
 ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first_task, int stride) {
     const int n_tasks = tasks_per_row(w);
     float acc = 0.0f;
     if constexpr (plain_value_bytes(Type) != 0) {
 #pragma unroll 1
-        for (int t = first_task; t < n_tasks; t += stride) acc += task_dot_plain<Type>(w, row, t, xr);
+        for (int t = first_task; t < n_tasks; t += kInFlight * stride) {
+            PlainTask<Type> tasks[kInFlight];
+#pragma unroll
+            for (int i = 0; i < kInFlight; ++i)
+                if (i == 0 || t + i * stride < n_tasks) tasks[i] = load_plain_task<Type>(w, row, t + i * stride);
+#pragma unroll
+            for (int i = 0; i < kInFlight; ++i)
+                if (i == 0 || t + i * stride < n_tasks) acc += plain_task_dot<Type>(tasks[i], xr, 32 * (t + i * stride));
+        }
     } else {
         const TaskWalk walk = task_walk(first_task, stride, n_tasks);
 #pragma unroll 1
-        for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups) {
-            if constexpr (X::kQ8)
-                acc += task_dot<Type>(w, row, k, xr);
-            else
-                acc += task_dot_float<Type>(w, row, k, xr);
+        for (TaskIndex k = walk.first; k.group < walk.end; k.group += kInFlight * walk.groups) {
+            Task tasks[kInFlight];
+#pragma unroll
+            for (int i = 0; i < kInFlight; ++i)
+                if (i == 0 || k.group + i * walk.groups < walk.end)
+                    tasks[i] = dequantize_task<Type>(w, row, TaskIndex{k.group + i * walk.groups, k.sub});
+#pragma unroll
+            for (int i = 0; i < kInFlight; ++i) {
+                if (i != 0 && k.group + i * walk.groups >= walk.end) continue;
+                if constexpr (X::kQ8)
+                    acc += dequantized_task_dot<Type>(tasks[i], xr);
+                else
+                    acc += dequantized_task_dot_float<Type>(tasks[i], xr);
+            }
         }
     }
     return acc;

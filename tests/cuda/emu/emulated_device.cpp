@@ -98,23 +98,26 @@ public:
         if (!report || !*report) return;
         std::fprintf(stderr,
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
-                     "attention launches: %lld split, %lld split on mma, %lld tiled\n",
+                     "attention launches: %lld split, %lld split on mma, %lld tiled; "
+                     "one-row GEMV launches with two tasks in flight: %lld\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
-                     tiled_attention_);
+                     tiled_attention_, two_in_flight_);
     }
     void add_gemm() { ++gemms_; }
-    void add_gemv(int rows) {
-        if (rows > 1) {
+    // `l` as plan_gemv left it.
+    void add_gemv(const GemvLaunch& l) {
+        if (l.n_x_rows > 1) {
             ++multi_row_;
-            multi_rows_total_ += rows;
+            multi_rows_total_ += l.n_x_rows;
         } else {
             ++one_row_;
+            two_in_flight_ += l.tasks_in_flight == 2;
         }
     }
     void add_attention(const AttentionParams& p) { ++(p.tiles ? tiled_attention_ : p.mma ? mma_attention_ : split_attention_); }
 
 private:
-    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0;
+    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, two_in_flight_ = 0;
     long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0;
 };
 
@@ -219,7 +222,7 @@ public:
         GemvLaunch l = launch;
         const int blocks = plan_gemv(l, kEmulatedSms);
         require(blocks > 0, "gemv");
-        launch_counts().add_gemv(l.n_x_rows);
+        launch_counts().add_gemv(l);
         run(gemv_kind(l), [l, blocks] { emulated::gemv(l, blocks); });
     }
     void attention(const AttentionParams& p) override {

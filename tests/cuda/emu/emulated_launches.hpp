@@ -15,8 +15,9 @@ inline void prepare(const PrepareParams& p) {
 inline void gemv(const GemvLaunch& l, int blocks) {
     emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] {
         if (l.n_x_rows > 1) gemv_rows_kernel(l);
-        else if (l.rows_per_warp > 1) gemv_kernel<true>(l);
-        else gemv_kernel<false>(l);
+        else if (l.rows_per_warp > 1) gemv_kernel<true, 1>(l);
+        else if (l.tasks_in_flight == 2) gemv_kernel<false, 2>(l);
+        else gemv_kernel<false, 1>(l);
     }, size_t(l.x_stage_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
 }
 
