@@ -223,6 +223,10 @@ TEST_CASE("emulated: split flash-decode attention against a double softmax") {
         check_attention(dev, doctest_report(), 4, 1, 64, 77, 96, kv, 3, seed++);    // ragged tail
         check_attention(dev, doctest_report(), 6, 2, 128, 200, 256, kv, 2, seed++); // GQA 3
         check_attention(dev, doctest_report(), 10, 1, 64, 40, 64, kv, 1, seed++);   // 10 heads: 3 chunks
+        // More splits than the merge loads at once (8): 11 full ones (the last ragged),
+        // and 10 of 20 holding keys.
+        check_attention(dev, doctest_report(), 4, 2, 64, 700, 768, kv, 11, seed++);
+        check_attention(dev, doctest_report(), 4, 2, 64, 300, 768, kv, 20, seed++);
     }
     check_attention_q8_vs_f16(dev, doctest_report(), 4, 2, 64, 150, 2, seed++);
     // Steps of several rows: a prompt's rows under their causal lengths in sequence 1, and
@@ -244,6 +248,7 @@ TEST_CASE("emulated: split flash-decode attention on tensor cores (mma) against 
         check_attention(dev, doctest_report(), 6, 2, 128, 130, 256, kv, 1, seed++, mma);   // group 3, one split
         check_attention(dev, doctest_report(), 10, 1, 64, 40, 64, kv, 1, seed++, mma);     // 10 heads: 3 chunks
         check_attention(dev, doctest_report(), 3, 3, 128, 300, 320, kv, 2, seed++, mma);   // no GQA
+        check_attention(dev, doctest_report(), 8, 2, 128, 700, 768, kv, 11, seed++, mma);  // splits past a merge batch
         // A prompt's rows under their causal lengths in sequence 1 and rows of sequence 0.
         check_attention_rows(dev, doctest_report(), 4, 2, 64, 96, kv, {1, 1, 1, 0, 0}, {5, 6, 7, 96, 1}, 2, seed++, mma);
         check_attention_rows(dev, doctest_report(), 6, 2, 128, 64, kv, {0, 1, 0}, {64, 33, 2}, 1, seed++, mma);
@@ -276,6 +281,7 @@ TEST_CASE("emulated: tiled attention (mma) against a double softmax") {
         {6, 2, 128, 80, 30, 17, 2, 2},   // group 3: 21 rows a tile, vectors of a row across warps
         {2, 2, 64, 100, 70, 5, 1, 1},    // no GQA: 64 rows a tile
         {14, 2, 128, 48, 12, 20, 0, 4},  // group 7 (Qwen2.5): 9 rows a tile; splits past short rows
+        {8, 2, 64, 640, 10, 600, 2, 10}, // more splits than the merge loads at once
     };
     for (int32_t kv : {kKvF16, kKvQ8})
         for (const Case& c : cases) {

@@ -89,19 +89,21 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
 }
 
 TEST_CASE("split ranges cover the KV sequence once, with a fixed number of splits") {
-    for (int n_splits : {1, 3, 8, 64}) {
-        for (int kv_len : {1, 2, 31, 32, 33, 100, 1000, 4096, 32768}) {
-            int covered = 0, prev_end = 0;
+    for (int n_splits : {1, 3, 8, 33, 64}) {
+        for (int kv_len : {0, 1, 2, 31, 32, 33, 100, 1000, 4096, 4100, 32768}) {
+            int covered = 0, prev_end = 0, nonempty = 0;
             for (int s = 0; s < n_splits; ++s) {
                 int b, e;
                 split_range(kv_len, n_splits, 32, s, &b, &e);
                 CHECK(b == prev_end);
                 CHECK(e >= b);
                 if (e > b && e < kv_len) CHECK((e - b) % 32 == 0);
+                if (e > b) CHECK(nonempty++ == s);  // the splits with keys come first
                 covered += e - b;
                 prev_end = e;
             }
             CHECK(covered == kv_len);
+            CHECK(nonempty_splits(kv_len, n_splits, 32) == nonempty);
         }
     }
 }

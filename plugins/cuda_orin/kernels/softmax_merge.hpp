@@ -59,4 +59,13 @@ ER_HD void split_range(int kv_len, int n_splits, int granule, int split, int* be
     *end = e < kv_len ? e : kv_len;
 }
 
+// How many splits of split_range hold keys: they are a prefix, the rest are empty.
+ER_HD int nonempty_splits(int kv_len, int n_splits, int granule) {
+    if (kv_len <= 0) return 0;
+    int chunk = (kv_len + n_splits - 1) / n_splits;
+    chunk = (chunk + granule - 1) / granule * granule;
+    const int n = (kv_len + chunk - 1) / chunk;
+    return n < n_splits ? n : n_splits;
+}
+
 }  // namespace edgerun::cuda_orin

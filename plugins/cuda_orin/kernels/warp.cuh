@@ -1,6 +1,8 @@
 // Warp- and block-level reductions used by the kernels (device code only).
 #pragma once
 
+#include <cmath>
+
 namespace edgerun::cuda_orin {
 
 inline constexpr unsigned kFullMask = 0xFFFFFFFFu;
@@ -31,6 +33,18 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
     float total = lane < n_warps ? scratch[lane] : 0.0f;
     total = warp_sum(total);
     __syncthreads();  // scratch may be reused right after
+    return total;
+}
+
+// The largest v over the whole block, as block_sum (same scratch, same barriers).
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+    v = warp_max(v);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    float total = lane < n_warps ? scratch[lane] : -INFINITY;
+    total = warp_max(total);
+    __syncthreads();
     return total;
 }
 
