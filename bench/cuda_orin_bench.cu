@@ -7,8 +7,8 @@
 // (counted as bytes read + written). GEMVs are timed with each input form the backend can
 // give them (ActivationForm: float rows staged in shared memory, its default; 8-bit rows
 // for dp4a, quantized by the GEMV as it stages them or prepared by a launch of their own:
-// its activations=q8), over the same weights; the layer sequence also with two tasks of
-// weights in flight a lane (its gemv_tasks_in_flight=2). Weights and KV caches rotate
+// its activations=q8), over the same weights; the layer sequence also with two and four
+// tasks of weights in flight a lane (its gemv_tasks_in_flight=N). Weights and KV caches rotate
 // through distinct buffers totalling at least 4x the L2 (the H100's 50 MB L2 holds a
 // whole layer); the layer benchmarks run all 36 layers of Qwen3-4B Q4_K_M in order. So
 // the figures are DRAM figures, never one buffer re-timed from L2. Writes
@@ -193,8 +193,8 @@ void bench_layers(Bench& b) {
     }
     const Activation x = make_activation(b, embd), x_q = make_activation(b, nq), x_ff = make_activation(b, ff);
     float* y = static_cast<float*>(device_alloc(size_t(2 * ff) * 4));
-    // Each form with one task of weights in flight a lane (the default), then two.
-    for (int tasks_in_flight = 1; tasks_in_flight <= kGemvMaxTasksInFlight; ++tasks_in_flight)
+    // Each form with one task of weights in flight a lane (the default), then two, four.
+    for (int tasks_in_flight = 1; tasks_in_flight <= kGemvMaxTasksInFlight; tasks_in_flight *= 2)
         for (const ActivationForm form : activation_forms(kQ4_K))
             bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, tasks_in_flight, y, y + ff});
     for (QwenLayer& L : layers)

@@ -12,16 +12,17 @@
 #   stage_x=0        x read in place (the staging's effect)
 #   graphs=0         plain launches (the CUDA Graph's effect)
 #   fuse=0           every node launched on its own (the fusions' effect)
-#   gemv_tasks_in_flight=2
-#                    each lane loads two tasks of weights before dotting the first (two
-#                    blocks an SM instead of three): whether a lane's chain of DRAM round
-#                    trips is what holds the GEMVs at 19% of the copy peak (unrun on a GPU
-#                    when written, 2026-11-25; the same sums bit for bit on the emulation)
+#   gemv_tasks_in_flight=2, =4
+#                    each lane loads two (four) tasks of weights before dotting the first
+#                    (two blocks an SM instead of three): whether a lane's chain of DRAM
+#                    round trips is what holds the GEMVs at 19% of the copy peak (unrun on
+#                    a GPU when written, 2026-11-25; the same sums bit for bit on the
+#                    emulation)
 #   activations=q8,stage_x=0
 #                    8-bit x made once by prepare and read in place by every GEMV of it
 #                    (the kernel bench's "q8-prepared", 1.4-1.6x the float path's GB/s,
 #                    with a prepare launch of its own per GEMV input), and then the same
-#                    with two tasks in flight
+#                    with four tasks in flight
 #   activations=q8   the dp4a path (x quantized by each GEMV as it stages it), first: on
 #                    the float path a Q4_K GEMV's issue ceiling is under the H200's peak
 #   activations=q8,gemv_rows_per_warp=1
@@ -61,7 +62,8 @@ if ! probe ""; then
 fi
 echo "$BASE" > $L/base_options; cp $L/base_options /tmp/edgerun_base_options  # for speed_prefill.sh
 TAILN=4
-for opts in "" "gemv_tasks_in_flight=2" "activations=q8,stage_x=0" "activations=q8,stage_x=0,gemv_tasks_in_flight=2" \
+for opts in "" "gemv_tasks_in_flight=2" "gemv_tasks_in_flight=4" "activations=q8,stage_x=0" \
+    "activations=q8,stage_x=0,gemv_tasks_in_flight=4" \
     "activations=q8" "activations=q8,gemv_rows_per_warp=1" "pdl=0" "prefetch=1" "stage_x=0" "graphs=0" \
     "fuse=0" "gemv_rows_per_warp=4"; do
   [ -n "$opts" ] && [ "$opts" = "$BASE" ] && continue

@@ -88,8 +88,8 @@ struct Backend {
     // the plan chooses per launch from its shape and the SM count where x is quantized in
     // the stage (choose_rows_per_warp), one elsewhere.
     int32_t gemv_rows_per_warp = 0;
-    // Option gemv_tasks_in_flight=2: each lane of a one-row GEMV loads two tasks of
-    // weights before dotting them (GemvLaunch::tasks_in_flight), at two blocks an SM.
+    // Option gemv_tasks_in_flight=2|4: each lane of a one-row GEMV loads two or four tasks
+    // of weights before dotting them (GemvLaunch::tasks_in_flight), at two blocks an SM.
     // Off (1) until a GPU measures it.
     int32_t gemv_tasks_in_flight = 1;
     // Option fuse=0: every node launched on its own (fusion.hpp's patterns off), to measure

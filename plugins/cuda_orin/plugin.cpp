@@ -135,9 +135,9 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             }
             else if (item.substr(0, 21) == "gemv_tasks_in_flight=") {
                 const std::string_view value = item.substr(21);
-                if (value != "1" && value != "2")
+                if (value != "1" && value != "2" && value != "4")
                     throw Failure(ER_E_INVALID_ARGUMENT, "option gemv_tasks_in_flight: '" + std::string(value) +
-                                                             "' is not 1 or 2");
+                                                             "' is not 1, 2 or 4");
                 backend->gemv_tasks_in_flight = value[0] - '0';
             }
             else if (item == "stage_x=1") backend->stage_x = true;
@@ -157,12 +157,14 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
                                    "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
-                                   "tiled_attention=N, mma_attention=0|1, gemv_rows_per_warp=N, gemv_tasks_in_flight=1|2, "
+                                   "tiled_attention=N, mma_attention=0|1, gemv_rows_per_warp=N, gemv_tasks_in_flight=1|2|4, "
                                    "profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "
                                    "pdl=0|1, weights=shared|device)");
         }
         if (backend->gemv_tasks_in_flight > 1 && backend->gemv_rows_per_warp > 1)
-            throw Failure(ER_E_INVALID_ARGUMENT, "options gemv_tasks_in_flight=2 and gemv_rows_per_warp=" +
+            throw Failure(ER_E_INVALID_ARGUMENT, "options gemv_tasks_in_flight=" +
+                                                     std::to_string(backend->gemv_tasks_in_flight) +
+                                                     " and gemv_rows_per_warp=" +
                                                      std::to_string(backend->gemv_rows_per_warp) +
                                                      " do not combine: the GEMV that takes several rows a warp loads one "
                                                      "task at a time");

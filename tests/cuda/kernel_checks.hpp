@@ -183,12 +183,14 @@ inline void check_gemv(DeviceApi& api, const Report& report, int32_t type, int n
     api.gemv(regrouped);
     report({std::string(name) + ": largest difference, three rows a warp against one",
             largest_difference(read_output(api, regrouped.out[0].y, n_rows, y_f16), y), 0.0});
-    GemvLaunch in_flight = launch;  // each lane loading two tasks before dotting them
-    in_flight.tasks_in_flight = 2;
-    in_flight.out[0].y = api.alloc(size_t(n_rows) * 4);
-    api.gemv(in_flight);
-    report({std::string(name) + ": largest difference, two tasks in flight against one",
-            largest_difference(read_output(api, in_flight.out[0].y, n_rows, y_f16), y), 0.0});
+    for (int tasks : {2, 4}) {  // each lane loading that many tasks before dotting them
+        GemvLaunch in_flight = launch;
+        in_flight.tasks_in_flight = tasks;
+        in_flight.out[0].y = api.alloc(size_t(n_rows) * 4);
+        api.gemv(in_flight);
+        report({std::string(name) + ": largest difference, " + std::to_string(tasks) + " tasks in flight against one",
+                largest_difference(read_output(api, in_flight.out[0].y, n_rows, y_f16), y), 0.0});
+    }
     api.reset();
 }
 
@@ -400,16 +402,17 @@ inline void check_gemv_quantize_x(DeviceApi& api, const Report& report, const st
     api.gemv(launch);
     // One row of x: again with each warp taking three rows one after another
     // (rows_per_warp), which only regroups the rows into blocks.
-    GemvLaunch regrouped = launch, in_flight = launch;
+    GemvLaunch regrouped = launch, in_flight[2] = {launch, launch};  // 2 and 4 tasks in flight
     regrouped.rows_per_warp = 3;
-    in_flight.tasks_in_flight = 2;
+    in_flight[0].tasks_in_flight = 2;
+    in_flight[1].tasks_in_flight = 4;
     if (n_x == 1) {
         for (size_t i = 0; i < types.size(); ++i) {
             regrouped.out[i].y = api.alloc(size_t(rows[i]) * 4);
-            in_flight.out[i].y = api.alloc(size_t(rows[i]) * 4);
+            for (GemvLaunch& l : in_flight) l.out[i].y = api.alloc(size_t(rows[i]) * 4);
         }
         api.gemv(regrouped);
-        api.gemv(in_flight);
+        for (const GemvLaunch& l : in_flight) api.gemv(l);
     }
     // The same rows through prepare (no norm: with one the sums of squares are added in
     // another order, so the normalised x may differ in its last bit).
@@ -448,8 +451,10 @@ inline void check_gemv_quantize_x(DeviceApi& api, const Report& report, const st
         if (n_x == 1) {
             report({std::string(name) + ": largest difference, three rows a warp against one",
                     largest_difference(read_output(api, regrouped.out[i].y, rows[i], false), got), 0.0});
-            report({std::string(name) + ": largest difference, two tasks in flight against one",
-                    largest_difference(read_output(api, in_flight.out[i].y, rows[i], false), got), 0.0});
+            for (const GemvLaunch& l : in_flight)
+                report({std::string(name) + ": largest difference, " + std::to_string(l.tasks_in_flight) +
+                            " tasks in flight against one",
+                        largest_difference(read_output(api, l.out[i].y, rows[i], false), got), 0.0});
         }
         if (norm) continue;
         report({std::string(name) + ": largest difference from prepare's 8-bit x",
@@ -545,12 +550,14 @@ inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type
     api.gemv(regrouped);
     report({std::string(name) + ": largest difference, two rows a warp against one",
             largest_difference(read_output(api, regrouped.out[0].y, n_ff, false), got), 0.0});
-    GemvLaunch in_flight = launch;  // each lane loading two tasks before dotting them
-    in_flight.tasks_in_flight = 2;
-    in_flight.out[0].y = in_flight.out[1].y = api.alloc(size_t(n_ff) * 4);
-    api.gemv(in_flight);
-    report({std::string(name) + ": largest difference, two tasks in flight against one",
-            largest_difference(read_output(api, in_flight.out[0].y, n_ff, false), got), 0.0});
+    for (int tasks : {2, 4}) {  // each lane loading that many tasks before dotting them
+        GemvLaunch in_flight = launch;
+        in_flight.tasks_in_flight = tasks;
+        in_flight.out[0].y = in_flight.out[1].y = api.alloc(size_t(n_ff) * 4);
+        api.gemv(in_flight);
+        report({std::string(name) + ": largest difference, " + std::to_string(tasks) + " tasks in flight against one",
+                largest_difference(read_output(api, in_flight.out[0].y, n_ff, false), got), 0.0});
+    }
     api.reset();
 }
 

@@ -114,8 +114,9 @@ TEST_CASE("emulated: GEMV split across warps (few rows, long rows)") {
 }
 
 // Rows long enough for several tasks a lane (80 or 79 tasks over a warp's 32 lanes:
-// some lanes take three, some two), so that loading two tasks ahead (tasks_in_flight,
-// which every check_gemv compares with one) has whole pairs and a lone last task.
+// some lanes take three, some two), so that loading two or four tasks ahead
+// (tasks_in_flight, which every check_gemv compares with one) has whole batches and
+// partial last ones.
 TEST_CASE("emulated: GEMV of rows of several tasks a lane, every weight type") {
     EmulatedDevice dev;
     uint32_t seed = 60;

@@ -60,7 +60,7 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         CHECK(plan_gemv(fixed, 132) == 608);
         CHECK(fixed.rows_per_warp == 2);
         // Two tasks in flight: a row a warp, whatever the plan would choose; no kernel
-        // takes them with several rows a warp, and there are no three.
+        // takes them with several rows a warp; four are taken, three are not.
         GemvLaunch in_flight = quantized;
         in_flight.rows_per_warp = 0;
         in_flight.tasks_in_flight = 2;
@@ -69,6 +69,8 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         in_flight.rows_per_warp = 2;
         CHECK(plan_gemv(in_flight, 132) == 0);
         in_flight.rows_per_warp = 1;
+        in_flight.tasks_in_flight = 4;
+        CHECK(plan_gemv(in_flight, 132) == 1216);
         in_flight.tasks_in_flight = 3;
         CHECK(plan_gemv(in_flight, 132) == 0);
         in_flight.tasks_in_flight = 0;

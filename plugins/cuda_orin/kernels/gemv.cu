@@ -245,7 +245,8 @@ __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
 //
 // At least 3 blocks per SM (as many as a full stage of x lets sm_87 hold): up to 80
 // registers. Left to itself ptxas picked 64 for sm_90, and spilled. With kInFlight = 2
-// tasks loaded ahead (GemvLaunch::tasks_in_flight) it needs 124-126: two blocks.
+// or 4 tasks loaded ahead (GemvLaunch::tasks_in_flight) it needs 124-128, and spilled in
+// its task loops at 80: two blocks.
 //
 // kRowLoop: each warp takes p.rows_per_warp rows (GemvLaunch::rows_per_warp > 1), so the
 // block's staging of x serves that many more rows; then a row is never split across warps
@@ -465,6 +466,7 @@ cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream) {
     const auto kernel = launch.n_x_rows > 1        ? gemv_rows_kernel
                         : launch.rows_per_warp > 1 ? gemv_kernel<true, 1>
                         : launch.tasks_in_flight == 2 ? gemv_kernel<false, 2>
+                        : launch.tasks_in_flight == 4 ? gemv_kernel<false, 4>
                                                    : gemv_kernel<false, 1>;
     return launch_kernel(kernel, dim3(n_blocks), dim3(kGemvWarps * 32), size_t(launch.x_stage_bytes), stream, launch);
 }

@@ -88,7 +88,8 @@ inline bool gemv_q8_stage_fits(int n_x_rows, int n_pad) {
            q8_stage(n_x_rows, n_pad).bytes <= kGemvMaxStageBytes;
 }
 
-inline constexpr int kGemvMaxTasksInFlight = 2;
+inline constexpr int kGemvMaxTasksInFlight = 4;
+inline bool valid_tasks_in_flight(int n) { return n == 1 || n == 2 || n == 4; }
 
 // Several outputs sharing one input in one launch; their weight types may differ
 // (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
@@ -124,8 +125,8 @@ struct GemvLaunch {
     // take 1.
     int32_t rows_per_warp = 0;
     // Tasks of weights each lane of the one-row kernel loads before it dots the first of
-    // them (row_slice_dot's kInFlight, 1..kGemvMaxTasksInFlight): more loads waiting on DRAM
-    // at once, for more registers (two: two blocks an SM instead of three). The backend's
+    // them (row_slice_dot's kInFlight: 1, 2 or 4): more loads waiting on DRAM at once, for
+    // more registers (two or four: two blocks an SM instead of three). The backend's
     // option gemv_tasks_in_flight=N, to compare; a launch of several rows a warp or of
     // several rows of x takes 1. The results are the same.
     int32_t tasks_in_flight = 1;
@@ -176,7 +177,7 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         launch.x_stage_bytes = stage ? float_stage(launch.n_x_rows, launch.x.n_pad).bytes : 0;
     }
     if (launch.rows_per_warp < 0 || launch.rows_per_warp > kGemvMaxRowsPerWarp) return 0;
-    if (launch.tasks_in_flight < 1 || launch.tasks_in_flight > kGemvMaxTasksInFlight) return 0;
+    if (!valid_tasks_in_flight(launch.tasks_in_flight)) return 0;
     if (launch.tasks_in_flight > 1 && launch.rows_per_warp > 1) return 0;  // no such kernel
     if (launch.n_x_rows > 1) launch.tasks_in_flight = 1;
     if (launch.warps_per_row > 1 || launch.n_x_rows > 1 || launch.tasks_in_flight > 1) {

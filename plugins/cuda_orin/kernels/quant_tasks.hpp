@@ -190,32 +190,36 @@ ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first
     const int n_tasks = tasks_per_row(w);
     float acc = 0.0f;
     if constexpr (plain_value_bytes(Type) != 0) {
+        // A plain task is 64 or 128 bytes, four or eight loads already: at most two.
+        constexpr int kPlainInFlight = kInFlight < 2 ? kInFlight : 2;
 #pragma unroll 1
-        for (int t = first_task; t < n_tasks; t += kInFlight * stride) {
-            PlainTask<Type> tasks[kInFlight];
+        for (int t = first_task; t < n_tasks; t += kPlainInFlight * stride) {
+            PlainTask<Type> tasks[kPlainInFlight];
 #pragma unroll
-            for (int i = 0; i < kInFlight; ++i)
+            for (int i = 0; i < kPlainInFlight; ++i)
                 if (i == 0 || t + i * stride < n_tasks) tasks[i] = load_plain_task<Type>(w, row, t + i * stride);
 #pragma unroll
-            for (int i = 0; i < kInFlight; ++i)
+            for (int i = 0; i < kPlainInFlight; ++i)
                 if (i == 0 || t + i * stride < n_tasks) acc += plain_task_dot<Type>(tasks[i], xr, 32 * (t + i * stride));
         }
     } else {
         const TaskWalk walk = task_walk(first_task, stride, n_tasks);
 #pragma unroll 1
         for (TaskIndex k = walk.first; k.group < walk.end; k.group += kInFlight * walk.groups) {
-            Task tasks[kInFlight];
+            // The loads alone first (TaskBytes: fewer registers than decoded tasks).
+            TaskBytes bytes[kInFlight];
 #pragma unroll
             for (int i = 0; i < kInFlight; ++i)
                 if (i == 0 || k.group + i * walk.groups < walk.end)
-                    tasks[i] = dequantize_task<Type>(w, row, TaskIndex{k.group + i * walk.groups, k.sub});
+                    bytes[i] = load_task<Type>(w, row, TaskIndex{k.group + i * walk.groups, k.sub});
 #pragma unroll
             for (int i = 0; i < kInFlight; ++i) {
                 if (i != 0 && k.group + i * walk.groups >= walk.end) continue;
+                const Task task = decode_task<Type>(bytes[i], TaskIndex{k.group + i * walk.groups, k.sub});
                 if constexpr (X::kQ8)
-                    acc += dequantized_task_dot<Type>(tasks[i], xr);
+                    acc += dequantized_task_dot<Type>(task, xr);
                 else
-                    acc += dequantized_task_dot_float<Type>(tasks[i], xr);
+                    acc += dequantized_task_dot_float<Type>(task, xr);
             }
         }
     }

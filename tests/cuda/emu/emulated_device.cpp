@@ -99,9 +99,9 @@ public:
         std::fprintf(stderr,
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
                      "attention launches: %lld split, %lld split on mma, %lld tiled; "
-                     "one-row GEMV launches with two tasks in flight: %lld\n",
+                     "one-row GEMV launches with several tasks in flight: %lld\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
-                     tiled_attention_, two_in_flight_);
+                     tiled_attention_, several_in_flight_);
     }
     void add_gemm() { ++gemms_; }
     // `l` as plan_gemv left it.
@@ -111,13 +111,13 @@ public:
             multi_rows_total_ += l.n_x_rows;
         } else {
             ++one_row_;
-            two_in_flight_ += l.tasks_in_flight == 2;
+            several_in_flight_ += l.tasks_in_flight > 1;
         }
     }
     void add_attention(const AttentionParams& p) { ++(p.tiles ? tiled_attention_ : p.mma ? mma_attention_ : split_attention_); }
 
 private:
-    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, two_in_flight_ = 0;
+    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0;
     long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0;
 };
 
