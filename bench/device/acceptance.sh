@@ -16,6 +16,10 @@ for tool in memcheck racecheck initcheck synccheck; do
   ( timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 $S > $L/sanitizer_$tool.log 2>&1; echo "exit $?" >> $L/sanitizer_$tool.log ) &
 done
 TAILN=4 run conf_all_ptx87 120 $B/edgerun-conformance run --candidate $P87 --require-full -t 6 --json $L/conf_all_ptx87.json
+# The GEMV with four tasks in flight (an option since 2026-11-25; cuda_kernels_gpu above
+# compares its sums with the default's bit for bit): the ops and models levels.
+TAILN=4 run conf_in_flight 90 $B/edgerun-conformance run --candidate cuda_orin --candidate-options gemv_tasks_in_flight=4 \
+  --levels ops,models --require-full -t 6 --json $L/conf_in_flight.json
 # A failure with the defaults: the same without the tiled attention (its first run on
 # hardware) says whether that kernel is the cause, in this call.
 [ $CONF_RC -ne 0 ] && TAILN=4 run conf_all_untiled 120 $B/edgerun-conformance run --candidate cuda_orin \
@@ -26,5 +30,5 @@ TAILN=3 run kernel_bench 150 $B/cuda_orin_bench --quick --out $L --commit "$(cat
 # sequence (fused against separate launches, FFN-sized GEMVs), flash-decode at 32k.
 grep -E '^(device|qkv|attn_output|gate\+up|ffn_down|attention) ' $L/kernel_bench.log | cut -c1-150
 for f in kernels kernels_ptx87 graph sanitizer_memcheck sanitizer_racecheck sanitizer_initcheck sanitizer_synccheck; do echo "== $f"; grep -E 'FAIL|ERROR|passed|exit' $L/$f.log | tail -5; done
-grep -h -E '^(PASS|FAIL):|coverage' $L/conf_all*.log
+grep -h -E '^(PASS|FAIL):|coverage' $L/conf_*.log
 echo "logs in $L"; echo "A done at $((SECONDS-t0)) s"

@@ -24,6 +24,12 @@ SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occu
 TAILN=40 run ncu_decode 300 $NCU --clock-control none --target-processes all $SECTIONS --launch-skip 600 --launch-count 12 \
   --export $L/qwen3-4b-decode --force-overwrite \
   $E --backend cuda_orin --backend-options graphs=0 -m $M -p "Hello" -n 8 --temp 0
+# The same GEMVs with four tasks of weights in flight a lane (gemv_tasks_in_flight=4, two
+# blocks an SM): whether DRAM throughput rises and which stalls remain.
+TAILN=20 run ncu_decode_in_flight 200 $NCU --clock-control none --target-processes all $SECTIONS \
+  --kernel-name regex:gemv_kernel --launch-skip 300 --launch-count 8 \
+  --export $L/qwen3-4b-decode-in-flight4 --force-overwrite \
+  $E --backend cuda_orin --backend-options graphs=0,gemv_tasks_in_flight=4 -m $M -p "Hello" -n 8 --temp 0
 # Decode at depth 4096 with the F16 cache, where the 1B model fell to 0.67x llama.cpp: the
 # split attention on tensor cores and its merge only (by name; the prompt's 4096 rows take
 # the tiled kernel, whose launches the filter leaves out), two launches of each.
@@ -33,7 +39,7 @@ TAILN=20 run ncu_attention_d4096 200 $NCU --clock-control none --target-processe
   --kernel-name regex:'attention_mma_kernel|attention_merge_kernel' --launch-skip 32 --launch-count 4 \
   --export $L/llama-1b-attention-d4096 --force-overwrite \
   $E bench --backend cuda_orin --backend-options graphs=0 -m $M1 --kv-type f16 -p 0 -n 4 -d 4096 -r 1
-for r in qwen3-4b-decode llama-1b-attention-d4096; do
+for r in qwen3-4b-decode qwen3-4b-decode-in-flight4 llama-1b-attention-d4096; do
   [ -f $L/$r.ncu-rep ] && $NCU --import $L/$r.ncu-rep --page details --print-units base > $L/$r-details.txt 2>&1
 done
 grep -hE '^  [a-z_]+kernel|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per Thread|Grid Size|Duration' \
