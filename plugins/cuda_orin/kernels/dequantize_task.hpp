@@ -147,6 +147,13 @@ ER_HD void split_nibbles(const Words4& qs, Task& t) {
     }
 }
 
+// d of a block from its half (no minimum), and the quant that stands for 0.
+ER_HD void set_scale(uint32_t d_bits, int zero, Task& t) {
+    t.seg[0].d = t.seg[1].d = half_to_float(uint16_t(d_bits));
+    t.seg[0].m = t.seg[1].m = 0.0f;
+    t.seg[0].zero = t.seg[1].zero = zero;
+}
+
 // d and m of a block from its (d, -min) pair of halves: weight = d*q + min.
 ER_HD void set_scale_min(uint32_t dm, Task& t) {
     t.seg[0].d = t.seg[1].d = half_to_float(uint16_t(dm & 0xFFFFu));
@@ -165,9 +172,7 @@ template <>
 ER_HD Task decode_task<kQ4_0>(const TaskBytes& b, TaskIndex k) {
     Task t;
     split_nibbles(b.a, t);
-    t.seg[0].d = t.seg[1].d = half_to_float(uint16_t(b.narrow[0]));
-    t.seg[0].m = t.seg[1].m = 0.0f;
-    t.seg[0].zero = t.seg[1].zero = quant_zero(kQ4_0);
+    set_scale(b.narrow[0], quant_zero(kQ4_0), t);
     place_block_segments(t, k);
     return t;
 }
@@ -210,9 +215,7 @@ template <>
 ER_HD Task decode_task<kQ5_0>(const TaskBytes& b, TaskIndex k) {
     Task t;
     add_fifth_bits(b.a, b.narrow[0], t);
-    t.seg[0].d = t.seg[1].d = half_to_float(uint16_t(b.narrow[1]));
-    t.seg[0].m = t.seg[1].m = 0.0f;
-    t.seg[0].zero = t.seg[1].zero = quant_zero(kQ5_0);
+    set_scale(b.narrow[1], quant_zero(kQ5_0), t);
     place_block_segments(t, k);
     return t;
 }
@@ -252,8 +255,7 @@ ER_HD Task decode_task<kQ8_0>(const TaskBytes& b, TaskIndex k) {
         t.seg[0].q[i] = b.a.w[i];
         t.seg[1].q[i] = b.b.w[i];
     }
-    t.seg[0].d = t.seg[1].d = half_to_float(uint16_t(b.narrow[0]));
-    t.seg[0].m = t.seg[1].m = 0.0f;
+    set_scale(b.narrow[0], quant_zero(kQ8_0), t);
     place_block_segments(t, k);
     return t;
 }

@@ -91,11 +91,6 @@ ER_HD float task_dot(const PackedMatrix& w, int row, TaskIndex task, const X& x)
     return dequantized_task_dot<Type>(dequantize_task<Type>(w, row, task), x);
 }
 
-template <int32_t Type, class X>
-ER_HD float task_dot_float(const PackedMatrix& w, int row, TaskIndex task, const X& x) {
-    return dequantized_task_dot_float<Type>(dequantize_task<Type>(w, row, task), x);
-}
-
 // A 16-bit value of a plain row as a float: fp16, or bf16 (the top half of a float).
 template <int32_t Type>
 ER_HD float plain_16_to_float(uint32_t bits) {
