@@ -21,8 +21,10 @@
 #include "device_math.hpp"
 #include "weight_layout.hpp"
 
+#if !defined(__CUDACC_RTC__)  // NVRTC has no C library headers; task_walk's check is host-only
 #include <cstdio>
 #include <cstdlib>
+#endif
 
 namespace edgerun::cuda_orin {
 

@@ -178,8 +178,8 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     }
     if (launch.rows_per_warp < 0 || launch.rows_per_warp > kGemvMaxRowsPerWarp) return 0;
     if (!valid_tasks_in_flight(launch.tasks_in_flight)) return 0;
+    if (launch.n_x_rows > 1) launch.tasks_in_flight = 1;  // the multi-row kernel's own loop
     if (launch.tasks_in_flight > 1 && launch.rows_per_warp > 1) return 0;  // no such kernel
-    if (launch.n_x_rows > 1) launch.tasks_in_flight = 1;
     if (launch.warps_per_row > 1 || launch.n_x_rows > 1 || launch.tasks_in_flight > 1) {
         launch.rows_per_warp = 1;
     } else if (launch.rows_per_warp == 0) {
