@@ -6,6 +6,7 @@
 #pragma once
 
 #include "kernel_checks_attention.hpp"
+#include "kernel_checks_gemv.hpp"
 
 namespace edgerun::cuda_orin::testing {
 
