@@ -47,12 +47,17 @@ ER_HD SoftmaxPartial merge_partials(SoftmaxPartial a, SoftmaxPartial b, float* w
     return {m, a.l * *wa + b.l * *wb};
 }
 
+// Keys in every split of split_range but the last non-empty one.
+ER_HD int split_chunk(int kv_len, int n_splits, int granule) {
+    const int chunk = (kv_len + n_splits - 1) / n_splits;
+    return (chunk + granule - 1) / granule * granule;
+}
+
 // The fixed split of the KV range [0, kv_len) into n_splits pieces: the grid always has
 // n_splits blocks (so a captured graph never changes shape); the pieces grow with
 // kv_len, are multiples of `granule` keys, and splits past the end are empty.
 ER_HD void split_range(int kv_len, int n_splits, int granule, int split, int* begin, int* end) {
-    int chunk = (kv_len + n_splits - 1) / n_splits;
-    chunk = (chunk + granule - 1) / granule * granule;
+    const int chunk = split_chunk(kv_len, n_splits, granule);
     const int b = split * chunk;
     *begin = b < kv_len ? b : kv_len;
     const int e = b + chunk;
@@ -62,8 +67,7 @@ ER_HD void split_range(int kv_len, int n_splits, int granule, int split, int* be
 // How many splits of split_range hold keys: they are a prefix, the rest are empty.
 ER_HD int nonempty_splits(int kv_len, int n_splits, int granule) {
     if (kv_len <= 0) return 0;
-    int chunk = (kv_len + n_splits - 1) / n_splits;
-    chunk = (chunk + granule - 1) / granule * granule;
+    const int chunk = split_chunk(kv_len, n_splits, granule);
     const int n = (kv_len + chunk - 1) / chunk;
     return n < n_splits ? n : n_splits;
 }
