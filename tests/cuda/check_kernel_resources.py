@@ -31,12 +31,13 @@ ALLOWED = {
     # The table form of EMBED, left only for Q8_1 and Q8_K embeddings (types the packed
     # layout cannot hold): blocks.hpp's dequantizer of every type, one launch per step.
     "embed_kernel": (2048, 512),
-    # The one-row GEMV at its 80 registers (three blocks per SM), taking several rows a
-    # warp (gemv_kernel<true>, sm_90): a few words of its loop over rows, stored and
-    # reloaded once a row, never inside a task loop (bench/spill_places.py shows where,
-    # from the SASS). The task loops keep what a thread's tasks share (TaskIndex: places
-    # in a group, the stage's swizzle) in registers instead of recomputing it per task:
-    # about 15% fewer instructions a task (kernels/README.md).
+    # The one-row GEMV: with four tasks in flight at 128 registers (gemv_kernel<false, 4>)
+    # one word stored before the staging of x and reloaded once a row, never inside a task
+    # loop (bench/spill_places.py shows where, from the SASS); earlier, at 80 registers,
+    # the kernel of several rows a warp kept a few words of its loop over rows so. The
+    # task loops keep what a thread's tasks share (TaskIndex: places in a group, the
+    # stage's swizzle) in registers instead of recomputing it per task: about 15% fewer
+    # instructions a task (kernels/README.md).
     "gemv_kernel": (8, 16),
     # The split attention on tensor cores over an INT8 cache at head dim 128, held to 128
     # registers for the four blocks an SM the split count assumes (choose_kv_splits): four

@@ -222,14 +222,15 @@ __device__ __forceinline__ auto with_x_reader(const Activation& x, XForm form, c
     return use(GlobalFloatX{x.f});
 }
 
-// One row's dot in the launch's form of x.
+// One row's dot in the launch's form of x; `ahead`: row_slice_dot's.
 template <int kInFlight>
 __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, XForm form,
-                                                   const Words4* stage, int first_task, int stride) {
+                                                   const Words4* stage, int first_task, int stride,
+                                                   const TaskBytes* ahead = nullptr) {
     return visit_weight_type(w.type, 0.0f, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
         return with_x_reader<kType>(x, form, stage, 1, [&](const auto& xr) {
-            return row_slice_dot<kType, kInFlight>(w, row, xr, first_task, stride);
+            return row_slice_dot<kType, kInFlight>(w, row, xr, first_task, stride, ahead);
         });
     });
 }
@@ -274,6 +275,17 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
         prefetch_row(out.w, first_row, slice, warps_per_row, lane);
         if (swiglu) prefetch_row(p.out[1].w, first_row, slice, warps_per_row, lane);
     }
+    // With several tasks in flight, the first of them are loaded now, before the wait:
+    // under programmatic dependent launch their DRAM latency then overlaps the end of the
+    // previous kernel and the staging of x, where otherwise nothing of this block's
+    // weights was on its way.
+    constexpr bool kLoadAhead = kInFlight > 1 && !kRowLoop;
+    TaskBytes ahead[kTasksAhead];
+    if constexpr (kLoadAhead)
+        visit_weight_type(out.w.type, false, [&](auto type) {
+            load_first_tasks<decltype(type)::value>(out.w, first_row, first_task, stride, ahead);
+            return true;
+        });
     wait_for_prior_grids();  // x (and the residual) come from earlier launches
     allow_next_grid();
 
@@ -291,7 +303,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
         }
         float acc = 0.0f, acc_up = 0.0f;
         if (row < out.w.n_rows) {
-            acc = row_slice_dot_any<kInFlight>(out.w, row, p.x, form, x_stage, first_task, stride);
+            acc = row_slice_dot_any<kInFlight>(out.w, row, p.x, form, x_stage, first_task, stride,
+                                               kLoadAhead ? ahead : nullptr);
             if (swiglu) acc_up = row_slice_dot_any<kInFlight>(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
         }
         acc = warp_sum(acc);

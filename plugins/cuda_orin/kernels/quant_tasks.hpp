@@ -167,6 +167,11 @@ ER_HD int tasks_per_row(const PackedMatrix& w) {
     return w.blocks_per_row * (plane_geometry(w.type).block_elems / 32);
 }
 
+// Tasks a GEMV lane may load before it waits for the previous launch (load_first_tasks):
+// held across the staging of x in a form common to every type, four spilled at 128
+// registers, two did not.
+inline constexpr int kTasksAhead = 2;
+
 // A thread's share of one row's dot in the GEMV (gemv.cu): tasks first_task, first_task +
 // stride, ... of row `row`, with x read through xr: GlobalFloatX or StagedFloatX (float
 // activations, exact), GlobalQ8X or StagedQ8X (8-bit ones, dp4a; quantized weights only).
@@ -179,9 +184,12 @@ ER_HD int tasks_per_row(const PackedMatrix& w) {
 // 2560 Q4_K weights is 2.5 tasks a lane, 9728 is 9.5: with one, as many round trips one
 // after another). The sums are added in task order whatever kInFlight is, so the result
 // is the same bit for bit. One (the default) fits the 80 registers of three blocks an SM;
-// more take gemv.cu's bound of two (GemvLaunch::tasks_in_flight).
+// more take gemv.cu's bound of two (GemvLaunch::tasks_in_flight). `ahead`, if given, holds
+// the bytes of the first iteration's first kTasksAhead tasks (at most), loaded earlier by
+// load_first_tasks (quantized types only).
 template <int32_t Type, int kInFlight = 1, class X>
-ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first_task, int stride) {
+ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first_task, int stride,
+                          const TaskBytes* ahead = nullptr) {
     const int n_tasks = tasks_per_row(w);
     float acc = 0.0f;
     if constexpr (plain_value_bytes(Type) != 0) {
@@ -203,10 +211,12 @@ ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first
         for (TaskIndex k = walk.first; k.group < walk.end; k.group += kInFlight * walk.groups) {
             // The loads alone first (TaskBytes: fewer registers than decoded tasks).
             TaskBytes bytes[kInFlight];
+            const bool loaded = ahead && k.group == walk.first.group;
 #pragma unroll
             for (int i = 0; i < kInFlight; ++i)
                 if (i == 0 || k.group + i * walk.groups < walk.end)
-                    bytes[i] = load_task<Type>(w, row, TaskIndex{k.group + i * walk.groups, k.sub});
+                    bytes[i] = loaded && i < kTasksAhead ? ahead[i]
+                                                         : load_task<Type>(w, row, TaskIndex{k.group + i * walk.groups, k.sub});
 #pragma unroll
             for (int i = 0; i < kInFlight; ++i) {
                 if (i != 0 && k.group + i * walk.groups >= walk.end) continue;
@@ -219,6 +229,22 @@ ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first
         }
     }
     return acc;
+}
+
+// The bytes of the first kTasksAhead tasks of row_slice_dot's walk (as its first iteration
+// loads them), for a kernel to load before it waits for the previous launch: weights are
+// written only at load. Nothing for plain types or a row past the matrix.
+template <int32_t Type>
+ER_HD void load_first_tasks(const PackedMatrix& w, int row, int first_task, int stride,
+                            TaskBytes (&ahead)[kTasksAhead]) {
+    if constexpr (plain_value_bytes(Type) == 0) {
+        if (row >= w.n_rows) return;
+        const TaskWalk walk = task_walk(first_task, stride, tasks_per_row(w));
+#pragma unroll
+        for (int i = 0; i < kTasksAhead; ++i)
+            if (walk.first.group + i * walk.groups < walk.end)
+                ahead[i] = load_task<Type>(w, row, TaskIndex{walk.first.group + i * walk.groups, walk.first.sub});
+    }
 }
 
 }  // namespace edgerun::cuda_orin
