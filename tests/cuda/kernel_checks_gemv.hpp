@@ -8,6 +8,33 @@ namespace edgerun::cuda_orin::testing {
 
 inline double gemv_bound(int32_t type) { return plain_value_bytes(type) ? kBoundF16Gemv : kBoundQ8Gemv; }
 
+// `launch` (one output row range; SwiGLU's two outputs share it) run again as `vary`
+// changes it, into a fresh output: the same products summed in the same order, so its n
+// values must equal `got` bit for bit.
+template <class Vary>
+inline void check_same_sums(DeviceApi& api, const Report& report, const GemvLaunch& launch, Vary vary, int n,
+                            bool y_f16, const std::vector<float>& got, const std::string& what) {
+    GemvLaunch other = launch;
+    vary(other);
+    void* y = api.alloc(size_t(n) * 4);
+    for (int i = 0; i < other.n_outputs; ++i)
+        if (other.out[i].y == launch.out[0].y) other.out[i].y = y;
+    api.gemv(other);
+    report({what, largest_difference(read_output(api, y, n, y_f16), got), 0.0});
+}
+
+// What check_same_sums compares a launch with: each warp taking `rows` rows one after
+// another, and each lane loading 2 and 4 tasks before dotting them.
+inline void check_regrouped_sums(DeviceApi& api, const Report& report, const GemvLaunch& launch, int rows, int n,
+                                 bool y_f16, const std::vector<float>& got, const std::string& name) {
+    const char* count[] = {"", "", "two", "three"};
+    check_same_sums(api, report, launch, [&](GemvLaunch& l) { l.rows_per_warp = rows; }, n, y_f16, got,
+                    name + ": largest difference, " + count[rows] + " rows a warp against one");
+    for (int tasks : {2, 4})
+        check_same_sums(api, report, launch, [&](GemvLaunch& l) { l.tasks_in_flight = tasks; }, n, y_f16, got,
+                        name + ": largest difference, " + std::to_string(tasks) + " tasks in flight against one");
+}
+
 // y = W x (+ bias + residual) for one matrix; x and y in F32 or F16.
 inline void check_gemv(DeviceApi& api, const Report& report, int32_t type, int n_rows, int n_cols, bool x_f16,
                        bool y_f16, bool bias_and_residual, uint32_t seed) {
@@ -40,20 +67,7 @@ inline void check_gemv(DeviceApi& api, const Report& report, int32_t type, int n
     // Against the products' energy where the sums cancel (a single short row can sum to
     // almost nothing, and then the plain NMSE measures the cancellation).
     report({name, nmse(y, ref, gemv_term_energy(m.values, n_rows, n_cols, xd)), gemv_bound(type)});
-    GemvLaunch regrouped = launch;  // each warp taking up to three rows one after another
-    regrouped.rows_per_warp = 3;
-    regrouped.out[0].y = api.alloc(size_t(n_rows) * 4);
-    api.gemv(regrouped);
-    report({std::string(name) + ": largest difference, three rows a warp against one",
-            largest_difference(read_output(api, regrouped.out[0].y, n_rows, y_f16), y), 0.0});
-    for (int tasks : {2, 4}) {  // each lane loading that many tasks before dotting them
-        GemvLaunch in_flight = launch;
-        in_flight.tasks_in_flight = tasks;
-        in_flight.out[0].y = api.alloc(size_t(n_rows) * 4);
-        api.gemv(in_flight);
-        report({std::string(name) + ": largest difference, " + std::to_string(tasks) + " tasks in flight against one",
-                largest_difference(read_output(api, in_flight.out[0].y, n_rows, y_f16), y), 0.0});
-    }
+    check_regrouped_sums(api, report, launch, 3, n_rows, y_f16, y, name);
     api.reset();
 }
 
@@ -407,20 +421,7 @@ inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type
     // Both factors carry the activation quantization noise: twice the single bound.
     const std::vector<float> got = read_output(api, launch.out[0].y, n_ff, false);
     report({name, nmse(got, ref), 2 * kBoundQ8Gemv});
-    GemvLaunch regrouped = launch;  // each warp taking two rows one after another
-    regrouped.rows_per_warp = 2;
-    regrouped.out[0].y = regrouped.out[1].y = api.alloc(size_t(n_ff) * 4);
-    api.gemv(regrouped);
-    report({std::string(name) + ": largest difference, two rows a warp against one",
-            largest_difference(read_output(api, regrouped.out[0].y, n_ff, false), got), 0.0});
-    for (int tasks : {2, 4}) {  // each lane loading that many tasks before dotting them
-        GemvLaunch in_flight = launch;
-        in_flight.tasks_in_flight = tasks;
-        in_flight.out[0].y = in_flight.out[1].y = api.alloc(size_t(n_ff) * 4);
-        api.gemv(in_flight);
-        report({std::string(name) + ": largest difference, " + std::to_string(tasks) + " tasks in flight against one",
-                largest_difference(read_output(api, in_flight.out[0].y, n_ff, false), got), 0.0});
-    }
+    check_regrouped_sums(api, report, launch, 2, n_ff, false, got, name);
     api.reset();
 }
 
