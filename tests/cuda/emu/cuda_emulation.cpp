@@ -344,36 +344,43 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dyn
     for (int i = 0; i < n; ++i) b.fibers[i].stack = fiber_stack(i);
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);
-    g_block = &b;
+    // Blocks run in an order shuffled per launch too: a GPU runs them in any order, and
+    // code that needs a particular block to come last (a merge by whichever block of a
+    // group finishes last, attention_split.cuh) must not pass by the grid's order.
+    std::vector<dim3> blocks;
+    blocks.reserve(size_t(grid.x) * grid.y * grid.z);
     for (unsigned bz = 0; bz < grid.z; ++bz)
         for (unsigned by = 0; by < grid.y; ++by)
-            for (unsigned bx = 0; bx < grid.x; ++bx) {
-                b.index = dim3(bx, by, bz);
-                for (int i = 0; i < n; ++i) init_fiber(b.fibers[i], i, block);
-                poison_shared_memory();
-                if (b.dynamic_shared) std::memset(b.dynamic_shared, 0xFF, b.dynamic_bytes);
-                std::shuffle(order.begin(), order.end(), schedule_rng());
-                for (;;) {
-                    bool ran = false;
-                    for (int i : order) {
-                        Fiber& f = b.fibers[i];
-                        if (f.state != State::Ready) continue;
-                        b.current = &f;
-                        switch_to_fiber(b, f);
-                        ran = true;
-                    }
-                    const bool all_done = std::all_of(b.fibers.begin(), b.fibers.end(),
-                                                      [](const Fiber& f) { return f.state == State::Done; });
-                    if (all_done) break;
-                    if (!release_barriers(b) && !ran) die("deadlock: threads wait at barriers that never complete");
-                }
-                if (g_require_prior_grid_waits) {
-                    if (std::string fault = grid_wait_fault(b, kernel); !fault.empty()) {
-                        g_block = nullptr;
-                        throw std::logic_error(fault);
-                    }
-                }
+            for (unsigned bx = 0; bx < grid.x; ++bx) blocks.emplace_back(bx, by, bz);
+    std::shuffle(blocks.begin(), blocks.end(), schedule_rng());
+    g_block = &b;
+    for (const dim3& index : blocks) {
+        b.index = index;
+        for (int i = 0; i < n; ++i) init_fiber(b.fibers[i], i, block);
+        poison_shared_memory();
+        if (b.dynamic_shared) std::memset(b.dynamic_shared, 0xFF, b.dynamic_bytes);
+        std::shuffle(order.begin(), order.end(), schedule_rng());
+        for (;;) {
+            bool ran = false;
+            for (int i : order) {
+                Fiber& f = b.fibers[i];
+                if (f.state != State::Ready) continue;
+                b.current = &f;
+                switch_to_fiber(b, f);
+                ran = true;
             }
+            const bool all_done = std::all_of(b.fibers.begin(), b.fibers.end(),
+                                              [](const Fiber& f) { return f.state == State::Done; });
+            if (all_done) break;
+            if (!release_barriers(b) && !ran) die("deadlock: threads wait at barriers that never complete");
+        }
+        if (g_require_prior_grid_waits) {
+            if (std::string fault = grid_wait_fault(b, kernel); !fault.empty()) {
+                g_block = nullptr;
+                throw std::logic_error(fault);
+            }
+        }
+    }
     g_block = nullptr;
 }
 

@@ -1,7 +1,8 @@
 // A small CPU emulation of the CUDA execution model, enough to run the cuda_orin kernel
 // sources on the host: each thread of a block is a fiber (ucontext), blocks run one
 // after another, and __syncthreads, __syncwarp and warp shuffles are barriers among the
-// fibers. Include it before a kernel source (.cu) compiled as C++.
+// fibers. One OS thread runs them all, so the atomics below are plain read-modify-writes
+// and a memory fence has nothing to order. Include it before a kernel source (.cu) compiled as C++.
 //
 // What a run here shows: the kernels' indexing, reductions, barriers and arithmetic give
 // the right numbers. What it cannot show: speed, memory coalescing, behaviour that
@@ -13,9 +14,10 @@
 // To catch more than a friendly schedule would: shared memory is NaN at each block's
 // start (each kernel registers its __shared__ arrays with ER_SHARED_ARRAY, see below; the
 // dynamic shared memory of ER_DYNAMIC_SHARED is filled too);
-// the threads of a block run in an order shuffled per block by a seeded generator
-// (EDGERUN_EMU_SEED, default fixed, so a failure reproduces), so code that lacks a
-// barrier sees another thread's write early or late; and the vector loads of
+// the blocks of a launch, and the threads of a block, run in orders shuffled by a seeded
+// generator (EDGERUN_EMU_SEED, default fixed, so a failure reproduces), so code that lacks
+// a barrier sees another thread's write early or late, and code that expects one block of
+// a group to finish last finds another; and the vector loads of
 // device_math.hpp check their alignment on the host (a misaligned load faults on a GPU).
 #pragma once
 
@@ -132,6 +134,18 @@ T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
 }
 
 inline int __any_sync(unsigned /*mask*/, int predicate) { return emu::warp_any(predicate != 0); }
+
+inline int atomicAdd(int* address, int value) {
+    const int old = *address;
+    *address = old + value;
+    return old;
+}
+inline int atomicExch(int* address, int value) {
+    const int old = *address;
+    *address = value;
+    return old;
+}
+inline void __threadfence() {}
 
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline int min(int a, int b) { return a < b ? a : b; }
