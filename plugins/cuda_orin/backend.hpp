@@ -121,6 +121,11 @@ struct Backend {
     // halves) or on CUDA cores (0). On by default: on the H200 decode at depth 4096 was
     // 3-7% faster with it (Llama-3.2-1B tg64, F16 561 against 525 tok/s, INT8 558 against 542).
     bool mma_attention = true;
+    // Option attention_merge=kernel|last_block: the split kernel's partials merged by a
+    // second kernel (the default), or by the block of each row, KV head and query-head
+    // chunk that finishes last (AttentionParams::merge_tickets): one launch a layer fewer,
+    // for a fence and an atomic per block. Off until a GPU measures it.
+    bool merge_in_split_kernel = false;
     // Option gemm=f16 (default) or gemm=f32: the GEMM's inputs. F16 (weights dequantized to
     // halves, x rounded to halves, F32 accumulation) runs on tensor cores; F32 is plain
     // SGEMM, the reference's products to float rounding. The suite's bounds hold for both.

@@ -14,8 +14,8 @@ const char* entry_name(Kernel k) {
     switch (k) {
         case Kernel::prepare: return "prepare";
         case Kernel::gemv: return "gemv";
-        case Kernel::attention: return "attention (split + merge)";
-        case Kernel::attention_mma: return "attention (split on mma + merge)";
+        case Kernel::attention: return "attention (split)";
+        case Kernel::attention_mma: return "attention (split on mma)";
         case Kernel::attention_tiles: return "attention (tiled)";
         case Kernel::embed: return "embed";
         case Kernel::rms_norm: return "rms_norm";
@@ -56,7 +56,10 @@ std::string gigabytes_per_second(double bytes, double ms) {
 }  // namespace
 
 std::string LaunchKind::label() const {
-    if (merged) return "attention (tiled + merge)";
+    if (merged) {  // "attention (split + merge)"
+        const std::string name = entry_name(kernel);
+        return name.substr(0, name.size() - 1) + " + merge)";
+    }
     if (kernel != Kernel::gemv) return entry_name(kernel);
     char text[96];
     std::snprintf(text, sizeof text, "gemv %d->%lld, %d output%s, %d row%s", width, static_cast<long long>(out_rows),
@@ -87,7 +90,7 @@ LaunchKind gemv_kind(const GemvLaunch& launch) {
 // whose tiles of one sequence each read up to their own longest row.
 LaunchKind attention_kind(const AttentionParams& p) {
     LaunchKind kind(p.tiles ? Kernel::attention_tiles : p.mma ? Kernel::attention_mma : Kernel::attention);
-    kind.merged = p.tiles && attention_merges(p);
+    kind.merged = attention_merges(p);
     const KvCacheLayer& c = p.cache;
     const uint64_t values = uint64_t(std::max<int64_t>(p.positions_read, 0)) * uint64_t(c.n_head_kv) * uint64_t(c.head_dim);
     const uint64_t kv = 2 * (values * uint64_t(kv_value_bytes(c.type)) + (c.type == kKvQ8 ? values / 32 * 2 : 0));

@@ -33,16 +33,15 @@ struct LaunchKind {
     Kernel kernel = Kernel::prepare;
     int32_t x_rows = 0, outputs = 0, width = 0;  // GEMV only: rows of x, outputs, row length
     int64_t out_rows = 0;                        // GEMV only: rows of all outputs together
-    bool merged = false;                         // tiled attention only: its splits merged by a second kernel
+    bool merged = false;                         // attention only: its splits merged by a second kernel
     // The bytes this launch must move at least (GEMV: weights, x and y; attention: the
     // keys and values it reads, q and out), from which the table's GB/s; 0 for the small
     // kernels not counted. Not part of the key: an attention launch's grows with the cache.
     uint64_t bytes = 0;
 
     explicit LaunchKind(Kernel k = Kernel::prepare) : kernel(k) {}
-    // Kernels one launch makes: the split flash-decode kernel (on CUDA or tensor cores) is
-    // followed by its merge, the tiled one when it splits.
-    int32_t kernels() const { return kernel == Kernel::attention || kernel == Kernel::attention_mma || merged ? 2 : 1; }
+    // Kernels one launch makes: an attention launch's merge is a second (attention_merges).
+    int32_t kernels() const { return merged ? 2 : 1; }
     std::string label() const;
     bool operator<(const LaunchKind& o) const {
         return std::tie(kernel, x_rows, outputs, width, out_rows, merged) <

@@ -35,6 +35,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
 
     // Each weight must be held in the form its node reads.
     int32_t max_heads = 0, tile_rows = kTiledAttentionVectors;
+    int64_t ticket_groups = 0;  // the most merge tickets one row of an attention launch takes
     bool split_attention = false, row_attention = false;
     uint64_t max_matmul_floats = 0;  // the largest MATMUL weight, rows x cols
     for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -68,6 +69,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
             case ER_OP_ATTENTION: {
                 const er_attention_params& a = node.params.attention;
                 max_heads = std::max(max_heads, a.n_head);
+                ticket_groups = std::max(ticket_groups, attention_merge_tickets(a.n_head, a.n_head_kv, 1));
                 const bool split = takes_split_attention(a, ctx.params.kv_type);
                 split_attention |= split;
                 row_attention |= !split;
@@ -96,6 +98,11 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
         if (takes_tiled_attention(n)) partials = std::max<int64_t>(partials, int64_t(n) * tiled_splits(n));
     const uint64_t split_bytes =
         split_attention ? uint64_t(attention_workspace_floats(max_heads, ctx.params.head_dim_k, int(partials))) * 4 : 0;
+    // The split kernel's merge tickets (option attention_merge=last_block), one set shared by
+    // every layer's launches, which run one after another.
+    const Backend& backend = *ctx.model->backend;
+    const uint64_t ticket_bytes =
+        split_attention && backend.merge_in_split_kernel ? uint64_t(ticket_groups) * uint64_t(max_tokens_) * 4 : 0;
     // The general row kernel's scores: every row's against the whole context.
     const uint64_t score_bytes = row_attention ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
     // GEMV input: prepared rows of x, as many as one GEMV launch multiplies.
@@ -107,7 +114,6 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     // The matrix-matrix path (steps of at least gemm_rows rows): a tile of dequantized
     // weight rows, at most kGemmTileFloats values, at least one row of the widest matrix;
     // for F16 GEMMs the tile is halves, and the step's x rows are made halves too.
-    const Backend& backend = *ctx.model->backend;
     const bool long_steps = backend.gemm_rows > 0 && max_tokens_ >= backend.gemm_rows && max_matmul_floats > 0;
     if (long_steps && !device_.description().gemm_unavailable.empty())
         sdk::logf(ER_LOG_INFO, "cuda_orin: steps of %d or more rows keep the multi-row GEMV: %s", backend.gemm_rows,
@@ -117,7 +123,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t gemm_value_bytes = backend.gemm_f16 ? 2 : 4;
     const uint64_t gemm_x_bytes =
         gemm_tile_floats_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
-    const uint64_t fixed = act_bytes + split_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
+    const uint64_t fixed = act_bytes + split_bytes + ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
                            gemm_tile_floats_ * gemm_value_bytes + gemm_x_bytes;
     fusions_ = find_fusions(graph);
     // Checks values + fixed before allocating.
@@ -130,6 +136,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
         act_d_ = DeviceBuffer(device_, act_d_bytes);
     }
     if (split_bytes) split_workspace_ = DeviceBuffer(device_, split_bytes);
+    if (ticket_bytes) merge_tickets_ = DeviceBuffer(device_, ticket_bytes);  // zero-filled, as the kernels need
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
     if (gemm_tile_floats_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_floats_ * gemm_value_bytes);
     if (gemm_x_bytes) gemm_x_ = DeviceBuffer(device_, gemm_x_bytes);

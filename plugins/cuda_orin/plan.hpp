@@ -126,8 +126,9 @@ private:
     static constexpr int64_t kQ8ActivationsMinRows = 32;
     int32_t gemv_slots_ = 1;
     int64_t max_gemv_width_ = 0;
-    // Attention scratch: the split kernel's partials, the row kernel's scores.
-    DeviceBuffer split_workspace_, scores_;
+    // Attention scratch: the split kernel's partials and merge tickets, the row kernel's
+    // scores.
+    DeviceBuffer split_workspace_, merge_tickets_, scores_;
     // The matrix-matrix path's tile of dequantized weight rows (none: steps keep the GEMV).
     static constexpr uint64_t kGemmTileFloats = uint64_t(16) << 20;  // values: 64 MiB of floats
     static constexpr int64_t kGemmTileRowMultiple = 128;  // matmul_by_gemm's tiles after the first

@@ -312,9 +312,11 @@ void Plan::launch_logits(size_t index, int32_t n) {
 // steps, with the norms and RoPEs fused; fusion.hpp) or kv_append (the graph's own nodes
 // ran before); then the split flash-decode kernel over every row (each row's sequence and
 // causal length read from the device row table, so a captured step serves any sequence;
-// on tensor cores with option mma_attention=1), in steps of tiled_attention rows or more the tiled kernel over tiles of rows of one
-// sequence (the tile table is device data too), or the general row kernel for the head
-// dims and cache types the split kernel lacks.
+// on tensor cores with option mma_attention=1; its splits merged by a second kernel, or
+// with attention_merge=last_block by its own last blocks), in steps of tiled_attention
+// rows or more the tiled kernel over tiles of rows of one sequence (the tile table is
+// device data too), or the general row kernel for the head dims and cache types the split
+// kernel lacks.
 void Plan::launch_attention(size_t index, int32_t n) {
     const er_node& node = nodes_[index];
     const er_attention_params& a = node.params.attention;
@@ -371,6 +373,8 @@ void Plan::launch_attention(size_t index, int32_t n) {
             p.tile_rows = device_tile_rows_;
             p.n_tiles = attention_tiles(n);
             p.n_splits = tiled_splits(n);
+        } else {
+            p.merge_tickets = merge_tickets_.as<int32_t>();  // null without attention_merge=last_block
         }
         p.workspace = split_workspace_.as<float>();
         p.out = out;

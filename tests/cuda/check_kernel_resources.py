@@ -40,9 +40,12 @@ ALLOWED = {
     # instructions a task (kernels/README.md).
     "gemv_kernel": (8, 16),
     # The split attention on tensor cores over an INT8 cache at head dim 128, held to 128
-    # registers for the four blocks an SM the split count assumes (choose_kv_splits): four
-    # words stored once a 32-key tile of about 760 instructions, reloaded after the loop.
-    "attention_mma_kernel": (32, 40),
+    # registers for the four blocks an SM the split count assumes (choose_kv_splits): on
+    # sm_90 two words stored and two reloaded once a 32-key tile of about 760 instructions
+    # (bench/spill_places.py), the rest reloaded after the loop by the write of the split's
+    # partial and the merge in the last block (attention_split.cuh): 32 bytes stored, 76
+    # loaded. Before that merge, four words stored a tile and 40 bytes loaded.
+    "attention_mma_kernel": (32, 80),
 }
 
 ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\d+)'")

@@ -2,7 +2,8 @@
 """cuda_orin's launch count and option profile=1, on the emulated device.
 
 Runs `edgerun` on a model of --layers layers: with profile=1 (a few tokens; also with
-activations=q8 and with fuse=0) and without (one token), and checks what the plan logs
+activations=q8, with fuse=0 and with attention_merge=last_block) and without (one
+token), and checks what the plan logs
 when it ends:
   - the profile's tables: every launch kind's total time > 0, its time per step and share
     consistent with the total, the launches per kind adding up to the "launches per step"
@@ -13,7 +14,8 @@ when it ends:
   - the fusions (plugins/cuda_orin/fusion.hpp) of a decode step: per layer one
     rope_append and no kv_append, RoPE, RMSNorm or elementwise launch, so 7 launches per
     layer (Q/K/V, rope_append, split attention and its merge, O, gate/up, down) plus the
-    embedding and the logits, with either form of x; with fuse=0 one kv_append per layer and no rope_append;
+    embedding and the logits, with either form of x; 6 with attention_merge=last_block
+    (no merge kernel); with fuse=0 one kv_append per layer and no rope_append;
   - the bytes each launch must move (GEMVs and attention; other kinds show "-"): the rows'
     MB per step add up to the "bytes per step" line, and a decode step's GEMVs move the
     model's weights once, plus x and y (the model's embedding is tied, so every weight but
@@ -31,7 +33,8 @@ ROW = re.compile(r"cuda_orin:   (.+?)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-
 TOTAL = re.compile(r"cuda_orin: launches per step: ([0-9.]+)$")
 BYTES = re.compile(r"cuda_orin: bytes per step: ([0-9.]+|-) MB counted")
 WEIGHTS = re.compile(r"cuda_orin: weights on the device: (\d+) bytes")
-SPLIT_ATTENTION = ("attention (split + merge)", "attention (split on mma + merge)")  # CUDA cores, tensor cores
+SPLIT_ATTENTION = ("attention (split + merge)", "attention (split on mma + merge)",  # CUDA cores, tensor cores
+                   "attention (split)", "attention (split on mma)")  # merged in their last blocks
 COUNTED = ("gemv ", *SPLIT_ATTENTION)  # the launch kinds whose bytes are counted
 REPLAY = re.compile(r"cuda_orin: (\d+) steps replayed from a CUDA Graph, (\d+) launched plainly; (.*)$")
 GENERATED = re.compile(r"^generate: (\d+) tokens", re.M)
@@ -93,7 +96,7 @@ def check_bytes(kind, rows, step_mb, weight_bytes, output):
                  f"{weight_bytes} bytes (each matrix once, plus x and y)", output)
 
 
-def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output):
+def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output, merge_kernel=True):
     where = f"{kind} table"
     if total is None or not rows:
         fail(f"{where}: no rows or no 'launches per step' line", output)
@@ -128,12 +131,14 @@ def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output):
         unfused = {label: count(label) for label in ("rms_norm", "rope_rows", "elementwise") if count(label)}
         if unfused:
             fail(f"{where}: launches a fused decode step should not make: {unfused}", output)
-        if total != 7 * layers + 2:
-            fail(f"{where}: {total} launches per fused decode step, not 7 per layer + 2", output)
-    # Every step's attention takes the split kernel and its merge (head dim 128, F16 cache),
-    # on tensor cores by default (mma_attention).
+        per_layer = 7 if merge_kernel else 6
+        if total != per_layer * layers + 2:
+            fail(f"{where}: {total} launches per fused decode step, not {per_layer} per layer + 2", output)
+    # Every step's attention takes the split kernel (head dim 128, F16 cache), on tensor
+    # cores by default (mma_attention), and its merge kernel unless the split kernel's last
+    # blocks merge (attention_merge=last_block).
     attention = sum(count(label) for label in SPLIT_ATTENTION)
-    if attention != 2 * layers or count("attention_rows"):
+    if attention != (2 if merge_kernel else 1) * layers or count("attention_rows"):
         fail(f"{where}: {attention} split attention kernels per step for {layers} layers "
              f"(and {count('attention_rows')} of the row kernel)", output)
     if kind == "decode":
@@ -153,12 +158,14 @@ def main():
     ap.add_argument("--tokens", type=int, default=2)
     args = ap.parse_args()
 
-    for options, q8, fused in (("profile=1,activations=q8", True, True), ("profile=1,fuse=0", False, False)):
+    for options, q8, fused, merge_kernel in (("profile=1,activations=q8", True, True, True),
+                                             ("profile=1,fuse=0", False, False, True),
+                                             ("profile=1,attention_merge=last_block", False, True, False)):
         other = run(args, options, args.tokens)
         if not any(t[0] == "decode" for t in parse_tables(other)):
             fail(f"no decode table in the profiled run's output with {options}", other)
         for table in parse_tables(other):
-            check_table(*table, args.layers, q8, fused, other)
+            check_table(*table, args.layers, q8, fused, other, merge_kernel)
 
     output = run(args, "profile=1", args.tokens)
     tables = parse_tables(output)

@@ -75,9 +75,37 @@ inline const char* kernel_name(AttentionKernel k) {
     return k == AttentionKernel::split ? "split" : k == AttentionKernel::mma ? "split, mma" : "tiled";
 }
 
-// Runs the split attention over `cache` and returns the output [n_head][dim].
+// The split kernel's launch `p` (its output `merged_by_kernel`, merged by the merge
+// kernel) run again with its splits merged by its own last blocks (merge_tickets), twice,
+// into an output and a workspace of NaNs (so no partial of an earlier launch can stand in
+// for one not yet written): the same sums in the same order, so the same values bit for
+// bit both times, and every ticket back at 0 after each launch (the second launch counts
+// from where the first left them).
+inline void check_merge_in_last_blocks(DeviceApi& api, const Report& report, AttentionParams p,
+                                       const std::vector<float>& merged_by_kernel, const std::string& name) {
+    const AttentionGrid g = plan_attention(p);
+    const size_t n_tickets = size_t(g.kv_heads) * g.chunks * g.rows;
+    p.merge_tickets = static_cast<int32_t*>(api.alloc(n_tickets * 4));
+    const size_t workspace = size_t(attention_workspace_floats(p.n_rows * p.n_head, p.cache.head_dim, p.n_splits));
+    const std::vector<float> nans(std::max(workspace, merged_by_kernel.size()), std::nanf(""));
+    for (int launch = 1; launch <= 2; ++launch) {
+        api.upload(p.out, nans.data(), merged_by_kernel.size() * 4);
+        api.upload(p.workspace, nans.data(), workspace * 4);
+        api.attention(p);
+        const std::vector<float> out = api.download_vector(static_cast<const float*>(p.out), merged_by_kernel.size());
+        const std::string which = ", merged in its last blocks, launch " + std::to_string(launch);
+        report({name + which + ": largest difference against the merge kernel", largest_difference(out, merged_by_kernel), 0.0});
+        const std::vector<int32_t> tickets = api.download_vector(static_cast<const int32_t*>(p.merge_tickets), n_tickets);
+        report({name + which + ": tickets not back at 0",
+                double(std::count_if(tickets.begin(), tickets.end(), [](int32_t t) { return t != 0; })), 0.0});
+    }
+}
+
+// Runs the split attention over `cache` and returns the output [n_head][dim] (merged by
+// the merge kernel); `params`, if given, receives the launch.
 inline std::vector<float> run_attention(DeviceApi& api, const KvCacheLayer& cache, const std::vector<float>& q,
-                                        int n_head, int kv_len, int n_splits, AttentionKernel kernel) {
+                                        int n_head, int kv_len, int n_splits, AttentionKernel kernel,
+                                        AttentionParams* params = nullptr) {
     AttentionParams p;
     p.mma = kernel == AttentionKernel::mma;
     p.q = api.upload_vector(q);
@@ -89,6 +117,7 @@ inline std::vector<float> run_attention(DeviceApi& api, const KvCacheLayer& cach
     p.workspace = static_cast<float*>(api.alloc(attention_workspace_floats(n_head, cache.head_dim, n_splits) * 4));
     p.out = api.alloc(size_t(n_head) * cache.head_dim * 4);
     api.attention(p);
+    if (params) *params = p;
     return api.download_vector(static_cast<const float*>(p.out), size_t(n_head) * cache.head_dim);
 }
 
@@ -113,7 +142,8 @@ inline void check_attention(DeviceApi& api, const Report& report, int n_head, in
     std::mt19937 rng(seed);
     const TestCache t = make_cache(api, kv_type, n_head_kv, n_ctx, dim, rng, kv_len);
     const std::vector<float> q = random_vector(size_t(n_head) * dim, rng, 2.0f);
-    const std::vector<float> out = run_attention(api, t.layer, q, n_head, kv_len, n_splits, kernel);
+    AttentionParams p;
+    const std::vector<float> out = run_attention(api, t.layer, q, n_head, kv_len, n_splits, kernel, &p);
     char name[160];
     std::snprintf(name, sizeof name, "attention (%s) %s heads %d/%d dim %d kv_len %d/%d splits %d", kernel_name(kernel),
                   kv_name(kv_type), n_head, n_head_kv, dim, kv_len, n_ctx, n_splits);
@@ -121,6 +151,7 @@ inline void check_attention(DeviceApi& api, const Report& report, int n_head, in
                          : kv_type == kKvF16           ? kBoundF16Attention
                                                        : kBoundQ8Attention;
     report({name, nmse(out, ref_attention(q, t, n_head, kv_len)), bound});
+    check_merge_in_last_blocks(api, report, p, out, name);
     api.reset();
 }
 
@@ -182,6 +213,7 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
                          : kv_type == kKvF16         ? kBoundF16Attention
                                                      : q8_bound;
     report({name, nmse(out, ref), bound});
+    if (kernel != AttentionKernel::tiled) check_merge_in_last_blocks(api, report, p, out, name);
     api.reset();
 }
 

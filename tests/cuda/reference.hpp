@@ -169,7 +169,7 @@ inline std::vector<double> ref_attention_head(const float* q, const std::vector<
         denom += p;
         for (int d = 0; d < dim; ++d) out[d] += p * v[size_t(t) * dim + d];
     }
-    for (double& o : out) o /= denom;
+    for (double& o : out) o = kv_len > 0 ? o / denom : 0.0;  // no keys: zeros, as the kernels write
     return out;
 }
 

@@ -235,6 +235,8 @@ TEST_CASE("emulated: split flash-decode attention against a double softmax") {
     for (int32_t kv : {kKvF16, kKvQ8}) {
         check_attention_rows(dev, doctest_report(), 4, 2, 64, 96, kv, {1, 1, 1, 0, 0}, {5, 6, 7, 96, 1}, 2, seed++);
         check_attention_rows(dev, doctest_report(), 6, 2, 128, 64, kv, {0, 1, 0}, {64, 33, 2}, 1, seed++);
+        // A row of no keys (every split empty): zeros, whichever way the splits are merged.
+        check_attention_rows(dev, doctest_report(), 4, 2, 64, 96, kv, {0, 1}, {0, 40}, 3, seed++);
     }
 }
 
@@ -253,6 +255,7 @@ TEST_CASE("emulated: split flash-decode attention on tensor cores (mma) against 
         // A prompt's rows under their causal lengths in sequence 1 and rows of sequence 0.
         check_attention_rows(dev, doctest_report(), 4, 2, 64, 96, kv, {1, 1, 1, 0, 0}, {5, 6, 7, 96, 1}, 2, seed++, mma);
         check_attention_rows(dev, doctest_report(), 6, 2, 128, 64, kv, {0, 1, 0}, {64, 33, 2}, 1, seed++, mma);
+        check_attention_rows(dev, doctest_report(), 4, 2, 64, 96, kv, {0, 1}, {0, 40}, 3, seed++, mma);  // no keys
     }
 }
 

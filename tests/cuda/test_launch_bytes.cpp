@@ -77,12 +77,23 @@ TEST_CASE("an attention launch moves the keys and values of the positions it rea
     CHECK(attention_kind(p).bytes == 2ull * (100 * 2 * 64 + 100 * 2 * (64 / 32) * 2) + q_and_out);
     p.positions_read = 0;
     CHECK(attention_kind(p).bytes == q_and_out);
-    CHECK_FALSE(attention_kind(p) < LaunchKind(Kernel::attention));  // bytes are not part of the key
-    CHECK_FALSE(LaunchKind(Kernel::attention) < attention_kind(p));
+    LaunchKind more_bytes = attention_kind(p);  // bytes are not part of the key
+    more_bytes.bytes += 1000;
+    CHECK_FALSE(attention_kind(p) < more_bytes);
+    CHECK_FALSE(more_bytes < attention_kind(p));
+    CHECK(attention_kind(p).kernels() == 2);
+    CHECK(attention_kind(p).label() == "attention (split + merge)");
     // On tensor cores: its own kind (and label) in the profile, the same bytes, a merge.
     p.mma = 1;
     CHECK(attention_kind(p).kernel == Kernel::attention_mma);
     CHECK(attention_kind(p).bytes == q_and_out);
     CHECK(attention_kind(p).kernels() == 2);
     CHECK(attention_kind(p).label() == "attention (split on mma + merge)");
+    // Merged by the split kernel's last blocks: one kernel, a kind of its own.
+    const LaunchKind with_merge_kernel = attention_kind(p);
+    int32_t tickets[8] = {};
+    p.merge_tickets = tickets;
+    CHECK(attention_kind(p).kernels() == 1);
+    CHECK(attention_kind(p).label() == "attention (split on mma)");
+    CHECK((with_merge_kernel < attention_kind(p) || attention_kind(p) < with_merge_kernel));
 }

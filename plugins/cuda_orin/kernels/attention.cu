@@ -14,8 +14,9 @@
 //   3. accumulates p * V from one load of a V row per lane (ValueDims: 8 dims of F16,
 //      16 of INT8, 8 in the float-query form), so a row is one coalesced load; four rows
 //      a lane are loaded before the first is used.
-// Warps are merged in shared memory, splits by a second kernel; splits past the current
-// KV length (read from device memory) return at once and are skipped by the merge.
+// Warps are merged in shared memory, splits by a second kernel or by the row's last split
+// block to finish (attention_split.cuh); splits past the current KV length (read from
+// device memory) return at once and are skipped by the merge.
 //
 // STATUS: see kernels.hpp.
 #include "kernel_params.hpp"
@@ -219,7 +220,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_split_kernel(const A
     ER_SHARED_ARRAY(warp_ml);
 
     const SplitBlock b = split_block(p);
-    if (b.begin >= b.end) return;  // past the current length: the merge skips this split
+    if (split_is_empty(p, b)) return;
     const int kv_head = b.kv_head, q_head0 = b.q_head0, n_q = b.n_q, begin = b.begin, end = b.end;
     const KvCacheLayer& cache = b.cache;
     const float* q = p.q + size_t(b.row) * p.n_head * Dim;
@@ -312,55 +313,23 @@ __global__ void __launch_bounds__(kWarps * 32, 4) attention_split_kernel(const A
             warp_ml[warp][g][1] = l[g];
         }
     __syncthreads();
-    write_split_partial<Dim>(p, b, warp_o, warp_ml);
+    finish_split<Dim>(p, b, warp_o, warp_ml);
 }
 
-// One block per query head and row, one thread per dim: merges the non-empty splits (of
-// the split kernel or of the tiled one, attention_tiles.cu) as
-//   M = max_s m_s,  w_s = 2^(m_s - M),  out = (sum_s w_s o_s) / (sum_s w_s l_s),
-// the splits in order. Against M every split's weight is known up front, so the loads of
-// many splits are in flight at once (the loop unrolled); folded one split at a time into a
-// running partial, as merge_partials does, each split's loads waited on the one before
-// (a round trip to L2 per split: 33 of them a layer for Llama-3.2-1B at depth 4096).
+// One block per query head and row, one thread per dim: the merge of the non-empty splits
+// (of the split kernel or of the tiled one, attention_tiles.cu), merged_output's.
 __global__ void attention_merge_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
     __shared__ float scratch[32];
     ER_SHARED_ARRAY(scratch);
-    const int head = blockIdx.x, row = blockIdx.y, d = threadIdx.x, dim = p.cache.head_dim;
-    const size_t query = size_t(row) * p.n_head + head, first_slot = query * p.n_splits;
-    const float* part_o = p.workspace;
-    const float* part_ml = p.workspace + size_t(p.n_rows) * p.n_head * p.n_splits * dim;
-    // The tiled kernel writes every split (an empty one as m = -inf, o = 0); the split
-    // kernel those of the row's own range, a prefix of the splits.
-    const int n_parts = p.tiles ? p.n_splits : nonempty_splits(split_kv_len(p, row), p.n_splits, kTile);
+    const int head = blockIdx.x, row = blockIdx.y, d = threadIdx.x;
+    const size_t query = size_t(row) * p.n_head + head;
+    const int n_parts = merged_splits(p, row);
+    const float* part_ml = split_partials(p).ml;
     float m = -INFINITY;
-    for (int s = d; s < n_parts; s += blockDim.x) m = fmaxf(m, part_ml[2 * (first_slot + s)]);
+    for (int s = d; s < n_parts; s += blockDim.x) m = fmaxf(m, part_ml[2 * (query * p.n_splits + s)]);
     m = block_max(m, scratch);
-    // kBatch splits' loads issued before the first is used.
-    constexpr int kBatch = 8;
-    float o = 0.0f, l = 0.0f;
-    for (int first = 0; first < n_parts; first += kBatch) {
-        float m_s[kBatch], l_s[kBatch], o_s[kBatch];
-#pragma unroll
-        for (int i = 0; i < kBatch; ++i) {
-            const size_t slot = first_slot + min(first + i, n_parts - 1);
-            m_s[i] = part_ml[2 * slot];
-            l_s[i] = part_ml[2 * slot + 1];
-            o_s[i] = part_o[slot * dim + d];
-        }
-        // Selects, not branches: behind a branch the loads above sank into it, one by one.
-#pragma unroll
-        for (int i = 0; i < kBatch; ++i) {
-            // Planted: the partials added as if their maxima were equal.
-            const float w = first + i >= n_parts                   ? 0.0f
-                            : planted(PlantedFault::SplitMerge) ? 1.0f
-                                                                : partial_weight(m_s[i], m);
-            const bool empty = w == 0.0f;  // past the last split, or an empty one (its o may be anything)
-            l = empty ? l : l + l_s[i] * w;
-            o = empty ? o : o + o_s[i] * w;
-        }
-    }
-    store_float_or_half(p.out, p.out_is_f16, query * dim + d, l > 0.0f ? o / l : 0.0f);
+    store_float_or_half(p.out, p.out_is_f16, query * p.cache.head_dim + d, merged_output<false>(p, query, n_parts, m, d));
 }
 
 // INT8 caches: which KeyScorer a launch takes, dp4a for decode steps, the float query for

@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attent
     ER_SHARED_ARRAY(warp_ml);
 
     const SplitBlock b = split_block(p);
-    if (b.begin >= b.end) return;  // past the current length: the merge skips this split
+    if (split_is_empty(p, b)) return;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     WarpFlashDecode<Dim, Kv> w(p, b, lane);
     for (int tile = b.begin + warp * kSplitTile; tile < b.end; tile += kSplitWarps * kSplitTile) {
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attent
         warp_ml[warp][w.g][1] = w.l;
     }
     __syncthreads();
-    write_split_partial<Dim>(p, b, warp_o, warp_ml);
+    finish_split<Dim>(p, b, warp_o, warp_ml);
 }
 
 // The four instantiations (head dim x cache type), named so NVRTC compiles them too.

@@ -1,12 +1,17 @@
 // What the two split flash-decode kernels share (attention.cu on CUDA cores,
 // attention_mma.cu on tensor cores): which row, KV head, query heads and keys a block
-// takes, and how its warps' partials become the split's partial for
-// attention_merge_kernel. Grid: (n_splits, n_head_kv, query-head chunks x rows), as
+// takes, how its warps' partials become the split's partial, and how the splits'
+// partials are merged: by attention_merge_kernel, launched after the split kernel, or
+// (AttentionParams::merge_tickets) by the split block of each row, KV head and query-head
+// chunk that finishes last. Grid: (n_splits, n_head_kv, query-head chunks x rows), as
 // plan_attention gives it.
 #pragma once
 
+#include "device_math.hpp"
 #include "kernel_params.hpp"
+#include "planted_faults.hpp"
 #include "softmax_merge.hpp"
+#include "warp.cuh"
 
 namespace edgerun::cuda_orin {
 
@@ -37,14 +42,32 @@ __device__ inline SplitBlock split_block(const AttentionParams& p) {
     return b;
 }
 
+// The splits' partials in the workspace: o per query (row x head) and split, then (m, l)
+// pairs in the same order; slot = query * n_splits + split.
+struct SplitPartials {
+    float* o;
+    float* ml;
+};
+
+__device__ inline SplitPartials split_partials(const AttentionParams& p) {
+    return {p.workspace, p.workspace + size_t(p.n_rows) * p.n_head * p.n_splits * p.cache.head_dim};
+}
+
+// The splits of a row a merge takes: the tiled kernel writes every split (an empty one as
+// m = -inf, o = 0); the split kernel those of the row's own range, a prefix of the splits.
+__device__ inline int merged_splits(const AttentionParams& p, int row) {
+    return p.tiles ? p.n_splits : nonempty_splits(split_kv_len(p, row), p.n_splits, kSplitTile);
+}
+
 // After the block's warps have left their partials (o unnormalised, m, l per query head;
 // an empty warp's m = -inf) in shared memory and synchronised: the split's partial, into
 // the workspace.
 template <int Dim>
 __device__ void write_split_partial(const AttentionParams& p, const SplitBlock& b,
                                     const float (*warp_o)[kSplitMaxGroup][Dim], const float (*warp_ml)[kSplitMaxGroup][2]) {
-    float* part_o = p.workspace;
-    float* part_ml = p.workspace + size_t(p.n_rows) * p.n_head * p.n_splits * Dim;
+    const SplitPartials parts = split_partials(p);
+    float* part_o = parts.o;
+    float* part_ml = parts.ml;
     for (int i = threadIdx.x; i < b.n_q * Dim; i += blockDim.x) {
         const int g = i / Dim, d = i % Dim;
         float m_all = -INFINITY;
@@ -62,6 +85,120 @@ __device__ void write_split_partial(const AttentionParams& p, const SplitBlock& 
             part_ml[2 * slot + 1] = l_all;
         }
     }
+}
+
+// A float of the partials: kFromL2 for those other blocks of the same launch wrote
+// (load_f32_l2), plain for a later launch's.
+template <bool kFromL2>
+__device__ __forceinline__ float load_partial(const float* p) {
+    if constexpr (kFromL2)
+        return load_f32_l2(p);
+    else
+        return *p;
+}
+
+// Dim d of a query's output, merged from its n_parts splits' partials, given M, the
+// largest of their maxima:
+//   w_s = 2^(m_s - M),  out = (sum_s w_s o_s) / (sum_s w_s l_s),
+// the splits in order. Against M every split's weight is known up front, so the loads of
+// many splits are in flight at once (the loop unrolled); folded one split at a time into a
+// running partial, as merge_partials does, each split's loads waited on the one before
+// (a round trip to L2 per split: 33 of them a layer for Llama-3.2-1B at depth 4096).
+template <bool kFromL2>
+__device__ float merged_output(const AttentionParams& p, size_t query, int n_parts, float m, int d) {
+    const SplitPartials parts = split_partials(p);
+    const int dim = p.cache.head_dim;
+    const size_t first_slot = query * p.n_splits;
+    // kBatch splits' loads issued before the first is used.
+    constexpr int kBatch = 8;
+    float o = 0.0f, l = 0.0f;
+    for (int first = 0; first < n_parts; first += kBatch) {
+        float m_s[kBatch], l_s[kBatch], o_s[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+            const size_t slot = first_slot + min(first + i, n_parts - 1);
+            m_s[i] = load_partial<kFromL2>(parts.ml + 2 * slot);
+            l_s[i] = load_partial<kFromL2>(parts.ml + 2 * slot + 1);
+            o_s[i] = load_partial<kFromL2>(parts.o + slot * dim + d);
+        }
+        // Selects, not branches: behind a branch the loads above sank into it, one by one.
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+            // Planted: the partials added as if their maxima were equal.
+            const float w = first + i >= n_parts                   ? 0.0f
+                            : planted(PlantedFault::SplitMerge) ? 1.0f
+                                                                : partial_weight(m_s[i], m);
+            const bool empty = w == 0.0f;  // past the last split, or an empty one (its o may be anything)
+            l = empty ? l : l + l_s[i] * w;
+            o = empty ? o : o + o_s[i] * w;
+        }
+    }
+    return l > 0.0f ? o / l : 0.0f;
+}
+
+// Whether the block is the last of its group (row, KV head, query-head chunk: the blocks
+// that differ only in blockIdx.x, the split) to finish its partial, of the n_parts
+// non-empty ones. The pattern of the CUDA Programming Guide's example for __threadfence()
+// (a sum in one pass): every thread's writes of its partial are made visible device-wide
+// (the fence) before one thread takes a ticket from the group's counter; the block that
+// takes the last ticket puts the counter back to 0 for the next launch (the next
+// attention launch begins only after this one has ended), and fences again before it
+// reads the other blocks' partials, from L2 (merged_output<true>).
+__device__ inline bool takes_last_ticket(const AttentionParams& p, int n_parts) {
+    __shared__ int ticket;
+    ER_SHARED_ARRAY(ticket);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int* counter = p.merge_tickets + size_t(blockIdx.z) * gridDim.y + blockIdx.y;
+        ticket = atomicAdd(counter, 1);
+        if (ticket == n_parts - 1) atomicExch(counter, 0);
+    }
+    __syncthreads();
+    const bool last = ticket == n_parts - 1;
+    if (last) __threadfence();
+    return last;
+}
+
+// The merge of the block's group in its last block: warp g takes query head q_head0 + g,
+// its lanes dims lane, lane + 32, ...; the same arithmetic as attention_merge_kernel's.
+template <int Dim>
+__device__ void merge_in_block(const AttentionParams& p, const SplitBlock& b, int n_parts) {
+    static_assert(kSplitWarps >= kSplitMaxGroup, "a warp per query head of the block");
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (warp >= b.n_q) return;
+    const size_t query = size_t(b.row) * p.n_head + b.q_head0 + warp;
+    const SplitPartials parts = split_partials(p);
+    float m = -INFINITY;
+    for (int s = lane; s < n_parts; s += 32) m = fmaxf(m, load_partial<true>(parts.ml + 2 * (query * p.n_splits + s)));
+    m = warp_max(m);
+    for (int d = lane; d < Dim; d += 32)
+        store_float_or_half(p.out, p.out_is_f16, query * Dim + d, merged_output<true>(p, query, n_parts, m, d));
+}
+
+// Whether the block's split holds no keys (it lies past the row's current length); such a
+// block returns at once and no merge counts it. With merge tickets, a row of no keys at
+// all leaves no block to merge it: its split 0 writes the row's output itself, zeros, as
+// attention_merge_kernel does for it.
+__device__ inline bool split_is_empty(const AttentionParams& p, const SplitBlock& b) {
+    if (b.begin < b.end) return false;
+    if (p.merge_tickets && b.split == 0) {
+        const int dim = p.cache.head_dim;
+        for (int i = threadIdx.x; i < b.n_q * dim; i += blockDim.x)
+            store_float_or_half(p.out, p.out_is_f16, (size_t(b.row) * p.n_head + b.q_head0) * dim + i, 0.0f);
+    }
+    return true;
+}
+
+// A split block's end: its partial into the workspace, then with merge tickets the merge
+// of its group if it finished last.
+template <int Dim>
+__device__ void finish_split(const AttentionParams& p, const SplitBlock& b, const float (*warp_o)[kSplitMaxGroup][Dim],
+                             const float (*warp_ml)[kSplitMaxGroup][2]) {
+    write_split_partial<Dim>(p, b, warp_o, warp_ml);
+    if (!p.merge_tickets) return;
+    const int n_parts = merged_splits(p, b.row);
+    if (takes_last_ticket(p, n_parts)) merge_in_block<Dim>(p, b, n_parts);
 }
 
 }  // namespace edgerun::cuda_orin

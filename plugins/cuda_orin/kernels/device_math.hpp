@@ -146,6 +146,17 @@ ER_HD float load_f32(const float* p) {
 #endif
 }
 
+// A float another block of the same launch wrote, read from L2 (ld.global.cg): an SM's
+// L1 is not kept coherent with other SMs' writes, and __ldg's read-only path may hold a
+// stale line. Used after the fences of attention_split.cuh's ticket.
+ER_HD float load_f32_l2(const float* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldcg(p);
+#else
+    return *p;
+#endif
+}
+
 // Asks L2 for the bytes [begin, begin + bytes), one prefetch.global.L2 per 128-byte line
 // they touch; the caller numbered `first` of `stride` takes lines first, first + stride,
 // ... Every address given lies inside the range (a line's first byte in it), so a range

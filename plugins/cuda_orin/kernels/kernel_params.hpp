@@ -310,6 +310,11 @@ struct AttentionParams {
     // Without tiles: the split kernel's blocks on tensor cores (attention_mma.cu) instead
     // of CUDA cores (attention.cu); same grid, workspace and merge.
     int32_t mma = 0;
+    // Without tiles: with these counters (attention_merge_tickets of them, zero before the
+    // first launch, and zero again after each) the split kernel's last block of each row,
+    // KV head and query-head chunk to finish merges that group's splits
+    // (attention_split.cuh), and no merge kernel is launched: one launch fewer a layer.
+    int32_t* merge_tickets = nullptr;
 };
 // The head dims and cache types the split kernel is built for; other attention takes the
 // general row kernel (attention_rows, graph_ops.cu). The tiled kernel takes the same.
@@ -317,9 +322,10 @@ ER_HD bool split_attention_supports(int head_dim, int32_t kv_type) {
     return (head_dim == 64 || head_dim == 128) && (kv_type == kKvF16 || kv_type == kKvQ8);
 }
 
-// Whether an attention launch ends with the merge kernel: the split kernel's always, the
-// tiled one's when it splits (with one split it writes the output itself).
-inline bool attention_merges(const AttentionParams& p) { return !p.tiles || p.n_splits > 1; }
+// Whether an attention launch ends with the merge kernel: the split kernel's unless its
+// blocks merge (merge_tickets), the tiled one's when it splits (with one split it writes
+// the output itself).
+inline bool attention_merges(const AttentionParams& p) { return p.tiles ? p.n_splits > 1 : !p.merge_tickets; }
 
 // Grid of the split kernel for valid params: (n_splits, n_head_kv, query-head chunks x
 // n_rows), of the tiled one (n_splits, n_head_kv, n_tiles); {0,0,0,0} when the params
@@ -336,7 +342,8 @@ inline AttentionGrid plan_attention(const AttentionParams& p) {
         return {0, 0, 0, 0};
     const int group = p.n_head / c.n_head_kv;
     if (p.tiles) {  // a block per split, KV head and tile, all query heads of the KV head
-        if (!p.tile_rows || tiled_attention_rows_per_tile(group) == 0 || p.n_tiles < 1 || p.n_tiles > 65535)
+        if (!p.tile_rows || tiled_attention_rows_per_tile(group) == 0 || p.n_tiles < 1 || p.n_tiles > 65535 ||
+            p.merge_tickets)
             return {0, 0, 0, 0};
         return {p.n_splits, c.n_head_kv, 1, p.n_tiles};
     }

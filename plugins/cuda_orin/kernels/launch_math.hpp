@@ -124,4 +124,12 @@ inline int64_t attention_workspace_floats(int n_head, int head_dim, int n_splits
     return int64_t(n_head) * n_splits * (head_dim + 2);
 }
 
+// Counters the split kernel's merge in its last blocks needs (AttentionParams::
+// merge_tickets): one per row, KV head and chunk of up to kAttentionMaxGroup query heads.
+inline int64_t attention_merge_tickets(int n_head, int n_head_kv, int n_rows) {
+    if (n_head_kv < 1) return 0;
+    const int group = n_head / n_head_kv;
+    return int64_t(n_head_kv) * ((group + kAttentionMaxGroup - 1) / kAttentionMaxGroup) * n_rows;
+}
+
 }  // namespace edgerun::cuda_orin

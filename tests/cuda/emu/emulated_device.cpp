@@ -98,10 +98,10 @@ public:
         if (!report || !*report) return;
         std::fprintf(stderr,
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
-                     "attention launches: %lld split, %lld split on mma, %lld tiled; "
+                     "attention launches: %lld split, %lld split on mma, %lld tiled, %lld merged in their last blocks; "
                      "one-row GEMV launches with several tasks in flight: %lld\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
-                     tiled_attention_, several_in_flight_);
+                     tiled_attention_, merged_in_last_blocks_, several_in_flight_);
     }
     void add_gemm() { ++gemms_; }
     // `l` as plan_gemv left it.
@@ -114,11 +114,14 @@ public:
             several_in_flight_ += l.tasks_in_flight > 1;
         }
     }
-    void add_attention(const AttentionParams& p) { ++(p.tiles ? tiled_attention_ : p.mma ? mma_attention_ : split_attention_); }
+    void add_attention(const AttentionParams& p) {
+        ++(p.tiles ? tiled_attention_ : p.mma ? mma_attention_ : split_attention_);
+        merged_in_last_blocks_ += p.merge_tickets != nullptr;
+    }
 
 private:
     long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0;
-    long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0;
+    long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0;
 };
 
 LaunchCounts& launch_counts() {
