@@ -1,7 +1,9 @@
 // Flash-decode attention benchmark: Qwen3-4B's attention (32 query heads, 8 KV heads,
 // head dim 128) and Llama-3.2-1B's (32/8, head dim 64) at several context lengths, F16
 // against INT8 caches, each by the split kernel on CUDA cores (attention.cu) and on tensor
-// cores (attention_mma.cu, the backend's option mma_attention=1). Bytes counted are
+// cores (attention_mma.cu, the backend's option mma_attention=1), there also with its
+// splits merged by its own last blocks instead of the merge kernel (attention_split.cuh,
+// option attention_merge=last_block). Bytes counted are
 // the bytes the kernel must read: K and V (values and scales) of every cached token of
 // every KV head, the query, and the split partials written and read back.
 #include "bench_common.hpp"
@@ -49,26 +51,38 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
             p.workspace = static_cast<float*>(device_alloc(attention_workspace_floats(n_head, dim, splits) * 4));
             p.out = device_alloc(size_t(n_head) * dim * 4);
             const double bytes = cache_bytes + n_head * dim * 4.0 * 2 + 2.0 * attention_workspace_floats(n_head, dim, splits) * 4;
-            double cuda_core_us = 0.0;
-            for (int mma : {0, 1}) {
+            const size_t ticket_bytes = size_t(attention_merge_tickets(n_head, n_kv, 1)) * 4;
+            int32_t* tickets = static_cast<int32_t*>(device_alloc(ticket_bytes));
+            check(cudaMemset(tickets, 0, ticket_bytes), "tickets");
+            // The kernels: CUDA cores, tensor cores, tensor cores merged in their last blocks.
+            double us_by[3] = {};
+            for (int k = 0; k < 3; ++k) {
+                const bool mma = k > 0, last_blocks = k == 2;
                 p.mma = mma;
+                p.merge_tickets = last_blocks ? tickets : nullptr;
                 const double us = b.time_us(n_layers, b.reps(), [&](int i) {
                     p.cache = layers[i];
                     check(launch_attention(p, b.stream), "attention");
                 });
-                if (type == kKvF16) f16_us[mma] = us;
-                if (!mma) cuda_core_us = us;
+                us_by[k] = us;
+                if (type == kKvF16 && k < 2) f16_us[k] = us;
                 // Each kernel's INT8 row against its own F16 row (issue 18: INT8 >= 1.6x F16),
-                // and the mma rows against the CUDA-core kernel.
-                char vs_f16[64] = "", vs_cuda_cores[64] = "";
-                if (type != kKvF16) std::snprintf(vs_f16, sizeof vs_f16, "%.2fx faster than f16, %d splits", f16_us[mma] / us, splits);
-                if (mma) std::snprintf(vs_cuda_cores, sizeof vs_cuda_cores, "%.2fx the CUDA-core kernel's speed", cuda_core_us / us);
-                const std::string note = std::string(vs_f16) + (*vs_f16 && *vs_cuda_cores ? "; " : "") + vs_cuda_cores;
+                // the mma row against the CUDA-core kernel, the last-block merge against the
+                // merge kernel.
+                char vs_f16[64] = "", vs_other[64] = "";
+                if (type != kKvF16 && k < 2)
+                    std::snprintf(vs_f16, sizeof vs_f16, "%.2fx faster than f16, %d splits", f16_us[k] / us, splits);
+                if (k == 1) std::snprintf(vs_other, sizeof vs_other, "%.2fx the CUDA-core kernel's speed", us_by[0] / us);
+                if (k == 2) std::snprintf(vs_other, sizeof vs_other, "%.2fx the speed with the merge kernel", us_by[1] / us);
+                const std::string note = std::string(vs_f16) + (*vs_f16 && *vs_other ? "; " : "") + vs_other;
                 b.add("attention",
                       std::string(model) + " " + std::to_string(n_head) + "/" + std::to_string(n_kv) + "x" +
                           std::to_string(dim) + " kv " + std::to_string(kv_len),
-                      std::string(type == kKvF16 ? "f16 cache" : "int8 cache") + (mma ? ", mma" : ""), us, bytes, note);
+                      std::string(type == kKvF16 ? "f16 cache" : "int8 cache") + (mma ? ", mma" : "") +
+                          (last_blocks ? ", merged in its last blocks" : ""),
+                      us, bytes, note);
             }
+            cudaFree(tickets);
             for (KvCacheLayer& c : layers) {
                 cudaFree(c.k);
                 cudaFree(c.v);

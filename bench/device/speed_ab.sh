@@ -18,6 +18,10 @@
 #                    round trips is what holds the GEMVs at 19% of the copy peak (unrun on
 #                    a GPU when written, 2026-11-25; the same sums bit for bit on the
 #                    emulation)
+#   attention_merge=last_block
+#                    the split attention's partials merged by its last block of each row
+#                    and head group (a fence and an atomic ticket), no merge kernel: one
+#                    launch a layer fewer (unrun on a GPU when written, 2026-11-25)
 #   activations=q8,stage_x=0
 #                    8-bit x made once by prepare and read in place by every GEMV of it
 #                    (the kernel bench's "q8-prepared", 1.4-1.6x the float path's GB/s,
@@ -62,7 +66,7 @@ if ! probe ""; then
 fi
 echo "$BASE" > $L/base_options; cp $L/base_options /tmp/edgerun_base_options  # for speed_prefill.sh
 TAILN=4
-for opts in "" "gemv_tasks_in_flight=2" "gemv_tasks_in_flight=4" "activations=q8,stage_x=0" \
+for opts in "" "gemv_tasks_in_flight=2" "gemv_tasks_in_flight=4" "attention_merge=last_block" "activations=q8,stage_x=0" \
     "activations=q8,stage_x=0,gemv_tasks_in_flight=4" \
     "activations=q8" "activations=q8,gemv_rows_per_warp=1" "pdl=0" "prefetch=1" "stage_x=0" "graphs=0" \
     "fuse=0" "gemv_rows_per_warp=4"; do
