@@ -20,11 +20,14 @@ TAILN=4 run conf_all_ptx87 120 $B/edgerun-conformance run --candidate $P87 --req
 # compares its sums with the default's bit for bit): the ops and models levels.
 TAILN=4 run conf_in_flight 90 $B/edgerun-conformance run --candidate cuda_orin --candidate-options gemv_tasks_in_flight=4 \
   --levels ops,models --require-full -t 6 --json $L/conf_in_flight.json
-# The splits merged by the split kernel's last blocks (attention_merge=last_block, an
-# option since 2026-11-25, unrun on a GPU when written: a fence and an atomic ticket per
-# block; cuda_kernels_gpu compares its outputs with the merge kernel's bit for bit).
-TAILN=4 run conf_merge_last_block 90 $B/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options attention_merge=last_block --levels ops,models --require-full -t 6 --json $L/conf_merge_last_block.json
+# Two options since 2026-11-25, unrun on a GPU when written, in one run (a failure names
+# its op: ATTENTION or the matrix ops): the splits merged by the split kernel's last
+# blocks (attention_merge=last_block: a fence and an atomic ticket per block;
+# cuda_kernels_gpu compares its outputs with the merge kernel's bit for bit), and every
+# GEMV row split across four warps (gemv_warps_per_row=4).
+TAILN=4 run conf_merge_warps 90 $B/edgerun-conformance run --candidate cuda_orin \
+  --candidate-options attention_merge=last_block,gemv_warps_per_row=4 --levels ops,models --require-full -t 6 \
+  --json $L/conf_merge_warps.json
 # A failure with the defaults: the same without the tiled attention (its first run on
 # hardware) says whether that kernel is the cause, in this call.
 [ $CONF_RC -ne 0 ] && TAILN=4 run conf_all_untiled 120 $B/edgerun-conformance run --candidate cuda_orin \

@@ -18,6 +18,10 @@
 #                    round trips is what holds the GEMVs at 19% of the copy peak (unrun on
 #                    a GPU when written, 2026-11-25; the same sums bit for bit on the
 #                    emulation)
+#   gemv_warps_per_row=4
+#                    every GEMV row split across four warps (the plan splits only where
+#                    rows are too few to fill the GPU): a lane's chain of loads a quarter
+#                    as long, four times the blocks (unrun on a GPU when written)
 #   attention_merge=last_block
 #                    the split attention's partials merged by its last block of each row
 #                    and head group (a fence and an atomic ticket), no merge kernel: one
@@ -66,7 +70,8 @@ if ! probe ""; then
 fi
 echo "$BASE" > $L/base_options; cp $L/base_options /tmp/edgerun_base_options  # for speed_prefill.sh
 TAILN=4
-for opts in "" "gemv_tasks_in_flight=2" "gemv_tasks_in_flight=4" "attention_merge=last_block" "activations=q8,stage_x=0" \
+for opts in "" "gemv_tasks_in_flight=2" "gemv_tasks_in_flight=4" "gemv_warps_per_row=4" "attention_merge=last_block" \
+    "activations=q8,stage_x=0" \
     "activations=q8,stage_x=0,gemv_tasks_in_flight=4" \
     "activations=q8" "activations=q8,gemv_rows_per_warp=1" "pdl=0" "prefetch=1" "stage_x=0" "graphs=0" \
     "fuse=0" "gemv_rows_per_warp=4"; do

@@ -140,6 +140,13 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                                              "' is not 1, 2 or 4");
                 backend->gemv_tasks_in_flight = value[0] - '0';
             }
+            else if (item.substr(0, 19) == "gemv_warps_per_row=") {
+                const std::string_view value = item.substr(19);
+                if (value.size() != 1 || !valid_asked_warps_per_row(value[0] - '0'))
+                    throw Failure(ER_E_INVALID_ARGUMENT, "option gemv_warps_per_row: '" + std::string(value) +
+                                                             "' is not 1, 2, 4 or 8 (0: the plan chooses)");
+                backend->gemv_warps_per_row = value[0] - '0';
+            }
             else if (item == "stage_x=1") backend->stage_x = true;
             else if (item == "stage_x=0") backend->stage_x = false;
             else if (item == "gemm=f16") backend->gemm_f16 = true;
@@ -159,7 +166,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
                                    "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
-                                   "tiled_attention=N, mma_attention=0|1, attention_merge=kernel|last_block, gemv_rows_per_warp=N, gemv_tasks_in_flight=1|2|4, "
+                                   "tiled_attention=N, mma_attention=0|1, attention_merge=kernel|last_block, gemv_rows_per_warp=N, gemv_warps_per_row=N, gemv_tasks_in_flight=1|2|4, "
                                    "profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "
                                    "pdl=0|1, weights=shared|device)");
         }
@@ -170,6 +177,12 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                                      std::to_string(backend->gemv_rows_per_warp) +
                                                      " do not combine: the GEMV that takes several rows a warp loads one "
                                                      "task at a time");
+        if (backend->gemv_warps_per_row > 1 && backend->gemv_rows_per_warp > 1)
+            throw Failure(ER_E_INVALID_ARGUMENT, "options gemv_warps_per_row=" +
+                                                     std::to_string(backend->gemv_warps_per_row) +
+                                                     " and gemv_rows_per_warp=" +
+                                                     std::to_string(backend->gemv_rows_per_warp) +
+                                                     " do not combine: a row split across warps is one row a warp");
         backend->device = open_device(params->device);
         const DeviceDescription& device = backend->device->description();
         if (weights_shared.value_or(false) && !device.host_filled_memory)

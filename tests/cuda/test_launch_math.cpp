@@ -75,6 +75,21 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         CHECK(plan_gemv(in_flight, 132) == 0);
         in_flight.tasks_in_flight = 0;
         CHECK(plan_gemv(in_flight, 132) == 0);
+        // Warps a row asked for (the option gemv_warps_per_row): kept, a row a warp each,
+        // as many blocks as the rows need at 8 / warps rows a block; 3 and 16 refused.
+        GemvLaunch split = l;
+        CHECK(split.warps_per_row == 1);  // the plan's own choice for 9728 rows on 132 SMs
+        for (int warps : {1, 2, 4, 8}) {
+            split.asked_warps_per_row = warps;
+            split.rows_per_warp = 0;
+            CHECK(plan_gemv(split, 132) == 9728 / (8 / warps));
+            CHECK(split.warps_per_row == warps);
+            CHECK(split.rows_per_warp == 1);
+        }
+        for (int warps : {3, 16, -1}) {
+            split.asked_warps_per_row = warps;
+            CHECK(plan_gemv(split, 132) == 0);
+        }
     }
     // Against every R, on every shape: the choice is the cheapest by its own measure.
     for (int sms : {8, 16, 132})

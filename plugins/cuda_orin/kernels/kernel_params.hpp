@@ -90,6 +90,8 @@ inline bool gemv_q8_stage_fits(int n_x_rows, int n_pad) {
 
 inline constexpr int kGemvMaxTasksInFlight = 4;
 inline bool valid_tasks_in_flight(int n) { return n == 1 || n == 2 || n == 4; }
+// GemvLaunch::asked_warps_per_row: 0 (the plan's choice) or a power of two up to a block.
+inline bool valid_asked_warps_per_row(int n) { return n == 0 || n == 1 || n == 2 || n == 4 || n == kGemvWarps; }
 
 // Several outputs sharing one input in one launch; their weight types may differ
 // (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
@@ -130,6 +132,12 @@ struct GemvLaunch {
     // option gemv_tasks_in_flight=N, to compare; a launch of several rows a warp or of
     // several rows of x takes 1. The results are the same.
     int32_t tasks_in_flight = 1;
+    // Warps that share each row (split-K inside a block: 1, 2, 4 or 8). 0: plan_gemv
+    // chooses (choose_warps_per_row: split only when there are too few rows to fill the
+    // GPU); else kept (the backend's option gemv_warps_per_row=N, to compare: more warps a
+    // row are shorter chains of loads a lane, and fewer rows a block). Sums are reduced
+    // in another order, so results differ by float rounding.
+    int32_t asked_warps_per_row = 0;
     // Filled by launch_gemv: split-K width, the first block of each output, and the
     // shared memory the staged rows of x take (0: read in place).
     int32_t warps_per_row = 1;
@@ -164,7 +172,10 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     // warps_per_row depends on the matrices only, never on n_x_rows: the multi-row kernel's
     // sums then split and reduce as the one-row kernel's do.
     const int n_ranges = swiglu ? 1 : launch.n_outputs;
-    launch.warps_per_row = choose_warps_per_row(swiglu ? total_rows / 2 : total_rows, min_tasks, n_sms);
+    if (!valid_asked_warps_per_row(launch.asked_warps_per_row)) return 0;
+    launch.warps_per_row = launch.asked_warps_per_row
+                               ? launch.asked_warps_per_row
+                               : choose_warps_per_row(swiglu ? total_rows / 2 : total_rows, min_tasks, n_sms);
     bool stage = false;
     if (launch.quantize_x) {
         bool any_plain = false;
