@@ -166,7 +166,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
                                    "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
-                                   "tiled_attention=N, mma_attention=0|1, attention_merge=kernel|last_block, gemv_rows_per_warp=N, gemv_warps_per_row=N, gemv_tasks_in_flight=1|2|4, "
+                                   "tiled_attention=N, mma_attention=0|1, attention_merge=kernel|last_block, "
+                                   "gemv_rows_per_warp=N, gemv_warps_per_row=0|1|2|4|8, gemv_tasks_in_flight=1|2|4, "
                                    "profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "
                                    "pdl=0|1, weights=shared|device)");
         }
