@@ -171,19 +171,18 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                    "profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "
                                    "pdl=0|1, weights=shared|device)");
         }
-        if (backend->gemv_tasks_in_flight > 1 && backend->gemv_rows_per_warp > 1)
-            throw Failure(ER_E_INVALID_ARGUMENT, "options gemv_tasks_in_flight=" +
-                                                     std::to_string(backend->gemv_tasks_in_flight) +
-                                                     " and gemv_rows_per_warp=" +
-                                                     std::to_string(backend->gemv_rows_per_warp) +
-                                                     " do not combine: the GEMV that takes several rows a warp loads one "
-                                                     "task at a time");
-        if (backend->gemv_warps_per_row > 1 && backend->gemv_rows_per_warp > 1)
-            throw Failure(ER_E_INVALID_ARGUMENT, "options gemv_warps_per_row=" +
-                                                     std::to_string(backend->gemv_warps_per_row) +
-                                                     " and gemv_rows_per_warp=" +
-                                                     std::to_string(backend->gemv_rows_per_warp) +
-                                                     " do not combine: a row split across warps is one row a warp");
+        // Options with several rows a warp that no GEMV kernel takes: one line naming both.
+        auto refuse_with_rows_per_warp = [&](const char* option, int32_t value, const char* why) {
+            if (value > 1 && backend->gemv_rows_per_warp > 1)
+                throw Failure(ER_E_INVALID_ARGUMENT, std::string("options ") + option + "=" + std::to_string(value) +
+                                                         " and gemv_rows_per_warp=" +
+                                                         std::to_string(backend->gemv_rows_per_warp) +
+                                                         " do not combine: " + why);
+        };
+        refuse_with_rows_per_warp("gemv_tasks_in_flight", backend->gemv_tasks_in_flight,
+                                  "the GEMV that takes several rows a warp loads one task at a time");
+        refuse_with_rows_per_warp("gemv_warps_per_row", backend->gemv_warps_per_row,
+                                  "a row split across warps is one row a warp");
         backend->device = open_device(params->device);
         const DeviceDescription& device = backend->device->description();
         if (weights_shared.value_or(false) && !device.host_filled_memory)

@@ -325,10 +325,7 @@ __global__ void attention_merge_kernel(const AttentionParams p) {
     const int head = blockIdx.x, row = blockIdx.y, d = threadIdx.x;
     const size_t query = size_t(row) * p.n_head + head;
     const int n_parts = merged_splits(p, row);
-    const float* part_ml = split_partials(p).ml;
-    float m = -INFINITY;
-    for (int s = d; s < n_parts; s += blockDim.x) m = fmaxf(m, part_ml[2 * (query * p.n_splits + s)]);
-    m = block_max(m, scratch);
+    const float m = block_max(splits_max<false>(p, query, n_parts, d, blockDim.x), scratch);
     store_float_or_half(p.out, p.out_is_f16, query * p.cache.head_dim + d, merged_output<false>(p, query, n_parts, m, d));
 }
 

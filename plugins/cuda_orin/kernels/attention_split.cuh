@@ -97,6 +97,16 @@ __device__ __forceinline__ float load_partial(const float* p) {
         return *p;
 }
 
+// The largest maximum m_s of a query's splits first, first + step, ... below n_parts
+// (-inf for none): a thread's share of M, which the caller reduces over its threads.
+template <bool kFromL2>
+__device__ float splits_max(const AttentionParams& p, size_t query, int n_parts, int first, int step) {
+    const float* part_ml = split_partials(p).ml;
+    float m = -INFINITY;
+    for (int s = first; s < n_parts; s += step) m = fmaxf(m, load_partial<kFromL2>(part_ml + 2 * (query * p.n_splits + s)));
+    return m;
+}
+
 // Dim d of a query's output, merged from its n_parts splits' partials, given M, the
 // largest of their maxima:
 //   w_s = 2^(m_s - M),  out = (sum_s w_s o_s) / (sum_s w_s l_s),
@@ -168,10 +178,7 @@ __device__ void merge_in_block(const AttentionParams& p, const SplitBlock& b, in
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp >= b.n_q) return;
     const size_t query = size_t(b.row) * p.n_head + b.q_head0 + warp;
-    const SplitPartials parts = split_partials(p);
-    float m = -INFINITY;
-    for (int s = lane; s < n_parts; s += 32) m = fmaxf(m, load_partial<true>(parts.ml + 2 * (query * p.n_splits + s)));
-    m = warp_max(m);
+    const float m = warp_max(splits_max<true>(p, query, n_parts, lane, 32));
     for (int d = lane; d < Dim; d += 32)
         store_float_or_half(p.out, p.out_is_f16, query * Dim + d, merged_output<true>(p, query, n_parts, m, d));
 }

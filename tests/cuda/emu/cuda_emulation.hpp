@@ -2,7 +2,8 @@
 // sources on the host: each thread of a block is a fiber (ucontext), blocks run one
 // after another, and __syncthreads, __syncwarp and warp shuffles are barriers among the
 // fibers. One OS thread runs them all, so the atomics below are plain read-modify-writes
-// and a memory fence has nothing to order. Include it before a kernel source (.cu) compiled as C++.
+// and a memory fence has nothing to order. Include it before a kernel source (.cu)
+// compiled as C++.
 //
 // What a run here shows: the kernels' indexing, reductions, barriers and arithmetic give
 // the right numbers. What it cannot show: speed, memory coalescing, behaviour that
