@@ -9,6 +9,7 @@
 
 #include "device_math.hpp"
 #include "kernel_params.hpp"
+#include "last_block.cuh"
 #include "planted_faults.hpp"
 #include "softmax_merge.hpp"
 #include "warp.cuh"
@@ -146,30 +147,6 @@ __device__ float merged_output(const AttentionParams& p, size_t query, int n_par
     return l > 0.0f ? o / l : 0.0f;
 }
 
-// Whether the block is the last of its group (row, KV head, query-head chunk: the blocks
-// that differ only in blockIdx.x, the split) to finish its partial, of the n_parts
-// non-empty ones. The pattern of the CUDA Programming Guide's example for __threadfence()
-// (a sum in one pass): every thread's writes of its partial are made visible device-wide
-// (the fence) before one thread takes a ticket from the group's counter; the block that
-// takes the last ticket puts the counter back to 0 for the next launch (the next
-// attention launch begins only after this one has ended), and fences again before it
-// reads the other blocks' partials, from L2 (merged_output<true>).
-__device__ inline bool takes_last_ticket(const AttentionParams& p, int n_parts) {
-    __shared__ int ticket;
-    ER_SHARED_ARRAY(ticket);
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int* counter = p.merge_tickets + size_t(blockIdx.z) * gridDim.y + blockIdx.y;
-        ticket = atomicAdd(counter, 1);
-        if (ticket == n_parts - 1) atomicExch(counter, 0);
-    }
-    __syncthreads();
-    const bool last = ticket == n_parts - 1;
-    if (last) __threadfence();
-    return last;
-}
-
 // The merge of the block's group in its last block: warp g takes query head q_head0 + g,
 // its lanes dims lane, lane + 32, ...; the same arithmetic as attention_merge_kernel's.
 template <int Dim>
@@ -205,7 +182,9 @@ __device__ void finish_split(const AttentionParams& p, const SplitBlock& b, cons
     write_split_partial<Dim>(p, b, warp_o, warp_ml);
     if (!p.merge_tickets) return;
     const int n_parts = merged_splits(p, b.row);
-    if (takes_last_ticket(p, n_parts)) merge_in_block<Dim>(p, b, n_parts);
+    // The group: the blocks that differ only in blockIdx.x, the split.
+    int* counter = p.merge_tickets + size_t(blockIdx.z) * gridDim.y + blockIdx.y;
+    if (takes_last_ticket(counter, 1, n_parts)) merge_in_block<Dim>(p, b, n_parts);
 }
 
 }  // namespace edgerun::cuda_orin
