@@ -129,6 +129,11 @@ struct Backend {
     // chunk that finishes last (AttentionParams::merge_tickets): one launch a layer fewer,
     // for a fence and an atomic per block. Off until a GPU measures it.
     bool merge_in_split_kernel = false;
+    // Option rope_append=kernel|gemv: a decode step's per-head norms, RoPE and KV append
+    // done by a launch of their own (rope_append_kernel), or by the Q/K/V GEMV's block that
+    // stores each head's last rows (GemvLaunch::rope_append_tickets): one launch a layer
+    // fewer, the same bits. Off until a GPU measures it.
+    bool rope_append_in_gemv = false;
     // Option gemm=f16 (default) or gemm=f32: the GEMM's inputs. F16 (weights dequantized to
     // halves, x rounded to halves, F32 accumulation) runs on tensor cores; F32 is plain
     // SGEMM, the reference's products to float rounding. The suite's bounds hold for both.

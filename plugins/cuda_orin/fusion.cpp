@@ -103,7 +103,11 @@ AttentionFusion find_attention_fusion(const ValueUse& use, int32_t a) {
     if (use.only_reader(q.source) != q_first_reader || (g.values[q.source].flags & ER_VALUE_INPUT)) return {};
     if (q.norm >= 0 && k.norm >= 0 && g.nodes[q.norm].params.rms_norm.eps != g.nodes[k.norm].params.rms_norm.eps)
         return {};
-    return {q.rope, k.rope, q.norm, k.norm, q.source, k.source};
+    const int32_t v = node.inputs[2];
+    const int32_t qkv = use.producer_of(q.source, ER_OP_MATMUL_MULTI);
+    const bool from_qkv = qkv >= 0 && g.nodes[qkv].n_outputs == 3 && g.nodes[qkv].outputs[0] == q.source &&
+                          g.nodes[qkv].outputs[1] == k.source && g.nodes[qkv].outputs[2] == v;
+    return {q.rope, k.rope, q.norm, k.norm, q.source, k.source, from_qkv ? qkv : -1};
 }
 
 }  // namespace
@@ -121,6 +125,7 @@ Fusions find_fusions(const er_graph& graph) {
         const AttentionFusion attention = find_attention_fusion(use, i);
         if (attention.q_rope < 0) continue;
         f.attention[size_t(i)] = attention;
+        if (attention.qkv >= 0) f.gemv[size_t(attention.qkv)].rope_append = i;
         for (int32_t absorbed : {attention.q_rope, attention.k_rope, attention.q_norm, attention.k_norm})
             if (absorbed >= 0) f.absorbed_by[size_t(absorbed)] = i;
     }

@@ -6,7 +6,9 @@
 //   - GEMV prologue: a one-row MATMUL, MATMUL_MULTI or LOGITS normalises its own input,
 //     doing the whole-row RMS_NORM before it (while staging x, or in `prepare`).
 //   - Decode attention: the ROPEs of q and k and Qwen3's per-head RMS_NORMs before them run
-//     in one rope_append launch with the KV append, q rotated in place.
+//     in one rope_append launch with the KV append, q rotated in place; or (option
+//     rope_append=gemv) in the launch of the Q/K/V MATMUL_MULTI whose three outputs are
+//     the attention's q, k and v before them.
 // Every pattern keeps its unfused path: Plan launches the absorbed nodes whenever the step
 // does not take the fused form (the GEMM path for long steps; SwiGLU, the norm and the
 // attention fusion only for one-row steps; option fuse=0).
@@ -26,6 +28,7 @@ struct GemvFusion {
     int32_t consumer = -1;  // the ADD or SWIGLU node the GEMV absorbs
     int32_t residual = -1;  // kResidual: the ADD's other input, added to each output
     int32_t norm = -1;      // the RMS_NORM node whose work the GEMV's input does, or -1
+    int32_t rope_append = -1;  // the ATTENTION whose rope_append work this Q/K/V GEMV can do, or -1
 };
 
 // Per ATTENTION node (q_rope < 0: nothing fused).
@@ -33,6 +36,7 @@ struct AttentionFusion {
     int32_t q_rope = -1, k_rope = -1;  // the ROPE nodes giving the attention its q and k
     int32_t q_norm = -1, k_norm = -1;  // per-head RMS_NORMs before them, or -1
     int32_t q = -1, k = -1;            // the values rope_append reads (q: rotated in place)
+    int32_t qkv = -1;                  // the MATMUL_MULTI whose outputs 0, 1, 2 are q, k and v, or -1
 };
 
 struct Fusions {

@@ -62,8 +62,9 @@ std::string LaunchKind::label() const {
     }
     if (kernel != Kernel::gemv) return entry_name(kernel);
     char text[96];
-    std::snprintf(text, sizeof text, "gemv %d->%lld, %d output%s, %d row%s", width, static_cast<long long>(out_rows),
-                  outputs, outputs == 1 ? "" : "s", x_rows, x_rows == 1 ? "" : "s");
+    std::snprintf(text, sizeof text, "gemv %d->%lld, %d output%s, %d row%s%s", width, static_cast<long long>(out_rows),
+                  outputs, outputs == 1 ? "" : "s", x_rows, x_rows == 1 ? "" : "s",
+                  rope_appended ? " + rope_append" : "");
     return text;
 }
 
@@ -72,6 +73,7 @@ LaunchKind gemv_kind(const GemvLaunch& launch) {
     kind.x_rows = launch.n_x_rows;
     kind.outputs = launch.n_outputs;
     kind.width = launch.x.n;
+    kind.rope_appended = launch.rope_append_tickets != nullptr;
     const uint64_t rows_of_x = uint64_t(std::max(launch.n_x_rows, 1));
     // x once per launch: floats, or bytes and a float scale per 32 (activation.hpp).
     kind.bytes = rows_of_x * (launch.x.q8.q ? uint64_t(launch.x.n_pad) / 32 * (32 + 4) : uint64_t(launch.x.n_pad) * 4);

@@ -34,6 +34,7 @@ struct LaunchKind {
     int32_t x_rows = 0, outputs = 0, width = 0;  // GEMV only: rows of x, outputs, row length
     int64_t out_rows = 0;                        // GEMV only: rows of all outputs together
     bool merged = false;                         // attention only: its splits merged by a second kernel
+    bool rope_appended = false;                  // GEMV only: it does rope_append's work too
     // The bytes this launch must move at least (GEMV: weights, x and y; attention: the
     // keys and values it reads, q and out), from which the table's GB/s; 0 for the small
     // kernels not counted. Not part of the key: an attention launch's grows with the cache.
@@ -44,8 +45,8 @@ struct LaunchKind {
     int32_t kernels() const { return merged ? 2 : 1; }
     std::string label() const;
     bool operator<(const LaunchKind& o) const {
-        return std::tie(kernel, x_rows, outputs, width, out_rows, merged) <
-               std::tie(o.kernel, o.x_rows, o.outputs, o.width, o.out_rows, o.merged);
+        return std::tie(kernel, x_rows, outputs, width, out_rows, merged, rope_appended) <
+               std::tie(o.kernel, o.x_rows, o.outputs, o.width, o.out_rows, o.merged, o.rope_appended);
     }
 };
 

@@ -34,7 +34,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
         values_[v] = {graph.values[v].type, graph.values[v].flags, graph.values[v].width, nullptr, nullptr, 0};
 
     // Each weight must be held in the form its node reads.
-    int32_t max_heads = 0, tile_rows = kTiledAttentionVectors;
+    int32_t max_heads = 0, max_rope_heads = 0, tile_rows = kTiledAttentionVectors;
     int64_t ticket_groups = 0;  // the most merge tickets one row of an attention launch takes
     bool split_attention = false, row_attention = false;
     uint64_t max_matmul_floats = 0;  // the largest MATMUL weight, rows x cols
@@ -69,6 +69,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
             case ER_OP_ATTENTION: {
                 const er_attention_params& a = node.params.attention;
                 max_heads = std::max(max_heads, a.n_head);
+                max_rope_heads = std::max(max_rope_heads, a.n_head + a.n_head_kv);
                 ticket_groups = std::max(ticket_groups, attention_merge_tickets(a.n_head, a.n_head_kv, 1));
                 const bool split = takes_split_attention(a, ctx.params.kv_type);
                 split_attention |= split;
@@ -103,6 +104,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const Backend& backend = *ctx.model->backend;
     const uint64_t ticket_bytes =
         split_attention && backend.merge_in_split_kernel ? uint64_t(ticket_groups) * uint64_t(max_tokens_) * 4 : 0;
+    // The Q/K/V GEMV's tickets (option rope_append=gemv), likewise one set for every layer.
+    const uint64_t rope_ticket_bytes = split_attention && backend.rope_append_in_gemv ? uint64_t(max_rope_heads) * 4 : 0;
     // The general row kernel's scores: every row's against the whole context.
     const uint64_t score_bytes = row_attention ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
     // GEMV input: prepared rows of x, as many as one GEMV launch multiplies.
@@ -123,7 +126,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t gemm_value_bytes = backend.gemm_f16 ? 2 : 4;
     const uint64_t gemm_x_bytes =
         gemm_tile_floats_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
-    const uint64_t fixed = act_bytes + split_bytes + ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
+    const uint64_t fixed = act_bytes + split_bytes + ticket_bytes + rope_ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
                            gemm_tile_floats_ * gemm_value_bytes + gemm_x_bytes;
     fusions_ = find_fusions(graph);
     // Checks values + fixed before allocating.
@@ -137,6 +140,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     }
     if (split_bytes) split_workspace_ = DeviceBuffer(device_, split_bytes);
     if (ticket_bytes) merge_tickets_ = DeviceBuffer(device_, ticket_bytes);  // zero-filled, as the kernels need
+    if (rope_ticket_bytes) rope_append_tickets_ = DeviceBuffer(device_, rope_ticket_bytes);  // zero-filled too
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
     if (gemm_tile_floats_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_floats_ * gemm_value_bytes);
     if (gemm_x_bytes) gemm_x_ = DeviceBuffer(device_, gemm_x_bytes);

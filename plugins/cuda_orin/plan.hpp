@@ -59,6 +59,9 @@ private:
     bool epilogue_fused(size_t matmul, int32_t n) const;  // the MATMUL at `matmul` runs with its consumer
     const float* norm_fused(size_t matmul, int32_t n, float* eps) const;  // its RMS_NORM's weight, or null
     bool rope_append_fused(size_t attention, int32_t n) const;
+    // Whether that work is done by the attention's Q/K/V GEMV (option rope_append=gemv).
+    bool rope_append_in_gemv(size_t attention, int32_t n) const;
+    RopeAppendParams rope_append_params(size_t attention) const;
     // KV splits of the split attention in a step of n rows: the rows share the splits a
     // decode step takes, so the workspace stays within n_splits_ + max_tokens_ per head.
     int32_t attention_splits(int32_t n) const { return std::max(1, (n_splits_ + n - 1) / n); }
@@ -84,7 +87,8 @@ private:
     // residual: added to output 0 (rows of its width); epilogue: GemvLaunch's.
     void gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
                    const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
-                   const int32_t* row_index, const float* residual = nullptr, int32_t epilogue = kEpilogueStore);
+                   const int32_t* row_index, const float* residual = nullptr, int32_t epilogue = kEpilogueStore,
+                   const RopeAppendParams* rope_append = nullptr);
     const DeviceWeight& weight(int32_t index) const { return ctx_.model->weights[size_t(index)]; }
 
     Context& ctx_;
@@ -127,8 +131,8 @@ private:
     int32_t gemv_slots_ = 1;
     int64_t max_gemv_width_ = 0;
     // Attention scratch: the split kernel's partials and merge tickets, the row kernel's
-    // scores.
-    DeviceBuffer split_workspace_, merge_tickets_, scores_;
+    // scores; the Q/K/V GEMV's tickets for rope_append=gemv (one a head).
+    DeviceBuffer split_workspace_, merge_tickets_, scores_, rope_append_tickets_;
     // The matrix-matrix path's tile of dequantized weight rows (none: steps keep the GEMV).
     static constexpr uint64_t kGemmTileFloats = uint64_t(16) << 20;  // values: 64 MiB of floats
     static constexpr int64_t kGemmTileRowMultiple = 128;  // matmul_by_gemm's tiles after the first

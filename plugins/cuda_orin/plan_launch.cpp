@@ -14,7 +14,8 @@ bool Plan::takes_gemm(int32_t n) const {
 
 // The fused forms: GEMV epilogues on the GEMV path, SwiGLU's for one row only (the
 // multi-row kernel has none); the norm prologue for one-row GEMVs (the stage of the
-// one-row kernel, or prepare); rope_append for the one-row split attention.
+// one-row kernel, or prepare); rope_append for the one-row split attention, launched or
+// (option rope_append=gemv) done by the Q/K/V GEMV.
 bool Plan::epilogue_fused(size_t matmul, int32_t n) const {
     const GemvFusion::Kind kind = fusions_.gemv[matmul].kind;
     return ctx_.model->backend->fuse && kind != GemvFusion::kNone && !takes_gemm(n) &&
@@ -43,6 +44,36 @@ int32_t Plan::tiled_splits(int32_t n) const {
 bool Plan::rope_append_fused(size_t attention, int32_t n) const {
     return ctx_.model->backend->fuse && fusions_.attention[attention].q_rope >= 0 && n == 1 &&
            takes_split_attention(nodes_[attention].params.attention, ctx_.params.kv_type);
+}
+
+bool Plan::rope_append_in_gemv(size_t attention, int32_t n) const {
+    return ctx_.model->backend->rope_append_in_gemv && fusions_.attention[attention].qkv >= 0 &&
+           rope_append_fused(attention, n) && !takes_gemm(n);
+}
+
+RopeAppendParams Plan::rope_append_params(size_t attention) const {
+    const AttentionFusion& f = fusions_.attention[attention];
+    const er_node& node = nodes_[attention];
+    const KvLayerAllSeqs& cache = ctx_.layers[size_t(node.layer)];
+    RopeAppendParams p;
+    p.q = values_[f.q].f32;  // rotated in place, then read by the attention
+    p.n_head = node.params.attention.n_head;
+    p.k = values_[f.k].f32;
+    p.v = values_[node.inputs[2]].f32;
+    auto norm_weight = [&](int32_t norm) {
+        return norm >= 0 ? weight(nodes_[size_t(norm)].weights[0]).floats.as<float>() : nullptr;
+    };
+    p.q_norm = norm_weight(f.q_norm);
+    p.k_norm = norm_weight(f.k_norm);
+    const int32_t any_norm = f.q_norm >= 0 ? f.q_norm : f.k_norm;
+    if (any_norm >= 0) p.norm_eps = nodes_[size_t(any_norm)].params.rms_norm.eps;
+    p.rope = rope_config(nodes_[size_t(f.q_rope)]);
+    p.pos = device_rows_.pos;
+    p.cache = cache.layer;
+    p.seq = device_rows_.seq;
+    p.seq_stride_values = cache.seq_stride_values;
+    p.seq_stride_scales = cache.seq_stride_scales;
+    return p;
 }
 
 bool Plan::absorbed(size_t index, int32_t n) const {
@@ -140,7 +171,8 @@ void Plan::launch_node(size_t index, int32_t n) {
 // kQ8ActivationsMinRows outputs still read float x (see there).
 void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
                      const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
-                     const int32_t* row_index, const float* residual, int32_t epilogue) {
+                     const int32_t* row_index, const float* residual, int32_t epilogue,
+                     const RopeAppendParams* rope_append) {
     const int64_t width = in.width;
     const int32_t n_pad = padded_length(int32_t(width));
     int64_t out_rows = 0;
@@ -198,6 +230,10 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
             g.out[j].y_row_stride = weights[j]->rows;
         }
         if (residual) g.out[0].residual = residual + int64_t(first) * weights[0]->rows;
+        if (rope_append) {  // one row: one group
+            g.rope_append = *rope_append;
+            g.rope_append_tickets = rope_append_tickets_.as<int32_t>();
+        }
         device_.gemv(g);
     }
 }
@@ -288,6 +324,12 @@ void Plan::launch_matmul(size_t index, int32_t n) {
         outs.push_back(values_[node.outputs[k]].f32);
     }
     const GemvInput in = gemv_input(index, n);
+    if (const int32_t attention = fusions_.gemv[index].rope_append;
+        attention >= 0 && rope_append_in_gemv(size_t(attention), n)) {
+        const RopeAppendParams rope_append = rope_append_params(size_t(attention));
+        gemv_rows(in, weights, biases, outs, n, nullptr, nullptr, kEpilogueStore, &rope_append);
+        return;
+    }
     if (!epilogue_fused(index, n)) {
         gemv_rows(in, weights, biases, outs, n, nullptr);
         return;
@@ -310,8 +352,8 @@ void Plan::launch_logits(size_t index, int32_t n) {
 }
 
 // A step's attention: first its keys and values into the cache, by rope_append (one-row
-// steps, with the norms and RoPEs fused; fusion.hpp) or kv_append (the graph's own nodes
-// ran before); then the split flash-decode kernel over every row (each row's sequence and
+// steps, with the norms and RoPEs fused; fusion.hpp; with rope_append=gemv the Q/K/V GEMV
+// did it) or kv_append (the graph's own nodes ran before); then the split flash-decode kernel over every row (each row's sequence and
 // causal length read from the device row table, so a captured step serves any sequence;
 // on tensor cores with option mma_attention=1; its splits merged by a second kernel, or
 // with attention_merge=last_block by its own last blocks), in steps of tiled_attention
@@ -325,28 +367,8 @@ void Plan::launch_attention(size_t index, int32_t n) {
     const float* q = values_[node.inputs[0]].f32;
     float* out = values_[node.outputs[0]].f32;
     if (rope_append_fused(index, n)) {
-        const AttentionFusion& f = fusions_.attention[index];
-        const er_node& rope = nodes_[size_t(f.q_rope)];
-        RopeAppendParams p;
-        p.q = values_[f.q].f32;  // rotated in place, then read by the attention below
-        p.n_head = a.n_head;
-        p.k = values_[f.k].f32;
-        p.v = values_[node.inputs[2]].f32;
-        auto norm_weight = [&](int32_t norm) {
-            return norm >= 0 ? weight(nodes_[size_t(norm)].weights[0]).floats.as<float>() : nullptr;
-        };
-        p.q_norm = norm_weight(f.q_norm);
-        p.k_norm = norm_weight(f.k_norm);
-        const int32_t any_norm = f.q_norm >= 0 ? f.q_norm : f.k_norm;
-        if (any_norm >= 0) p.norm_eps = nodes_[size_t(any_norm)].params.rms_norm.eps;
-        p.rope = rope_config(rope);
-        p.pos = device_rows_.pos;
-        p.cache = cache.layer;
-        p.seq = device_rows_.seq;
-        p.seq_stride_values = cache.seq_stride_values;
-        p.seq_stride_scales = cache.seq_stride_scales;
-        device_.rope_append(p);
-        q = p.q;
+        q = values_[fusions_.attention[index].q].f32;  // rotated in place
+        if (!rope_append_in_gemv(index, n)) device_.rope_append(rope_append_params(index));
     } else {
         KvAppendParams append;
         append.k = values_[node.inputs[1]].f32;

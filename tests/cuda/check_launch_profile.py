@@ -2,7 +2,8 @@
 """cuda_orin's launch count and option profile=1, on the emulated device.
 
 Runs `edgerun` on a model of --layers layers: with profile=1 (a few tokens; also with
-activations=q8, with fuse=0 and with attention_merge=last_block) and without (one
+activations=q8, with fuse=0, with attention_merge=last_block and with that and
+rope_append=gemv) and without (one
 token), and checks what the plan logs
 when it ends:
   - the profile's tables: every launch kind's total time > 0, its time per step and share
@@ -15,7 +16,8 @@ when it ends:
     rope_append and no kv_append, RoPE, RMSNorm or elementwise launch, so 7 launches per
     layer (Q/K/V, rope_append, split attention and its merge, O, gate/up, down) plus the
     embedding and the logits, with either form of x; 6 with attention_merge=last_block
-    (no merge kernel); with fuse=0 one kv_append per layer and no rope_append;
+    (no merge kernel), 5 with rope_append=gemv too (the Q/K/V GEMV, labelled
+    "+ rope_append", does its work); with fuse=0 one kv_append per layer and no rope_append;
   - the bytes each launch must move (GEMVs and attention; other kinds show "-"): the rows'
     MB per step add up to the "bytes per step" line, and a decode step's GEMVs move the
     model's weights once, plus x and y (the model's embedding is tied, so every weight but
@@ -96,7 +98,7 @@ def check_bytes(kind, rows, step_mb, weight_bytes, output):
                  f"{weight_bytes} bytes (each matrix once, plus x and y)", output)
 
 
-def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output, merge_kernel=True):
+def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output, merge_kernel=True, rope_in_gemv=False):
     where = f"{kind} table"
     if total is None or not rows:
         fail(f"{where}: no rows or no 'launches per step' line", output)
@@ -122,16 +124,22 @@ def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output, me
     if not gemv:
         fail(f"{where}: no gemv launches", output)
     decode_fused = kind == "decode" and fused
-    appends = {"kv_append": 0 if decode_fused else layers, "rope_append": layers if decode_fused else 0}
+    rope_appends = layers if decode_fused and not rope_in_gemv else 0
+    in_gemv = layers if decode_fused and rope_in_gemv else 0
+    appends = {"kv_append": 0 if decode_fused else layers, "rope_append": rope_appends}
     for label, expected in appends.items():
         if count(label) != expected:
             fail(f"{where}: {count(label)} {label} launches per step for {layers} layers, expected {expected} "
                  f"({'fused' if fused else 'fuse=0'})", output)
+    gemv_appends = sum(n for label, n in gemv.items() if label.endswith(" + rope_append"))
+    if gemv_appends != in_gemv:
+        fail(f"{where}: {gemv_appends} Q/K/V GEMVs doing rope_append per step for {layers} layers, "
+             f"expected {in_gemv}", output)
     if decode_fused:
         unfused = {label: count(label) for label in ("rms_norm", "rope_rows", "elementwise") if count(label)}
         if unfused:
             fail(f"{where}: launches a fused decode step should not make: {unfused}", output)
-        per_layer = 7 if merge_kernel else 6
+        per_layer = 5 + merge_kernel + (not rope_in_gemv)
         if total != per_layer * layers + 2:
             fail(f"{where}: {total} launches per fused decode step, not {per_layer} per layer + 2", output)
     # Every step's attention takes the split kernel (head dim 128, F16 cache), on tensor
@@ -158,14 +166,16 @@ def main():
     ap.add_argument("--tokens", type=int, default=2)
     args = ap.parse_args()
 
-    for options, q8, fused, merge_kernel in (("profile=1,activations=q8", True, True, True),
-                                             ("profile=1,fuse=0", False, False, True),
-                                             ("profile=1,attention_merge=last_block", False, True, False)):
+    for options, q8, fused, merge_kernel, rope_in_gemv in (
+            ("profile=1,activations=q8", True, True, True, False),
+            ("profile=1,fuse=0", False, False, True, False),
+            ("profile=1,attention_merge=last_block", False, True, False, False),
+            ("profile=1,rope_append=gemv,attention_merge=last_block", False, True, False, True)):
         other = run(args, options, args.tokens)
         if not any(t[0] == "decode" for t in parse_tables(other)):
             fail(f"no decode table in the profiled run's output with {options}", other)
         for table in parse_tables(other):
-            check_table(*table, args.layers, q8, fused, other, merge_kernel)
+            check_table(*table, args.layers, q8, fused, other, merge_kernel, rope_in_gemv)
 
     output = run(args, "profile=1", args.tokens)
     tables = parse_tables(output)

@@ -10,6 +10,118 @@
 
 namespace edgerun::cuda_orin::testing {
 
+// The Q/K/V GEMV that also does rope_append's work (GemvLaunch::rope_append_tickets)
+// against the GEMV and then rope_append_kernel: q rotated, k and v as projected, and the
+// whole cache, bit for bit, at two positions one launch after the other (the second
+// finds the tickets the first left); every ticket back at 0 after each. `vary` sets the
+// GEMV's shape (warps a row, rows a warp, tasks in flight), so that heads end inside
+// blocks, span several blocks or share one.
+struct RopeInGemvCase {
+    RopeCase rope;  // its pos and pos + 1 are the two launches' positions
+    int n_cols;
+    int32_t q_type, kv_type_of_weights;
+    const char* shape;  // what `vary` does, for the report
+};
+template <class Vary>
+inline void check_rope_append_in_gemv(DeviceApi& api, const Report& report, const RopeInGemvCase& c, Vary vary,
+                                      uint32_t seed) {
+    std::mt19937 rng(seed);
+    const RopeCase& rc = c.rope;
+    const int dim = rc.dim, nq = rc.n_head * dim, nkv = rc.n_head_kv * dim;
+    const TestMatrix wq = make_device_matrix(api, c.q_type, nq, c.n_cols, rng);
+    const TestMatrix wk = make_device_matrix(api, c.kv_type_of_weights, nkv, c.n_cols, rng);
+    const TestMatrix wv = make_device_matrix(api, c.kv_type_of_weights, nkv, c.n_cols, rng);
+    auto norm_weight = [&] {
+        std::vector<float> w = random_vector(dim, rng, 0.2f);
+        for (float& e : w) e += 1.0f;
+        return api.upload_vector(w);
+    };
+    std::vector<float> factors(rc.n_rot / 2);
+    std::uniform_real_distribution<float> uf(1.0f, 4.0f);
+    for (float& f : factors) f = uf(rng);
+    int32_t* pos = api.upload_vector(std::vector<int32_t>{rc.pos});
+
+    // The two paths' launches, alike but for their outputs, caches and the tickets.
+    RopeAppendParams r;
+    r.n_head = rc.n_head;
+    if (rc.qk_norm) {
+        r.q_norm = norm_weight();
+        r.k_norm = norm_weight();
+    }
+    r.rope = {rc.mode, dim, rc.n_rot, rope_theta_scale(10000.0f, rc.n_rot), 0.75f,
+              rc.freq_factors ? api.upload_vector(factors) : nullptr};
+    r.pos = pos;
+    GemvLaunch g;
+    g.n_outputs = 3;
+    g.out[0].w = wq.view;
+    g.out[1].w = wk.view;
+    g.out[2].w = wv.view;
+    vary(g);
+    struct Path {
+        RopeAppendParams r;
+        GemvLaunch g;
+    } paths[2];
+    const size_t value_bytes = kv_values_bytes(alloc_cache(api, rc.kv_type, rc.n_head_kv, rc.n_ctx, dim));
+    for (Path& path : paths) {
+        path.r = r;
+        path.r.q = static_cast<float*>(api.alloc(size_t(nq) * 4));
+        path.r.k = static_cast<float*>(api.alloc(size_t(nkv) * 4));
+        path.r.v = static_cast<float*>(api.alloc(size_t(nkv) * 4));
+        path.r.cache = alloc_cache(api, rc.kv_type, rc.n_head_kv, rc.n_ctx, dim);
+        const std::vector<uint8_t> sentinel(value_bytes, 0x5A);
+        api.upload(path.r.cache.k, sentinel.data(), value_bytes);
+        api.upload(path.r.cache.v, sentinel.data(), value_bytes);
+        path.g = g;
+        path.g.out[0].y = path.r.q;
+        path.g.out[1].y = const_cast<float*>(path.r.k);
+        path.g.out[2].y = const_cast<float*>(path.r.v);
+    }
+    int32_t* tickets = static_cast<int32_t*>(api.alloc(size_t(rc.n_head + rc.n_head_kv) * 4));
+    paths[1].g.rope_append = paths[1].r;
+    paths[1].g.rope_append_tickets = tickets;
+
+    auto bytes = [&](const void* d, size_t n) { return api.download_vector(static_cast<const uint8_t*>(d), n); };
+    char name[220];
+    std::snprintf(name, sizeof name, "rope_append in the Q/K/V GEMV %s/%s %dx%d %s dim %d rot %d%s%s %s, %s",
+                  weight_type_name(c.q_type), weight_type_name(c.kv_type_of_weights), nq, c.n_cols,
+                  rc.mode == kRopeNeox ? "neox" : "normal", dim, rc.n_rot, rc.freq_factors ? " factors" : "",
+                  rc.qk_norm ? " qk-norm" : "", kv_name(rc.kv_type), c.shape);
+    for (int step = 0; step < 2; ++step) {
+        std::vector<float> x = random_vector(c.n_cols, rng, 2.0f);
+        const DeviceActivation a = prepare_on_device(api, x, false);
+        const int32_t at = rc.pos + step;
+        api.upload(pos, &at, 4);
+        for (Path& path : paths) path.g.x = a.view;
+        api.gemv(paths[0].g);
+        api.rope_append(paths[0].r);
+        api.gemv(paths[1].g);
+        const std::string what = std::string(name) + ", position " + std::to_string(at);
+        const int sizes[3] = {nq, nkv, nkv};
+        const void* outs[2][3] = {{paths[0].r.q, paths[0].r.k, paths[0].r.v}, {paths[1].r.q, paths[1].r.k, paths[1].r.v}};
+        const char* names[3] = {"q (rotated)", "k", "v"};
+        for (int i = 0; i < 3; ++i)
+            report({what + ": " + names[i] + " largest difference",
+                    largest_difference(read_output(api, outs[1][i], sizes[i], false),
+                                       read_output(api, outs[0][i], sizes[i], false)),
+                    0.0});
+        int differing = 0;
+        const KvCacheLayer &c0 = paths[0].r.cache, &c1 = paths[1].r.cache;
+        const std::pair<const void*, const void*> planes[] = {{c0.k, c1.k}, {c0.v, c1.v}, {c0.k_scales, c1.k_scales},
+                                                              {c0.v_scales, c1.v_scales}};
+        for (int i = 0; i < 4; ++i) {
+            const size_t n = i < 2 ? value_bytes : kv_scales_bytes(c0);
+            if (n == 0) continue;
+            const std::vector<uint8_t> b0 = bytes(planes[i].first, n), b1 = bytes(planes[i].second, n);
+            for (size_t j = 0; j < n; ++j) differing += b0[j] != b1[j];
+        }
+        report({what + ": cache bytes differing", double(differing), 0.0});
+        const std::vector<int32_t> left = api.download_vector(tickets, size_t(rc.n_head + rc.n_head_kv));
+        report({what + ": tickets not back at 0",
+                double(std::count_if(left.begin(), left.end(), [](int32_t t) { return t != 0; })), 0.0});
+    }
+    api.reset();
+}
+
 struct DecodeShape {
     int n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab, steps;
 };

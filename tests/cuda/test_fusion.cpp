@@ -199,6 +199,14 @@ TEST_CASE("Decode attention: per-head norms and RoPEs of q and k run in rope_app
     CHECK(shared_norm.k_rope == 22);
     CHECK(shared_norm.k_norm == -1);
     CHECK(shared_norm.k == 31);
+    // rope_append=gemv: the Q/K/V GEMV whose outputs are q, k and v before the chains.
+    CHECK(qwen3.qkv == 0);
+    CHECK(llama.qkv == 6);
+    CHECK(shared_norm.qkv == -1);  // k comes from the norm, not from the GEMV
+    CHECK(f.gemv[0].rope_append == 5);
+    CHECK(f.gemv[6].rope_append == 9);
+    CHECK(f.gemv[10].rope_append == -1);
+    CHECK(f.gemv[19].rope_append == -1);
     for (size_t i = 0; i < nodes.size(); ++i) {
         CAPTURE(i);
         const int32_t by = i >= 1 && i <= 4 ? 5 : i == 7 || i == 8 ? 9 : i == 21 || i == 22 ? 23 : -1;
@@ -213,4 +221,32 @@ TEST_CASE("Decode attention: per-head norms and RoPEs of q and k run in rope_app
     CHECK(extended[10] == 9);
     CHECK(extended[31] == 24);  // read by the ADD after the attention anyway
     CHECK(extended[15] == 14);  // not fused
+}
+
+TEST_CASE("rope_append in the Q/K/V GEMV: only when one GEMV's outputs 0, 1, 2 are q, k and v") {
+    const int32_t hd = 16;
+    const std::vector<er_node> nodes = {
+        // v from a GEMV of its own.
+        graph_node(ER_OP_MATMUL_MULTI, {0}, {1, 2}),  // 0
+        graph_node(ER_OP_MATMUL, {0}, {3}),           // 1
+        rope(1, 4, hd),                               // 2
+        rope(2, 5, hd),                               // 3
+        attention(4, 5, 3, 6, hd),                    // 4
+        // The outputs in the order k, q, v.
+        graph_node(ER_OP_MATMUL_MULTI, {6}, {7, 8, 9}),  // 5
+        rope(8, 10, hd),                                 // 6
+        rope(7, 11, hd),                                 // 7
+        attention(10, 11, 9, 12, hd),                    // 8
+    };
+    std::vector<er_value_desc> values(13, er_value_desc{ER_VALUE_F32, 0, 64});
+    values[0].flags = ER_VALUE_INPUT;
+    values[12].flags = ER_VALUE_OUTPUT;
+    const er_graph graph{sizeof(er_graph), 1, int32_t(nodes.size()), nodes.data(), int32_t(values.size()), values.data()};
+    const Fusions f = find_fusions(graph);
+    for (int32_t a : {4, 8}) {
+        CAPTURE(a);
+        CHECK(f.attention[size_t(a)].q_rope >= 0);  // the RoPEs still run in rope_append
+        CHECK(f.attention[size_t(a)].qkv == -1);
+    }
+    for (const GemvFusion& g : f.gemv) CHECK(g.rope_append == -1);
 }

@@ -59,7 +59,7 @@ public:
         emulated::gemv(l, blocks);
     }
     void rope_append(const RopeAppendParams& p) override {
-        REQUIRE(valid(p));
+        REQUIRE(valid_rope_append(p));
         emulated::rope_append(p);
     }
     void attention(const AttentionParams& p) override {
@@ -214,6 +214,28 @@ TEST_CASE("emulated: RoPE and KV append, both modes, both caches") {
             check_rope_append(dev, doctest_report(), {4, 2, 64, 64, mode, false, false, kv, 5, 9}, seed++);
             check_rope_append(dev, doctest_report(), {2, 1, 128, 64, mode, true, true, kv, 130, 131}, seed++);
         }
+}
+
+TEST_CASE("emulated: rope_append in the Q/K/V GEMV's last blocks, bit for bit") {
+    EmulatedDevice dev;
+    uint32_t seed = 75;
+    // Heads of 64 rows: 8 rows a block (the plan's or asked), 24 (three rows a warp: heads
+    // end inside blocks), one (eight warps a row); heads of 128 with partial rotation.
+    const RopeCase qwen_like{4, 2, 64, 64, kRopeNeox, false, true, kKvF16, 5, 9};
+    const RopeCase llama_like{3, 1, 128, 64, kRopeNormal, true, false, kKvQ8, 130, 132};
+    check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "the plan's shape"}, [](GemvLaunch&) {}, seed++);
+    check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "one warp a row"},
+                              [](GemvLaunch& g) { g.asked_warps_per_row = 1; }, seed++);
+    check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "three rows a warp"},
+                              [](GemvLaunch& g) { g.asked_warps_per_row = 1, g.rows_per_warp = 3; }, seed++);
+    check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "eight warps a row"},
+                              [](GemvLaunch& g) { g.asked_warps_per_row = 8; }, seed++);
+    for (int32_t kv : {kKvF16, kKvQ8}) {
+        RopeCase rc = llama_like;
+        rc.kv_type = kv;
+        check_rope_append_in_gemv(dev, doctest_report(), {rc, 96, kQ8_0, kQ5_0, "two tasks in flight"},
+                                  [](GemvLaunch& g) { g.tasks_in_flight = 2; }, seed++);
+    }
 }
 
 TEST_CASE("emulated: split flash-decode attention against a double softmax") {

@@ -105,6 +105,70 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
             }
 }
 
+TEST_CASE("GEMV doing rope_append: outputs q, k and v of its RopeAppendParams, one row of x, the store epilogue") {
+    // Qwen3-4B's Q/K/V: 32 query heads and 8 KV heads of 128.
+    alignas(256) static uint8_t plane[256], cache[256];
+    static float x[2560], q[4096], k[1024], v[1024];
+    static int32_t pos, tickets[40];
+    GemvLaunch l;
+    l.x.f = x;
+    l.x.n = l.x.n_pad = 2560;
+    l.n_outputs = 3;
+    float* ys[3] = {q, k, v};
+    for (int i = 0; i < 3; ++i) {
+        l.out[i].w.type = kQ4_K;
+        l.out[i].w.n_rows = i == 0 ? 4096 : 1024;
+        l.out[i].w.n_cols = 2560;
+        l.out[i].w.blocks_per_row = 10;
+        l.out[i].w.plane[0] = plane;
+        l.out[i].y = ys[i];
+    }
+    RopeAppendParams& r = l.rope_append;
+    r.q = q;
+    r.k = k;
+    r.v = v;
+    r.n_head = 32;
+    r.rope = {kRopeNeox, 128, 128, rope_theta_scale(1e6f, 128), 1.0f, nullptr};
+    r.pos = &pos;
+    r.cache = {kKvF16, cache, cache, nullptr, nullptr, 4096, 8, 128};
+    l.rope_append_tickets = tickets;
+    GemvLaunch planned = l;
+    CHECK(plan_gemv(planned, 132) == 768);  // 6144 rows, 8 a block
+    CHECK(planned.x_stage_bytes == 2560 * 4 + 2560 / 16 * 4);
+    CHECK(planned.shared_bytes == planned.x_stage_bytes);  // the stage holds a head's row
+    // x read in place: no stage, and the shared memory is the head's row and sums.
+    planned = l;
+    planned.stage_x = 0;
+    CHECK(plan_gemv(planned, 132) == 768);
+    CHECK(planned.x_stage_bytes == 0);
+    CHECK(planned.shared_bytes == kRopeAppendSharedBytes);
+    // Without the tickets the same launch is a plain one.
+    planned = l;
+    planned.rope_append_tickets = nullptr;
+    planned.stage_x = 0;
+    CHECK(plan_gemv(planned, 132) == 768);
+    CHECK(planned.shared_bytes == 0);
+    // Refused: outputs other than rope_append's q, k, v; a half or a residual output;
+    // rows that are not the heads'; a second row of x; a head wider than a block.
+    auto refused = [&](auto change) {
+        GemvLaunch bad = l;
+        change(bad);
+        return plan_gemv(bad, 132) == 0;
+    };
+    CHECK(refused([&](GemvLaunch& b) { b.out[1].y = v; }));
+    CHECK(refused([&](GemvLaunch& b) { b.out[2].y_is_f16 = 1; }));
+    CHECK(refused([&](GemvLaunch& b) { b.out[0].residual = x; }));
+    CHECK(refused([&](GemvLaunch& b) { b.rope_append.n_head = 16; }));
+    CHECK(refused([&](GemvLaunch& b) { b.n_outputs = 2; }));
+    CHECK(refused([&](GemvLaunch& b) { b.n_x_rows = 2; }));
+    CHECK(refused([&](GemvLaunch& b) { b.rope_append.pos = nullptr; }));
+    CHECK(refused([&](GemvLaunch& b) {
+        b.rope_append.rope.head_dim = b.rope_append.cache.head_dim = 512;
+        b.rope_append.n_head = 8;
+        b.rope_append.cache.n_head_kv = 2;
+    }));
+}
+
 TEST_CASE("split ranges cover the KV sequence once, with a fixed number of splits") {
     for (int n_splits : {1, 3, 8, 33, 64}) {
         for (int kv_len : {0, 1, 2, 31, 32, 33, 100, 1000, 4096, 4100, 32768}) {

@@ -2,6 +2,9 @@
 // mix of weight types, in one launch; optionally gate/up with the SwiGLU epilogue; and
 // the same for up to kGemvMaxRows rows of x at once (gemv_rows_kernel).
 //
+// With GemvLaunch::rope_append_tickets the Q/K/V launch also does rope_append's work, in
+// the block that stores each head's last rows (rope_append_in_last_blocks).
+//
 // Shape: 256-thread blocks of 8 warps. A row is handled by `warps_per_row` warps (1 when
 // there are plenty of rows); each lane walks the row's tasks (32 weights = one 16-byte
 // load of the quant plane, quant_tasks.hpp) with stride 32 * warps_per_row, dotting them
@@ -26,7 +29,9 @@
 #include "launch_kernel.cuh"
 #endif
 #include "grid_dependency.cuh"
+#include "last_block.cuh"
 #include "quant_tasks.hpp"
+#include "rope_append.cuh"
 #include "warp.cuh"
 #include "weight_type_switch.cuh"
 
@@ -239,6 +244,27 @@ __device__ void store_output(const GemvOutput& o, int64_t row, float v) { store_
 
 __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
 
+// GemvLaunch::rope_append_tickets, after the block's rows (block_rows of output o, the
+// block's range: q, k or v) are stored: each head they reach counts them on its ticket,
+// and the block that completes a head (q's head_dim rows, or k's and v's 2 head_dim)
+// does rope_append's work for it from what every block stored, in `shared` (the stage of
+// x, no longer read). Block-uniform, as the barriers in it need. A call, not inlined:
+// inlined, its registers and sincosf's slow-path frame (rope_append.cuh) became the whole
+// kernel's, and ptxas spilled in the task loops of four tasks in flight.
+__device__ __noinline__ void rope_append_in_last_blocks(const GemvLaunch& p, int block_rows, float* shared) {
+    int o = 0;
+    while (o + 1 < p.n_outputs && int(blockIdx.x) >= p.block_begin[o + 1]) ++o;
+    const int begin = (int(blockIdx.x) - p.block_begin[o]) * block_rows;
+    const RopeAppendParams& r = p.rope_append;
+    const int dim = r.rope.head_dim, end = min(begin + block_rows, p.out[o].w.n_rows);
+    for (int h = begin / dim; h * dim < end && begin < end; ++h) {
+        const int rows = min(end, (h + 1) * dim) - max(begin, h * dim);
+        const int head = o == 0 ? h : r.n_head + h;
+        if (takes_last_ticket(p.rope_append_tickets + head, rows, o == 0 ? dim : 2 * dim))
+            rope_append_head<true>(r, head, shared);
+    }
+}
+
 // The launch struct is __grid_constant__ because it is indexed by a run-time output
 // number: a plain by-value parameter indexed so is first copied, every thread its own
 // ~500 bytes, into local memory (ptxas: "488 bytes stack frame"), about 125 KB of local
@@ -334,6 +360,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
         if (out.residual) v += out.residual[row];
         store_output(out, row, v);
     }
+    if (p.rope_append_tickets)
+        rope_append_in_last_blocks(p, rows_per_pass * rows_per_warp, reinterpret_cast<float*>(x_stage));
 }
 
 // ------------------------------------------------------------ several rows of x --
@@ -481,7 +509,7 @@ cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream) {
                         : launch.tasks_in_flight == 2 ? gemv_kernel<false, 2>
                         : launch.tasks_in_flight == 4 ? gemv_kernel<false, 4>
                                                    : gemv_kernel<false, 1>;
-    return launch_kernel(kernel, dim3(n_blocks), dim3(kGemvWarps * 32), size_t(launch.x_stage_bytes), stream, launch);
+    return launch_kernel(kernel, dim3(n_blocks), dim3(kGemvWarps * 32), size_t(launch.shared_bytes), stream, launch);
 }
 
 bool kernels_wait_for_prior_grids(std::string* why) {

@@ -44,6 +44,90 @@ struct PrepareParams {
 
 ER_HD int32_t padded_length(int32_t n) { return (n + kQ8Group - 1) / kQ8Group * kQ8Group; }
 
+// ------------------------------------------------------------ KV cache, RoPE --
+
+enum KvType : int32_t { kKvF32 = 0, kKvF16 = 1, kKvQ8 = 2 };  // the ABI's ER_KV_F32 / ER_KV_F16 / ER_KV_Q8
+
+// Bytes of one cached K or V value (Q8 scales apart).
+ER_HD int kv_value_bytes(int32_t type) { return type == kKvF32 ? 4 : type == kKvF16 ? 2 : 1; }
+
+// One layer's cache. K and V are [n_head_kv][n_ctx][head_dim], floats, halves or int8; for Q8
+// the scales are [n_head_kv][n_ctx][head_dim / 32] fp16 (one per 32 values of a token
+// and head, so appending a token never touches older ones).
+struct KvCacheLayer {
+    int32_t type = kKvF16;
+    void* k = nullptr;
+    void* v = nullptr;
+    uint16_t* k_scales = nullptr;
+    uint16_t* v_scales = nullptr;
+    int32_t n_ctx = 0;
+    int32_t n_head_kv = 0;
+    int32_t head_dim = 0;
+};
+
+// Where a cache writer stores the Q8 scale of the 32-value group holding dim d of a token's
+// row (token = kv_head * n_ctx + pos). Every writer (kv_append, rope_append) takes it from
+// here, so the planted INT8-scale fault reaches each of them.
+ER_HD size_t kv_q8_scale_index(size_t token, int head_dim, int d) {
+    return planted(PlantedFault::KvScaleStride) ? token + d / 32 : token * size_t(head_dim / 32) + d / 32;
+}
+
+// The cache of sequence `seq` when a layer holds its sequences one after another,
+// stride_values values and stride_scales Q8 scales apart (c: sequence 0's).
+ER_HD KvCacheLayer sequence_cache(KvCacheLayer c, int64_t seq, int64_t stride_values, int64_t stride_scales) {
+    const int64_t bytes = kv_value_bytes(c.type);
+    c.k = static_cast<uint8_t*>(c.k) + seq * stride_values * bytes;
+    c.v = static_cast<uint8_t*>(c.v) + seq * stride_values * bytes;
+    if (c.k_scales) {
+        c.k_scales += seq * stride_scales;
+        c.v_scales += seq * stride_scales;
+    }
+    return c;
+}
+
+// Bytes of one layer's K (or V) values and scales.
+inline uint64_t kv_values_bytes(const KvCacheLayer& c) {
+    return uint64_t(c.n_head_kv) * c.n_ctx * c.head_dim * kv_value_bytes(c.type);
+}
+inline uint64_t kv_scales_bytes(const KvCacheLayer& c) {
+    return c.type == kKvQ8 ? uint64_t(c.n_head_kv) * c.n_ctx * (c.head_dim / 32) * 2 : 0;
+}
+
+// For the token at *pos: optional per-head RMSNorm of q and k (Qwen3), RoPE of q (in
+// place) and k, then k and v (already projected, [n_head_kv][head_dim] floats) stored
+// into the cache at *pos (quantized for Q8 with the rule in activation.hpp).
+// A *pos outside [0, n_ctx) writes nothing to the cache.
+struct RopeAppendParams {
+    float* q = nullptr;
+    int32_t n_head = 0;
+    const float* k = nullptr;
+    const float* v = nullptr;
+    const float* q_norm = nullptr;
+    const float* k_norm = nullptr;
+    float norm_eps = 1e-6f;
+    RopeConfig rope{};
+    const int32_t* pos = nullptr;
+    KvCacheLayer cache{};  // sequence 0's, or the token's own when seq is null
+    // The token's sequence (device memory, read at run time so the launch is graph-safe
+    // for any sequence); its cache lies seq_stride_values / seq_stride_scales after 0's.
+    const int32_t* seq = nullptr;
+    int64_t seq_stride_values = 0, seq_stride_scales = 0;
+};
+
+// A head is done by a thread a dimension (rope_append.cuh), warps of whole Q8 groups.
+inline constexpr int kRopeAppendMaxHeadDim = 256;
+// Shared memory for a head: its rotated row and a block reduction's 32 partial sums.
+inline constexpr int kRopeAppendSharedBytes = (kRopeAppendMaxHeadDim + 32) * 4;
+
+inline bool valid_rope_append(const RopeAppendParams& p) {
+    const int dim = p.rope.head_dim;
+    return p.q && p.k && p.v && p.pos && p.n_head > 0 && p.cache.n_head_kv > 0 && dim > 0 &&
+           dim <= kRopeAppendMaxHeadDim && dim % 32 == 0 && p.rope.n_rot >= 0 && p.rope.n_rot <= dim &&
+           p.rope.n_rot % 2 == 0 && p.cache.head_dim == dim && p.cache.k && p.cache.v &&
+           (!p.seq || p.seq_stride_values >= int64_t(p.cache.n_head_kv) * p.cache.n_ctx * dim) &&
+           (p.cache.type == kKvF16 || (p.cache.type == kKvQ8 && p.cache.k_scales && p.cache.v_scales));
+}
+
 // --------------------------------------------------------------------- GEMV --
 
 inline constexpr int kMaxGemvOutputs = 4;
@@ -138,13 +222,38 @@ struct GemvLaunch {
     // row are shorter chains of loads a lane, and fewer rows a block). Sums are reduced
     // in another order, so results differ by float rounding.
     int32_t asked_warps_per_row = 0;
-    // Filled by launch_gemv: split-K width, the first block of each output, and the
-    // shared memory the staged rows of x take (0: read in place).
+    // With these counters (one a head: the n_head query heads, then the KV heads; zero
+    // before the first launch and again after each), outputs 0, 1 and 2 are q, k and v of
+    // one token (rope_append.q, .k, .v), and the block that stores the last rows of a head
+    // does rope_append's work for it (rope_append.cuh): the backend's option
+    // rope_append=gemv, one launch fewer a layer. One row of x and the store epilogue only.
+    int32_t* rope_append_tickets = nullptr;
+    RopeAppendParams rope_append{};
+    // Filled by launch_gemv: split-K width, the first block of each output, the shared
+    // memory the staged rows of x take (0: read in place), and a block's dynamic shared
+    // memory: the stage, or rope_append's (after the stage's last use) if that is more.
     int32_t warps_per_row = 1;
     int32_t block_begin[kMaxGemvOutputs + 1] = {0, 0, 0, 0, 0};
     int32_t x_stage_bytes = 0;
+    int32_t shared_bytes = 0;
 };
 
+
+// The Q/K/V launch that does rope_append's work (GemvLaunch::rope_append_tickets): its
+// outputs are rope_append's q, k and v, floats without a residual, a head's rows each.
+inline bool valid_gemv_rope_append(const GemvLaunch& launch) {
+    const RopeAppendParams& r = launch.rope_append;
+    if (!valid_rope_append(r) || launch.n_outputs != 3 || launch.epilogue != kEpilogueStore || launch.n_x_rows != 1)
+        return false;
+    const void* ys[3] = {r.q, r.k, r.v};
+    const int64_t rows[3] = {int64_t(r.n_head) * r.rope.head_dim, int64_t(r.cache.n_head_kv) * r.rope.head_dim,
+                             int64_t(r.cache.n_head_kv) * r.rope.head_dim};
+    for (int i = 0; i < 3; ++i) {
+        const GemvOutput& o = launch.out[i];
+        if (o.y != ys[i] || o.y_is_f16 || o.residual || o.w.n_rows != rows[i]) return false;
+    }
+    return true;
+}
 
 // Validates a GEMV launch and fills warps_per_row and block_begin for a device with
 // n_sms multiprocessors; returns the number of blocks, 0 when the launch is invalid.
@@ -187,6 +296,7 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         stage = launch.stage_x && reads_float_x && gemv_stage_fits(launch.n_x_rows, launch.x.n_pad);
         launch.x_stage_bytes = stage ? float_stage(launch.n_x_rows, launch.x.n_pad).bytes : 0;
     }
+    if (launch.rope_append_tickets && !valid_gemv_rope_append(launch)) return 0;
     if (launch.rows_per_warp < 0 || launch.rows_per_warp > kGemvMaxRowsPerWarp) return 0;
     if (!valid_tasks_in_flight(launch.tasks_in_flight)) return 0;
     if (launch.n_x_rows > 1) launch.tasks_in_flight = 1;  // the multi-row kernel's own loop
@@ -210,78 +320,10 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         launch.block_begin[i + 1] = launch.block_begin[i] + blocks;
     }
     if (launch.x.norm && (!stage || launch.n_x_rows != 1 || launch.x.q8.q || launch.x.n != launch.x.n_pad)) return 0;
+    launch.shared_bytes =
+        launch.rope_append_tickets ? std::max(launch.x_stage_bytes, kRopeAppendSharedBytes) : launch.x_stage_bytes;
     return launch.block_begin[n_ranges];
 }
-
-// ------------------------------------------------------------ KV cache, RoPE --
-
-enum KvType : int32_t { kKvF32 = 0, kKvF16 = 1, kKvQ8 = 2 };  // the ABI's ER_KV_F32 / ER_KV_F16 / ER_KV_Q8
-
-// Bytes of one cached K or V value (Q8 scales apart).
-ER_HD int kv_value_bytes(int32_t type) { return type == kKvF32 ? 4 : type == kKvF16 ? 2 : 1; }
-
-// One layer's cache. K and V are [n_head_kv][n_ctx][head_dim], floats, halves or int8; for Q8
-// the scales are [n_head_kv][n_ctx][head_dim / 32] fp16 (one per 32 values of a token
-// and head, so appending a token never touches older ones).
-struct KvCacheLayer {
-    int32_t type = kKvF16;
-    void* k = nullptr;
-    void* v = nullptr;
-    uint16_t* k_scales = nullptr;
-    uint16_t* v_scales = nullptr;
-    int32_t n_ctx = 0;
-    int32_t n_head_kv = 0;
-    int32_t head_dim = 0;
-};
-
-// Where a cache writer stores the Q8 scale of the 32-value group holding dim d of a token's
-// row (token = kv_head * n_ctx + pos). Every writer (kv_append, rope_append) takes it from
-// here, so the planted INT8-scale fault reaches each of them.
-ER_HD size_t kv_q8_scale_index(size_t token, int head_dim, int d) {
-    return planted(PlantedFault::KvScaleStride) ? token + d / 32 : token * size_t(head_dim / 32) + d / 32;
-}
-
-// The cache of sequence `seq` when a layer holds its sequences one after another,
-// stride_values values and stride_scales Q8 scales apart (c: sequence 0's).
-ER_HD KvCacheLayer sequence_cache(KvCacheLayer c, int64_t seq, int64_t stride_values, int64_t stride_scales) {
-    const int64_t bytes = kv_value_bytes(c.type);
-    c.k = static_cast<uint8_t*>(c.k) + seq * stride_values * bytes;
-    c.v = static_cast<uint8_t*>(c.v) + seq * stride_values * bytes;
-    if (c.k_scales) {
-        c.k_scales += seq * stride_scales;
-        c.v_scales += seq * stride_scales;
-    }
-    return c;
-}
-
-// Bytes of one layer's K (or V) values and scales.
-inline uint64_t kv_values_bytes(const KvCacheLayer& c) {
-    return uint64_t(c.n_head_kv) * c.n_ctx * c.head_dim * kv_value_bytes(c.type);
-}
-inline uint64_t kv_scales_bytes(const KvCacheLayer& c) {
-    return c.type == kKvQ8 ? uint64_t(c.n_head_kv) * c.n_ctx * (c.head_dim / 32) * 2 : 0;
-}
-
-// For the token at *pos: optional per-head RMSNorm of q and k (Qwen3), RoPE of q (in
-// place) and k, then k and v (already projected, [n_head_kv][head_dim] floats) stored
-// into the cache at *pos (quantized for Q8 with the rule in activation.hpp).
-// A *pos outside [0, n_ctx) writes nothing to the cache.
-struct RopeAppendParams {
-    float* q = nullptr;
-    int32_t n_head = 0;
-    const float* k = nullptr;
-    const float* v = nullptr;
-    const float* q_norm = nullptr;
-    const float* k_norm = nullptr;
-    float norm_eps = 1e-6f;
-    RopeConfig rope{};
-    const int32_t* pos = nullptr;
-    KvCacheLayer cache{};  // sequence 0's, or the token's own when seq is null
-    // The token's sequence (device memory, read at run time so the launch is graph-safe
-    // for any sequence); its cache lies seq_stride_values / seq_stride_scales after 0's.
-    const int32_t* seq = nullptr;
-    int64_t seq_stride_values = 0, seq_stride_scales = 0;
-};
 
 // --------------------------------------------------------------- attention --
 

@@ -112,6 +112,7 @@ namespace emu {
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__
 #define __shared__ static
 #define __launch_bounds__(...)
 #define __grid_constant__

@@ -99,9 +99,9 @@ public:
         std::fprintf(stderr,
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
                      "attention launches: %lld split, %lld split on mma, %lld tiled, %lld merged in their last blocks; "
-                     "one-row GEMV launches with several tasks in flight: %lld\n",
+                     "one-row GEMV launches with several tasks in flight: %lld, doing rope_append: %lld\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
-                     tiled_attention_, merged_in_last_blocks_, several_in_flight_);
+                     tiled_attention_, merged_in_last_blocks_, several_in_flight_, rope_appending_);
     }
     void add_gemm() { ++gemms_; }
     // `l` as plan_gemv left it.
@@ -112,6 +112,7 @@ public:
         } else {
             ++one_row_;
             several_in_flight_ += l.tasks_in_flight > 1;
+            rope_appending_ += l.rope_append_tickets != nullptr;
         }
     }
     void add_attention(const AttentionParams& p) {
@@ -120,7 +121,7 @@ public:
     }
 
 private:
-    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0;
+    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0, rope_appending_ = 0;
     long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0;
 };
 
@@ -251,7 +252,7 @@ public:
         run_op(Kernel::kv_append, p, kv_append_shape(p), kv_append_kernel, "kv_append");
     }
     void rope_append(const RopeAppendParams& p) override {
-        require(valid(p), "rope_append");
+        require(valid_rope_append(p), "rope_append");
         run(LaunchKind(Kernel::rope_append), [p] { emulated::rope_append(p); });
     }
     void attention_rows(const AttentionRowsParams& p) override {

@@ -19,7 +19,7 @@ inline void gemv(const GemvLaunch& l, int blocks) {
         else if (l.tasks_in_flight == 2) gemv_kernel<false, 2>(l);
         else if (l.tasks_in_flight == 4) gemv_kernel<false, 4>(l);
         else gemv_kernel<false, 1>(l);
-    }, size_t(l.x_stage_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
+    }, size_t(l.shared_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
 }
 
 // The split flash-decode kernel (on tensor cores with p.mma), or with p.tiles the tiled

@@ -154,6 +154,20 @@ int main(int argc, char** argv) {
             check_rope_append(dev, report, {9, 3, 64, 32, mode, false, false, kv, 0, 16}, seed++);        // partial rotation
             if (!quick) check_rope_append(dev, report, {16, 8, 128, 128, mode, false, true, kv, 32767, 32768}, seed++);
         }
+    // The Q/K/V GEMV doing rope_append (option rope_append=gemv): bit for bit against the
+    // GEMV and rope_append_kernel, tickets back at 0, with the plan's shape and others.
+    for (int32_t kv : {kKvF16, kKvQ8}) {
+        const RopeCase qwen3_4b{32, 8, 128, 128, kRopeNeox, false, true, kv, 4000, 4096};
+        const RopeCase llama_1b{32, 8, 64, 64, kRopeNormal, true, false, kv, 31, 128};
+        check_rope_append_in_gemv(dev, report, {qwen3_4b, 2560, kQ4_K, kQ6_K, "the plan's shape"}, [](GemvLaunch&) {}, seed++);
+        check_rope_append_in_gemv(dev, report, {llama_1b, 2048, kQ4_K, kQ6_K, "the plan's shape"}, [](GemvLaunch&) {}, seed++);
+        check_rope_append_in_gemv(dev, report, {llama_1b, 2048, kQ4_K, kQ6_K, "three rows a warp"},
+                                  [](GemvLaunch& g) { g.asked_warps_per_row = 1, g.rows_per_warp = 3; }, seed++);
+        check_rope_append_in_gemv(dev, report, {qwen3_4b, 2560, kQ4_K, kQ6_K, "four tasks in flight"},
+                                  [](GemvLaunch& g) { g.tasks_in_flight = 4; }, seed++);
+        check_rope_append_in_gemv(dev, report, {qwen3_4b, 2560, kQ4_K, kQ6_K, "eight warps a row"},
+                                  [](GemvLaunch& g) { g.asked_warps_per_row = 8; }, seed++);
+    }
 
     // --- attention ------------------------------------------------------------------
     struct AttentionCase {
