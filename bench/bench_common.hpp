@@ -22,10 +22,26 @@ inline void check(cudaError_t err, const char* what) {
     std::exit(1);
 }
 
+// How a GEMV launch is shaped besides its input form: tasks of weights each lane loads
+// before it dots the first (GemvLaunch::tasks_in_flight, the backend's option
+// gemv_tasks_in_flight) and warps sharing each row (GemvLaunch::asked_warps_per_row, its
+// option gemv_warps_per_row; 0: the plan's choice).
+struct GemvVariant {
+    int tasks_in_flight = 1;
+    int warps_per_row = 0;
+    // "" for the defaults, else e.g. "4 tasks in flight", "4 warps a row".
+    std::string text() const {
+        std::string s;
+        if (tasks_in_flight > 1) s += std::to_string(tasks_in_flight) + " tasks in flight";
+        if (warps_per_row > 0) s += (s.empty() ? "" : ", ") + std::to_string(warps_per_row) + " warps a row";
+        return s;
+    }
+};
+
 struct Result {
     std::string kernel, shape, type;
     std::string activations;  // GEMVs: the input's form (activation_form_name); else empty
-    int tasks_in_flight;      // GEMVs: GemvLaunch::tasks_in_flight; else 0
+    GemvVariant variant;      // GEMVs' (the defaults for other kernels)
     double time_us, bytes, gbps, fraction;
     std::string note;
 };
@@ -101,16 +117,15 @@ struct Bench {
     int copies_for(double bytes) const { return int(std::max(2.0, std::ceil(4.0 * double(l2_bytes) / bytes))); }
 
     // activations: a GEMV's input form (activation_form_name), "" for other kernels;
-    // tasks_in_flight: a GEMV's (GemvLaunch), 0 for other kernels.
+    // variant: a GEMV's shape (the defaults for other kernels).
     void add(const std::string& kernel, const std::string& shape, const std::string& type, double us, double bytes,
-             const std::string& note = "", const std::string& activations = "", int tasks_in_flight = 0) {
+             const std::string& note = "", const std::string& activations = "", const GemvVariant& variant = {}) {
         const double gbps = bytes / (us * 1e-6) / 1e9;
-        if (!activations.empty() && tasks_in_flight == 0) tasks_in_flight = 1;
-        results.push_back({kernel, shape, type, activations, tasks_in_flight, us, bytes, gbps, gbps / peak_gbps, note});
-        const std::string in_flight = tasks_in_flight > 1 ? std::to_string(tasks_in_flight) + " tasks in flight " : "";
+        results.push_back({kernel, shape, type, activations, variant, us, bytes, gbps, gbps / peak_gbps, note});
+        const std::string shaped = variant.text().empty() ? "" : variant.text() + " ";
         std::printf("%-18s %-34s %-16s %-11s %10.2f us %12.0f B %9.1f GB/s %6.1f%%  %s%s\n", kernel.c_str(),
                     shape.c_str(), type.c_str(), activations.c_str(), us, bytes, gbps, 100.0 * gbps / peak_gbps,
-                    in_flight.c_str(), note.c_str());
+                    shaped.c_str(), note.c_str());
     }
 };
 
@@ -196,13 +211,13 @@ inline Activation make_activation(Bench& b, int n) {
 // A GEMV launch reading x in that form: the float rows (q8 null), quantized by the launch
 // (quantize_x), or the prepared 8-bit rows (a quantized weight then takes those; a plain
 // one, F16, reads floats in any case).
-// tasks_in_flight: GemvLaunch's (the backend's option gemv_tasks_in_flight).
-inline GemvLaunch gemv_launch(Activation x, ActivationForm form, int tasks_in_flight = 1) {
+inline GemvLaunch gemv_launch(Activation x, ActivationForm form, const GemvVariant& variant = {}) {
     if (form != ActivationForm::kQ8Prepared) x.q8 = {};
     GemvLaunch l;
     l.x = x;
     l.quantize_x = form == ActivationForm::kQ8;
-    l.tasks_in_flight = tasks_in_flight;
+    l.tasks_in_flight = variant.tasks_in_flight;
+    l.asked_warps_per_row = variant.warps_per_row;
     return l;
 }
 

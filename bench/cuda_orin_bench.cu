@@ -8,7 +8,9 @@
 // give them (ActivationForm: float rows staged in shared memory, its default; 8-bit rows
 // for dp4a, quantized by the GEMV as it stages them or prepared by a launch of their own:
 // its activations=q8), over the same weights; the layer sequence also with two and four
-// tasks of weights in flight a lane (its gemv_tasks_in_flight=N). Weights and KV caches rotate
+// tasks of weights in flight a lane (its gemv_tasks_in_flight=N) and with four warps a row
+// (its gemv_warps_per_row=4), and its fused Q/K/V launch followed by rope_append against
+// the same launch doing rope_append's work (its rope_append=gemv). Weights and KV caches rotate
 // through distinct buffers totalling at least 4x the L2 (the H100's 50 MB L2 holds a
 // whole layer); the layer benchmarks run all 36 layers of Qwen3-4B Q4_K_M in order. So
 // the figures are DRAM figures, never one buffer re-timed from L2. Writes
@@ -42,8 +44,8 @@ double measure_peak(Bench& b) {
 }
 
 void launch_single(Bench& b, const Activation& x, ActivationForm form, const PackedMatrix& w, float* y,
-                   int tasks_in_flight = 1) {
-    GemvLaunch l = gemv_launch(x, form, tasks_in_flight);
+                   const GemvVariant& variant = {}) {
+    GemvLaunch l = gemv_launch(x, form, variant);
     l.n_outputs = 1;
     l.out[0].w = w;
     l.out[0].y = y;
@@ -102,8 +104,12 @@ bool more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8)
 struct LayerInputs {
     Activation x, x_q, x_ff;  // widths n_embd, n_q (attn_output), n_ff (ffn_down)
     ActivationForm form;
-    int tasks_in_flight;      // GemvLaunch's
+    GemvVariant variant;
     float *y, *y2;
+    // The token's q, k, v (at y) made into its RoPE'd q and cache entry: rope_append's
+    // params and the GEMV's tickets for rope_append=gemv.
+    RopeAppendParams rope;
+    int32_t* rope_tickets;
 };
 
 // The layer sequence's GEMVs through one input form: each fused launch against the
@@ -122,13 +128,13 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
     // Q/K/V: three launches against one fused launch.
     const double qkv_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.q) + matrix_bytes(L.k) + matrix_bytes(L.v); });
     const double separate = b.time_us(n_layers, reps, [&](int i) {
-        launch_single(b, in.x, in.form, layers[i].q, y, in.tasks_in_flight);
-        launch_single(b, in.x, in.form, layers[i].k, y, in.tasks_in_flight);
-        launch_single(b, in.x, in.form, layers[i].v, y, in.tasks_in_flight);
+        launch_single(b, in.x, in.form, layers[i].q, y, in.variant);
+        launch_single(b, in.x, in.form, layers[i].k, y, in.variant);
+        launch_single(b, in.x, in.form, layers[i].v, y, in.variant);
     });
-    b.add("qkv 3 launches", shape, "Q4_K/Q4_K/Q6|4_K", separate, qkv_bytes, "", form, in.tasks_in_flight);
+    b.add("qkv 3 launches", shape, "Q4_K/Q4_K/Q6|4_K", separate, qkv_bytes, "", form, in.variant);
     const double fused = b.time_us(n_layers, reps, [&](int i) {
-        GemvLaunch l = gemv_launch(in.x, in.form, in.tasks_in_flight);
+        GemvLaunch l = gemv_launch(in.x, in.form, in.variant);
         l.n_outputs = 3;
         l.out[0] = {layers[i].q, nullptr, nullptr, y, 0};
         l.out[1] = {layers[i].k, nullptr, nullptr, y + nq, 0};
@@ -137,23 +143,47 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
     });
     char note[96];
     std::snprintf(note, sizeof note, "%.2fx faster than 3 launches", separate / fused);
-    b.add("qkv fused", shape, "Q4_K/Q4_K/Q6|4_K", fused, qkv_bytes, note, form, in.tasks_in_flight);
+    b.add("qkv fused", shape, "Q4_K/Q4_K/Q6|4_K", fused, qkv_bytes, note, form, in.variant);
+
+    // The fused Q/K/V and then rope_append (two launches, the backend's default) against
+    // the GEMV doing rope_append's work in its last block of each head (rope_append=gemv).
+    auto qkv_launch = [&](int i) {
+        GemvLaunch l = gemv_launch(in.x, in.form, in.variant);
+        l.n_outputs = 3;
+        l.out[0] = {layers[i].q, nullptr, nullptr, in.rope.q, 0};
+        l.out[1] = {layers[i].k, nullptr, nullptr, const_cast<float*>(in.rope.k), 0};
+        l.out[2] = {layers[i].v, nullptr, nullptr, const_cast<float*>(in.rope.v), 0};
+        return l;
+    };
+    const double then_rope = b.time_us(n_layers, reps, [&](int i) {
+        check(launch_gemv(qkv_launch(i), b.n_sms, b.stream), "gemv");
+        check(launch_rope_append(in.rope, b.stream), "rope_append");
+    });
+    b.add("qkv, rope_append", shape, "Q4_K/Q4_K/Q6|4_K", then_rope, qkv_bytes, "two launches", form, in.variant);
+    const double rope_in_gemv = b.time_us(n_layers, reps, [&](int i) {
+        GemvLaunch l = qkv_launch(i);
+        l.rope_append = in.rope;
+        l.rope_append_tickets = in.rope_tickets;
+        check(launch_gemv(l, b.n_sms, b.stream), "gemv");
+    });
+    std::snprintf(note, sizeof note, "%.2fx faster than two launches", then_rope / rope_in_gemv);
+    b.add("qkv+rope_append", shape, "Q4_K/Q4_K/Q6|4_K", rope_in_gemv, qkv_bytes, note, form, in.variant);
 
     // attn_output, alone.
     b.add("attn_output", shape, "Q4_K",
           b.time_us(n_layers, reps,
-                    [&](int i) { launch_single(b, in.x_q, in.form, layers[i].o, y, in.tasks_in_flight); }),
-          per_layer([](const QwenLayer& L) { return matrix_bytes(L.o); }), "", form, in.tasks_in_flight);
+                    [&](int i) { launch_single(b, in.x_q, in.form, layers[i].o, y, in.variant); }),
+          per_layer([](const QwenLayer& L) { return matrix_bytes(L.o); }), "", form, in.variant);
 
     // gate + up: two launches against the fused SwiGLU launch.
     const double gu_bytes = per_layer([](const QwenLayer& L) { return matrix_bytes(L.gate) + matrix_bytes(L.up); });
     const double gu_separate = b.time_us(n_layers, reps, [&](int i) {
-        launch_single(b, in.x, in.form, layers[i].gate, y, in.tasks_in_flight);
-        launch_single(b, in.x, in.form, layers[i].up, in.y2, in.tasks_in_flight);
+        launch_single(b, in.x, in.form, layers[i].gate, y, in.variant);
+        launch_single(b, in.x, in.form, layers[i].up, in.y2, in.variant);
     });
-    b.add("gate+up 2 launches", shape, "Q4_K", gu_separate, gu_bytes, "", form, in.tasks_in_flight);
+    b.add("gate+up 2 launches", shape, "Q4_K", gu_separate, gu_bytes, "", form, in.variant);
     const double gu_fused = b.time_us(n_layers, reps, [&](int i) {
-        GemvLaunch l = gemv_launch(in.x, in.form, in.tasks_in_flight);
+        GemvLaunch l = gemv_launch(in.x, in.form, in.variant);
         l.n_outputs = 2;
         l.epilogue = kEpilogueSwiGLU;
         l.out[0] = {layers[i].gate, nullptr, nullptr, y, 0};
@@ -161,7 +191,7 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
         check(launch_gemv(l, b.n_sms, b.stream), "gemv");
     });
     std::snprintf(note, sizeof note, "%.2fx faster than 2 launches", gu_separate / gu_fused);
-    b.add("gate+up swiglu", shape, "Q4_K", gu_fused, gu_bytes, note, form, in.tasks_in_flight);
+    b.add("gate+up swiglu", shape, "Q4_K", gu_fused, gu_bytes, note, form, in.variant);
 
     // ffn_down by type: the FFN-sized Q4_K and Q6_K GEMVs of the goal.
     for (int32_t t : {kQ4_K, kQ6_K}) {
@@ -170,10 +200,10 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
             if (layers[i].down.type == t) idx.push_back(i);
         if (idx.empty()) continue;
         const double us = b.time_us(int(idx.size()), reps, [&](int j) {
-            launch_single(b, in.x_ff, in.form, layers[idx[j]].down, y, in.tasks_in_flight);
+            launch_single(b, in.x_ff, in.form, layers[idx[j]].down, y, in.variant);
         });
         b.add("ffn_down", shape + " (" + std::to_string(idx.size()) + " of them)", weight_type_name(t), us,
-              matrix_bytes(layers[idx[0]].down) + activation_bytes(in.x_ff, in.form), "", form, in.tasks_in_flight);
+              matrix_bytes(layers[idx[0]].down) + activation_bytes(in.x_ff, in.form), "", form, in.variant);
     }
 }
 
@@ -193,13 +223,39 @@ void bench_layers(Bench& b) {
     }
     const Activation x = make_activation(b, embd), x_q = make_activation(b, nq), x_ff = make_activation(b, ff);
     float* y = static_cast<float*>(device_alloc(size_t(2 * ff) * 4));
-    // Each form with one task of weights in flight a lane (the default), then two, four.
-    for (int tasks_in_flight = 1; tasks_in_flight <= kGemvMaxTasksInFlight; tasks_in_flight *= 2)
+    // Qwen3-4B's heads (32 and 8 of 128, q_norm and k_norm) into an INT8 cache of 64
+    // positions, at position 40; q, k, v in a buffer of their own.
+    float* qkv = static_cast<float*>(device_alloc(size_t(nq + 2 * nkv) * 4));
+    float* head_norm = static_cast<float*>(device_alloc(128 * 4));
+    const std::vector<float> ones(128, 1.0f);
+    check(cudaMemcpy(head_norm, ones.data(), 128 * 4, cudaMemcpyHostToDevice), "upload");
+    RopeAppendParams rope;
+    rope.q = qkv;
+    rope.n_head = nq / 128;
+    rope.k = qkv + nq;
+    rope.v = qkv + nq + nkv;
+    rope.q_norm = rope.k_norm = head_norm;
+    rope.rope = {kRopeNeox, 128, 128, rope_theta_scale(1e6f, 128), 1.0f, nullptr};
+    int32_t* pos = static_cast<int32_t*>(device_alloc(4));
+    const int32_t at = 40;
+    check(cudaMemcpy(pos, &at, 4, cudaMemcpyHostToDevice), "upload");
+    rope.pos = pos;
+    const int n_head_kv = nkv / 128, n_ctx = 64;
+    rope.cache = {kKvQ8, device_alloc(size_t(n_head_kv) * n_ctx * 128), device_alloc(size_t(n_head_kv) * n_ctx * 128),
+                  static_cast<uint16_t*>(device_alloc(size_t(n_head_kv) * n_ctx * 4 * 2)),
+                  static_cast<uint16_t*>(device_alloc(size_t(n_head_kv) * n_ctx * 4 * 2)), n_ctx, n_head_kv, 128};
+    int32_t* tickets = static_cast<int32_t*>(device_alloc(size_t(rope.n_head + n_head_kv) * 4));  // zero-filled
+    // Each form with the defaults (one task of weights in flight a lane, the plan's warps
+    // a row), then two and four tasks in flight, then four warps a row.
+    for (const GemvVariant variant : {GemvVariant{1, 0}, GemvVariant{2, 0}, GemvVariant{4, 0}, GemvVariant{1, 4}})
         for (const ActivationForm form : activation_forms(kQ4_K))
-            bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, tasks_in_flight, y, y + ff});
+            bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, variant, y, y + ff, rope, tickets});
     for (QwenLayer& L : layers)
         for (PackedMatrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) free_matrix(*m);
-    cudaFree(y);
+    for (void* p : {static_cast<void*>(y), static_cast<void*>(qkv), static_cast<void*>(head_norm), static_cast<void*>(pos),
+                    rope.cache.k, rope.cache.v, static_cast<void*>(rope.cache.k_scales),
+                    static_cast<void*>(rope.cache.v_scales), static_cast<void*>(tickets)})
+        cudaFree(p);
 }
 
 void bench_small(Bench& b) {
@@ -249,7 +305,8 @@ void write_json(const Bench& b, const std::string& path, const std::string& devi
         const Result& r = b.results[i];
         f << "    {\"kernel\": \"" << json_escape(r.kernel) << "\", \"shape\": \"" << json_escape(r.shape)
           << "\", \"type\": \"" << json_escape(r.type) << "\", \"activations\": \"" << r.activations
-          << "\", \"tasks_in_flight\": " << r.tasks_in_flight << ", \"time_us\": " << r.time_us
+          << "\", \"tasks_in_flight\": " << (r.activations.empty() ? 0 : r.variant.tasks_in_flight)
+          << ", \"warps_per_row\": " << r.variant.warps_per_row << ", \"time_us\": " << r.time_us
           << ", \"bytes\": " << r.bytes << ", \"GBps\": " << r.gbps
           << ", \"fraction_of_peak\": " << r.fraction << ", \"note\": \""
           << json_escape(r.note) << "\"}" << (i + 1 < b.results.size() ? "," : "") << "\n";

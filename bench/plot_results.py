@@ -85,7 +85,9 @@ def kernel_points(doc, kernels_file):
                 continue
             form = f"x {r['activations']}" if r.get("activations") else ""
             in_flight = f"{r['tasks_in_flight']} tasks in flight" if r.get("tasks_in_flight", 1) > 1 else ""
-            label = " ".join(part for part in ("cuda_orin", r["kernel"], r.get("shape", ""), form, in_flight) if part)
+            warps = f"{r['warps_per_row']} warps a row" if r.get("warps_per_row", 0) > 0 else ""
+            label = " ".join(part for part in ("cuda_orin", r["kernel"], r.get("shape", ""), form, in_flight, warps)
+                             if part)
             points.append((label, r["bytes"], r["GBps"]))
     return points
 

@@ -23,10 +23,12 @@ TAILN=4 run conf_in_flight 90 $B/edgerun-conformance run --candidate cuda_orin -
 # Two options since 2026-11-25, unrun on a GPU when written, in one run (a failure names
 # its op: ATTENTION or the matrix ops): the splits merged by the split kernel's last
 # blocks (attention_merge=last_block: a fence and an atomic ticket per block;
-# cuda_kernels_gpu compares its outputs with the merge kernel's bit for bit), and every
-# GEMV row split across four warps (gemv_warps_per_row=4).
+# cuda_kernels_gpu compares its outputs with the merge kernel's bit for bit), every
+# GEMV row split across four warps (gemv_warps_per_row=4), and the Q/K/V GEMV doing
+# rope_append's work in its last block of each head (rope_append=gemv: the models level
+# only, the ops level has no fused chain; cuda_kernels_gpu compares it bit for bit).
 TAILN=4 run conf_merge_warps 90 $B/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options attention_merge=last_block,gemv_warps_per_row=4 --levels ops,models --require-full -t 6 \
+  --candidate-options attention_merge=last_block,gemv_warps_per_row=4,rope_append=gemv --levels ops,models --require-full -t 6 \
   --json $L/conf_merge_warps.json
 # A failure with the defaults: the same without the tiled attention (its first run on
 # hardware) says whether that kernel is the cause, in this call.

@@ -26,6 +26,10 @@
 #                    the split attention's partials merged by its last block of each row
 #                    and head group (a fence and an atomic ticket), no merge kernel: one
 #                    launch a layer fewer (unrun on a GPU when written, 2026-11-25)
+#   rope_append=gemv,attention_merge=last_block
+#                    and the Q/K/V GEMV's last block of each head doing rope_append's work
+#                    (a ticket per head), no rope_append launch: five launches a layer
+#                    (unrun on a GPU when written, 2026-11-25)
 #   activations=q8,stage_x=0
 #                    8-bit x made once by prepare and read in place by every GEMV of it
 #                    (the kernel bench's "q8-prepared", 1.4-1.6x the float path's GB/s,
@@ -71,6 +75,7 @@ fi
 echo "$BASE" > $L/base_options; cp $L/base_options /tmp/edgerun_base_options  # for speed_prefill.sh
 TAILN=4
 for opts in "" "gemv_tasks_in_flight=2" "gemv_tasks_in_flight=4" "gemv_warps_per_row=4" "attention_merge=last_block" \
+    "rope_append=gemv,attention_merge=last_block" \
     "activations=q8,stage_x=0" \
     "activations=q8,stage_x=0,gemv_tasks_in_flight=4" \
     "activations=q8" "activations=q8,gemv_rows_per_warp=1" "pdl=0" "prefetch=1" "stage_x=0" "graphs=0" \
