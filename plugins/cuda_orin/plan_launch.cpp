@@ -353,13 +353,14 @@ void Plan::launch_logits(size_t index, int32_t n) {
 
 // A step's attention: first its keys and values into the cache, by rope_append (one-row
 // steps, with the norms and RoPEs fused; fusion.hpp; with rope_append=gemv the Q/K/V GEMV
-// did it) or kv_append (the graph's own nodes ran before); then the split flash-decode kernel over every row (each row's sequence and
-// causal length read from the device row table, so a captured step serves any sequence;
-// on tensor cores with option mma_attention=1; its splits merged by a second kernel, or
-// with attention_merge=last_block by its own last blocks), in steps of tiled_attention
-// rows or more the tiled kernel over tiles of rows of one sequence (the tile table is
-// device data too), or the general row kernel for the head dims and cache types the split
-// kernel lacks.
+// did it) or kv_append (the graph's own nodes ran before); then the split flash-decode
+// kernel over every row (each row's sequence and causal length read from the device row
+// table, so a captured step serves any sequence; on tensor cores with option
+// mma_attention=1; its splits merged by a second kernel, or with
+// attention_merge=last_block by its own last blocks), in steps of tiled_attention rows or
+// more the tiled kernel over tiles of rows of one sequence (the tile table is device data
+// too), or the general row kernel for the head dims and cache types the split kernel
+// lacks.
 void Plan::launch_attention(size_t index, int32_t n) {
     const er_node& node = nodes_[index];
     const er_attention_params& a = node.params.attention;
