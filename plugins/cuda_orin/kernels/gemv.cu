@@ -76,22 +76,36 @@ __device__ float* stage_sums(Words4* stage, int n_x, int n_pad) {
     return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(stage) + float_stage(n_x, n_pad).sums_offset);
 }
 
+// kBatch: units of x (16 bytes) a thread loads at once while staging, before it stores
+// the first. With four a stage of 2560 values is one round trip to L2 instead of three,
+// 9728 values three instead of ten; with two, two and five. One unit an iteration, the
+// loads waited one after another: the compiler neither unrolled the loop nor moved the
+// next load ahead of the shared store. Each kernel takes the most its registers allow
+// without a spill (gemv_kernel's kStageBatch).
+
 // Copies n_x rows of float activations into `stage` (FloatStage): each row's 16-byte
-// units at their staged_unit places, then each segment's sum. A lane takes a unit; the
-// loop's bound is the same for the lanes of a warp (shuffles), and whole segments are in
-// or out (a row is a multiple of 8 units). Waits for the whole block's copy.
+// units at their staged_unit places, then each segment's sum. A lane takes a unit of
+// each of kBatch groups of the block's threads; the loop's bound is the same for the
+// lanes of a warp (shuffles), and whole segments are in or out (a row is a multiple of 8
+// units). Waits for the whole block's copy.
+template <int kBatch>
 __device__ void stage_x(const Activation& x, int n_x, Words4* stage) {
     const int units_per_row = x.n_pad / 4, n_units = n_x * units_per_row, lane = threadIdx.x % 32;
     float* sums = stage_sums(stage, n_x, x.n_pad);
-    for (int first = threadIdx.x - lane; first < n_units; first += blockDim.x) {
-        const int i = first + lane, r = i / units_per_row, u = i % units_per_row;
-        Words4 v{};
-        if (i < n_units) {
-            v = load_16B(x.f + int64_t(r) * x.n_pad + 4 * u);
-            store_shared(stage + r * units_per_row + staged_unit(u), v);
+    for (int first = threadIdx.x - lane; first < n_units; first += kBatch * blockDim.x) {
+        Words4 v[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int i = first + lane + b * blockDim.x, r = i / units_per_row, u = i % units_per_row;
+            v[b] = i < n_units ? load_16B(x.f + int64_t(r) * x.n_pad + 4 * u) : Words4{};
         }
-        const float sum = segment_sum(v);
-        if (i < n_units && u % 4 == 0) sums[r * (x.n_pad / 16) + u / 4] = sum;
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int i = first + lane + b * blockDim.x, r = i / units_per_row, u = i % units_per_row;
+            if (i < n_units) store_shared(stage + r * units_per_row + staged_unit(u), v[b]);
+            const float sum = segment_sum(v[b]);
+            if (i < n_units && u % 4 == 0) sums[r * (x.n_pad / 16) + u / 4] = sum;
+        }
     }
     __syncthreads();
 }
@@ -123,29 +137,50 @@ __device__ float staged_inverse_rms(const Activation& x, float sum_sq) {
 // over a few KiB, which costs less than a launch of its own and a round trip of the
 // normalised row through memory. (One row only: in the multi-row kernel the same code
 // made ptxas spill in the main loop.)
+template <int kBatch>
 __device__ void stage_x_row(const Activation& x, Words4* stage) {
-    if (!x.norm) return stage_x(x, 1, stage);
+    if (!x.norm) return stage_x<kBatch>(x, 1, stage);
     const int units_per_row = x.n_pad / 4;
     float sum_sq = 0.0f;
-    for (int u = threadIdx.x; u < units_per_row; u += blockDim.x) {
-        const Words4 v = load_16B(x.f + 4 * u);
-        store_shared(stage + staged_unit(u), v);
-        sum_sq += sum_of_squares(v);
+    for (int first = threadIdx.x; first < units_per_row; first += kBatch * blockDim.x) {
+        Words4 v[kBatch];  // the batch's loads first (kBatch); the sum in unit order
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int u = first + b * blockDim.x;
+            if (u < units_per_row) v[b] = load_16B(x.f + 4 * u);
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int u = first + b * blockDim.x;
+            if (u >= units_per_row) continue;
+            store_shared(stage + staged_unit(u), v[b]);
+            sum_sq += sum_of_squares(v[b]);
+        }
     }
     const float inv_rms = staged_inverse_rms(x, sum_sq);
     float* sums = stage_sums(stage, 1, x.n_pad);
     const int lane = threadIdx.x % 32;
-    for (int first = threadIdx.x - lane; first < units_per_row; first += blockDim.x) {
-        const int u = first + lane;
-        Words4 v{};
-        if (u < units_per_row) {
-            v = load_shared<Words4>(stage + staged_unit(u));
-            for (int j = 0; j < 4; ++j)
-                v.w[j] = quant::float_to_bits(quant::bits_to_float(v.w[j]) * inv_rms * x.norm[4 * u + j]);
-            store_shared(stage + staged_unit(u), v);
+    for (int first = threadIdx.x - lane; first < units_per_row; first += kBatch * blockDim.x) {
+        float norm[kBatch][4];  // the norm's weights of the batch's units, loaded at once
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int u = first + lane + b * blockDim.x;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) norm[b][j] = u < units_per_row ? load_f32(x.norm + 4 * u + j) : 0.0f;
         }
-        const float sum = segment_sum(v);
-        if (u < units_per_row && u % 4 == 0) sums[u / 4] = sum;
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int u = first + lane + b * blockDim.x;
+            Words4 v{};
+            if (u < units_per_row) {
+                v = load_shared<Words4>(stage + staged_unit(u));
+                for (int j = 0; j < 4; ++j)
+                    v.w[j] = quant::float_to_bits(quant::bits_to_float(v.w[j]) * inv_rms * norm[b][j]);
+                store_shared(stage + staged_unit(u), v);
+            }
+            const float sum = segment_sum(v);
+            if (u < units_per_row && u % 4 == 0) sums[u / 4] = sum;
+        }
     }
     __syncthreads();
 }
@@ -157,50 +192,63 @@ __device__ void stage_x_row(const Activation& x, Words4* stage) {
 // bytes into one word, and each four lanes' sum (a segment's, for the types with a
 // minimum) takes two more shuffles. A value a lane, as prepare does it, cost about three
 // times the instructions, more than the dp4a loop after it.
+template <int kBatch>
 __device__ void stage_x_q8(const Activation& x, int n_x, uint8_t* stage) {
     float inv_rms = 1.0f;
     if (x.norm) {
         float sum_sq = 0.0f;
-        for (int u = threadIdx.x; u < x.n_pad / 4; u += blockDim.x) sum_sq += sum_of_squares(load_16B(x.f + 4 * u));
+        for (int first = threadIdx.x; first < x.n_pad / 4; first += kBatch * blockDim.x) {
+            Words4 v[kBatch];  // the batch's loads first; the sum in unit order
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b)
+                if (first + b * blockDim.x < x.n_pad / 4) v[b] = load_16B(x.f + 4 * (first + b * blockDim.x));
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b)
+                if (first + b * blockDim.x < x.n_pad / 4) sum_sq += sum_of_squares(v[b]);
+        }
         inv_rms = staged_inverse_rms(x, sum_sq);
     }
     Words2* meta = reinterpret_cast<Words2*>(stage + q8_stage(n_x, x.n_pad).meta_offset);
-    const int quads_per_row = x.n_pad / 4, lane = threadIdx.x % 32;
+    const int quads_per_row = x.n_pad / 4, n_quads = n_x * quads_per_row, lane = threadIdx.x % 32;
     const int row_bytes = q8_stage_row_units(x.n_pad) * 16;
-    // Quad j of row r; the loop's bound is the same for the lanes of a warp (shuffles),
-    // and whole groups of eight lanes are in or out (quads_per_row is a multiple of 8).
-    int r = 0, j = threadIdx.x;
-    for (int first = threadIdx.x - lane; first < n_x * quads_per_row; first += kGemvWarps * 32) {
-        while (j >= quads_per_row) {
-            j -= quads_per_row;
-            ++r;
+    // Quad j of row r, kBatch of them a thread, loaded first; the loop's bound is the
+    // same for the lanes of a warp (shuffles), and whole groups of eight lanes are in or
+    // out (quads_per_row is a multiple of 8).
+    for (int first = threadIdx.x - lane; first < n_quads; first += kBatch * blockDim.x) {
+        float f[kBatch][4];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int i = first + lane + b * blockDim.x, j = i % quads_per_row;
+            const bool active = i < n_quads;
+            const Words4 v = active ? load_16B(x.f + int64_t(i / quads_per_row) * x.n_pad + 4 * j) : Words4{};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                f[b][k] = quant::bits_to_float(v.w[k]);
+                if (x.norm && active) f[b][k] = f[b][k] * inv_rms * load_f32(x.norm + 4 * j + k);  // prepare's order
+            }
         }
-        const bool active = r < n_x;
-        Words4 v{};
-        if (active) v = load_16B(x.f + int64_t(r) * x.n_pad + 4 * j);
-        float f[4];
-        float amax = 0.0f;
-        for (int k = 0; k < 4; ++k) {
-            f[k] = quant::bits_to_float(v.w[k]);
-            if (x.norm && active) f[k] = f[k] * inv_rms * x.norm[4 * j + k];
-            amax = fmaxf(amax, fabsf(f[k]));
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int i = first + lane + b * blockDim.x, r = i / quads_per_row, j = i % quads_per_row;
+            float amax = 0.0f;
+            for (int k = 0; k < 4; ++k) amax = fmaxf(amax, fabsf(f[b][k]));
+            for (int offset = 4; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, offset));
+            const float scale = q8_scale(amax), inverse = q8_inverse(scale);
+            uint32_t word = 0;
+            int32_t sum = 0;
+            for (int k = 0; k < 4; ++k) {
+                const int8_t q = q8_round(f[b][k], inverse);
+                word |= uint32_t(uint8_t(q)) << (8 * k);
+                sum += q;
+            }
+            for (int offset = 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
+            if (i < n_quads) {
+                uint8_t* at = stage + r * row_bytes + staged_q8_unit(j / 4) * 16 + 4 * (j % 4);
+                *reinterpret_cast<uint32_t*>(at) = word;
+                if (j % 4 == 0)
+                    store_shared<Words2>(meta + r * (x.n_pad / 16) + j / 4, {{quant::float_to_bits(scale), uint32_t(sum)}});
+            }
         }
-        for (int offset = 4; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, offset));
-        const float scale = q8_scale(amax), inverse = q8_inverse(scale);
-        uint32_t word = 0;
-        int32_t sum = 0;
-        for (int k = 0; k < 4; ++k) {
-            const int8_t q = q8_round(f[k], inverse);
-            word |= uint32_t(uint8_t(q)) << (8 * k);
-            sum += q;
-        }
-        for (int offset = 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
-        if (active) {
-            uint8_t* at = stage + r * row_bytes + staged_q8_unit(j / 4) * 16 + 4 * (j % 4);
-            *reinterpret_cast<uint32_t*>(at) = word;
-            if (j % 4 == 0) store_shared<Words2>(meta + r * (x.n_pad / 16) + j / 4, {{quant::float_to_bits(scale), uint32_t(sum)}});
-        }
-        j += kGemvWarps * 32;
     }
     __syncthreads();
 }
@@ -317,8 +365,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
 
     ER_DYNAMIC_SHARED(Words4, x_stage);
     const XForm form = x_form(p);
-    if (form == XForm::kStagedQ8) stage_x_q8(p.x, 1, reinterpret_cast<uint8_t*>(x_stage));
-    else if (form == XForm::kStagedFloat) stage_x_row(p.x, x_stage);
+    // The staging's batch: four spilled in the task loops of four tasks in flight and of
+    // several rows a warp (check_kernel_resources.py), two did not.
+    constexpr int kStageBatch = kRowLoop || kInFlight == 4 ? 2 : 4;
+    if (form == XForm::kStagedQ8) stage_x_q8<kStageBatch>(p.x, 1, reinterpret_cast<uint8_t*>(x_stage));
+    else if (form == XForm::kStagedFloat) stage_x_row<kStageBatch>(p.x, x_stage);
 
 #pragma unroll 1
     for (int k = 0; k < rows_per_warp; ++k) {
@@ -463,8 +514,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2) gemv_rows_kernel(const __g
 
     ER_DYNAMIC_SHARED(Words4, x_stage);
     const XForm form = x_form(p);
-    if (form == XForm::kStagedQ8) stage_x_q8(p.x, n_x, reinterpret_cast<uint8_t*>(x_stage));
-    else if (form == XForm::kStagedFloat) stage_x(p.x, n_x, x_stage);
+    if (form == XForm::kStagedQ8) stage_x_q8<4>(p.x, n_x, reinterpret_cast<uint8_t*>(x_stage));
+    else if (form == XForm::kStagedFloat) stage_x<4>(p.x, n_x, x_stage);
 
     float acc[kGemvMaxRows];
 #pragma unroll

@@ -9,9 +9,10 @@
 // merge (attention.cu; eight splits' loads at once, the default), the GEMV with tasks
 // in flight (gemv.cu, kInFlight 2 and 4; the option gemv_tasks_in_flight), rows split
 // across more warps (the option gemv_warps_per_row), the merge in the split kernel's
-// last blocks (attention_split.cuh; the option attention_merge) and the Q/K/V GEMV doing
+// last blocks (attention_split.cuh; the option attention_merge), the Q/K/V GEMV doing
 // rope_append's work in its last block of each head (gemv.cu, rope_append.cuh; the
-// option rope_append).
+// option rope_append) and the GEMV's staging of x in batches of loads (gemv.cu, the
+// default).
 // The math the kernels are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp);
 // the kernels themselves also run on the CPU emulation in CI
 // (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
