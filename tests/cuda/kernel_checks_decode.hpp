@@ -2,7 +2,8 @@
 // run for several steps with the position and KV length advanced on the device, against a
 // double-precision CPU decode of the same weights. This checks that the kernels compose: the
 // buffers one writes are what the next reads, the residual updates in place, the cache
-// grows by one token per step (see kernel_checks.hpp for the device interface).
+// grows by one token per step (see kernel_checks.hpp for the device interface). And the
+// Q/K/V GEMV that does rope_append's work against the two launches it replaces.
 #pragma once
 
 #include "kernel_checks_attention.hpp"
@@ -19,7 +20,7 @@ namespace edgerun::cuda_orin::testing {
 struct RopeInGemvCase {
     RopeCase rope;  // its pos and pos + 1 are the two launches' positions
     int n_cols;
-    int32_t q_type, kv_type_of_weights;
+    int32_t q_type, kv_weight_type;  // of the Q matrix, of the K and V matrices
     const char* shape;  // what `vary` does, for the report
 };
 template <class Vary>
@@ -29,8 +30,8 @@ inline void check_rope_append_in_gemv(DeviceApi& api, const Report& report, cons
     const RopeCase& rc = c.rope;
     const int dim = rc.dim, nq = rc.n_head * dim, nkv = rc.n_head_kv * dim;
     const TestMatrix wq = make_device_matrix(api, c.q_type, nq, c.n_cols, rng);
-    const TestMatrix wk = make_device_matrix(api, c.kv_type_of_weights, nkv, c.n_cols, rng);
-    const TestMatrix wv = make_device_matrix(api, c.kv_type_of_weights, nkv, c.n_cols, rng);
+    const TestMatrix wk = make_device_matrix(api, c.kv_weight_type, nkv, c.n_cols, rng);
+    const TestMatrix wv = make_device_matrix(api, c.kv_weight_type, nkv, c.n_cols, rng);
     auto norm_weight = [&] {
         std::vector<float> w = random_vector(dim, rng, 0.2f);
         for (float& e : w) e += 1.0f;
@@ -61,13 +62,14 @@ inline void check_rope_append_in_gemv(DeviceApi& api, const Report& report, cons
         RopeAppendParams r;
         GemvLaunch g;
     } paths[2];
-    const size_t value_bytes = kv_values_bytes(alloc_cache(api, rc.kv_type, rc.n_head_kv, rc.n_ctx, dim));
+    size_t value_bytes = 0;
     for (Path& path : paths) {
         path.r = r;
         path.r.q = static_cast<float*>(api.alloc(size_t(nq) * 4));
         path.r.k = static_cast<float*>(api.alloc(size_t(nkv) * 4));
         path.r.v = static_cast<float*>(api.alloc(size_t(nkv) * 4));
         path.r.cache = alloc_cache(api, rc.kv_type, rc.n_head_kv, rc.n_ctx, dim);
+        value_bytes = kv_values_bytes(path.r.cache);
         const std::vector<uint8_t> sentinel(value_bytes, 0x5A);
         api.upload(path.r.cache.k, sentinel.data(), value_bytes);
         api.upload(path.r.cache.v, sentinel.data(), value_bytes);
@@ -83,7 +85,7 @@ inline void check_rope_append_in_gemv(DeviceApi& api, const Report& report, cons
     auto bytes = [&](const void* d, size_t n) { return api.download_vector(static_cast<const uint8_t*>(d), n); };
     char name[220];
     std::snprintf(name, sizeof name, "rope_append in the Q/K/V GEMV %s/%s %dx%d %s dim %d rot %d%s%s %s, %s",
-                  weight_type_name(c.q_type), weight_type_name(c.kv_type_of_weights), nq, c.n_cols,
+                  weight_type_name(c.q_type), weight_type_name(c.kv_weight_type), nq, c.n_cols,
                   rc.mode == kRopeNeox ? "neox" : "normal", dim, rc.n_rot, rc.freq_factors ? " factors" : "",
                   rc.qk_norm ? " qk-norm" : "", kv_name(rc.kv_type), c.shape);
     for (int step = 0; step < 2; ++step) {
