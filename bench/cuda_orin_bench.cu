@@ -252,8 +252,8 @@ void bench_layers(Bench& b) {
             bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, variant, y, y + ff, rope, tickets});
     for (QwenLayer& L : layers)
         for (PackedMatrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) free_matrix(*m);
-    for (void* p : {static_cast<void*>(y), static_cast<void*>(qkv), static_cast<void*>(head_norm), static_cast<void*>(pos),
-                    rope.cache.k, rope.cache.v, static_cast<void*>(rope.cache.k_scales),
+    for (void* p : {static_cast<void*>(y), static_cast<void*>(qkv), static_cast<void*>(head_norm),
+                    static_cast<void*>(pos), rope.cache.k, rope.cache.v, static_cast<void*>(rope.cache.k_scales),
                     static_cast<void*>(rope.cache.v_scales), static_cast<void*>(tickets)})
         cudaFree(p);
 }

@@ -88,23 +88,14 @@ __device__ void write_split_partial(const AttentionParams& p, const SplitBlock& 
     }
 }
 
-// A float of the partials: kFromL2 for those other blocks of the same launch wrote
-// (load_f32_l2), plain for a later launch's.
-template <bool kFromL2>
-__device__ __forceinline__ float load_partial(const float* p) {
-    if constexpr (kFromL2)
-        return load_f32_l2(p);
-    else
-        return *p;
-}
-
 // The largest maximum m_s of a query's splits first, first + step, ... below n_parts
 // (-inf for none): a thread's share of M, which the caller reduces over its threads.
 template <bool kFromL2>
 __device__ float splits_max(const AttentionParams& p, size_t query, int n_parts, int first, int step) {
     const float* part_ml = split_partials(p).ml;
     float m = -INFINITY;
-    for (int s = first; s < n_parts; s += step) m = fmaxf(m, load_partial<kFromL2>(part_ml + 2 * (query * p.n_splits + s)));
+    for (int s = first; s < n_parts; s += step)
+        m = fmaxf(m, load_written<kFromL2>(part_ml + 2 * (query * p.n_splits + s)));
     return m;
 }
 
@@ -128,9 +119,9 @@ __device__ float merged_output(const AttentionParams& p, size_t query, int n_par
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
             const size_t slot = first_slot + min(first + i, n_parts - 1);
-            m_s[i] = load_partial<kFromL2>(parts.ml + 2 * slot);
-            l_s[i] = load_partial<kFromL2>(parts.ml + 2 * slot + 1);
-            o_s[i] = load_partial<kFromL2>(parts.o + slot * dim + d);
+            m_s[i] = load_written<kFromL2>(parts.ml + 2 * slot);
+            l_s[i] = load_written<kFromL2>(parts.ml + 2 * slot + 1);
+            o_s[i] = load_written<kFromL2>(parts.o + slot * dim + d);
         }
         // Selects, not branches: behind a branch the loads above sank into it, one by one.
 #pragma unroll

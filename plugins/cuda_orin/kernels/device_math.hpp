@@ -148,13 +148,23 @@ ER_HD float load_f32(const float* p) {
 
 // A float another block of the same launch wrote, read from L2 (ld.global.cg): an SM's
 // L1 is not kept coherent with other SMs' writes, and __ldg's read-only path may hold a
-// stale line. Used after the fences of attention_split.cuh's ticket.
+// stale line. Used after the fences of last_block.cuh's ticket.
 ER_HD float load_f32_l2(const float* p) {
 #if defined(__CUDA_ARCH__)
     return __ldcg(p);
 #else
     return *p;
 #endif
+}
+
+// A float of a launch's results: kFromL2 where other blocks of the same launch wrote it
+// (load_f32_l2, after last_block.cuh's ticket), a plain load where an earlier launch did.
+template <bool kFromL2>
+ER_HD float load_written(const float* p) {
+    if constexpr (kFromL2)
+        return load_f32_l2(p);
+    else
+        return *p;
 }
 
 // Asks L2 for the bytes [begin, begin + bytes), one prefetch.global.L2 per 128-byte line

@@ -197,14 +197,17 @@ __device__ void stage_x_q8(const Activation& x, int n_x, uint8_t* stage) {
     float inv_rms = 1.0f;
     if (x.norm) {
         float sum_sq = 0.0f;
-        for (int first = threadIdx.x; first < x.n_pad / 4; first += kBatch * blockDim.x) {
+        const int n_units = x.n_pad / 4;
+        for (int first = threadIdx.x; first < n_units; first += kBatch * blockDim.x) {
             Words4 v[kBatch];  // the batch's loads first; the sum in unit order
 #pragma unroll
-            for (int b = 0; b < kBatch; ++b)
-                if (first + b * blockDim.x < x.n_pad / 4) v[b] = load_16B(x.f + 4 * (first + b * blockDim.x));
+            for (int b = 0; b < kBatch; ++b) {
+                const int u = first + b * blockDim.x;
+                if (u < n_units) v[b] = load_16B(x.f + 4 * u);
+            }
 #pragma unroll
             for (int b = 0; b < kBatch; ++b)
-                if (first + b * blockDim.x < x.n_pad / 4) sum_sq += sum_of_squares(v[b]);
+                if (first + b * int(blockDim.x) < n_units) sum_sq += sum_of_squares(v[b]);
         }
         inv_rms = staged_inverse_rms(x, sum_sq);
     }
@@ -292,6 +295,14 @@ __device__ void store_output(const GemvOutput& o, int64_t row, float v) { store_
 
 __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
 
+// Which output's rows this block computes: the range of block_begin (n_ranges of them)
+// holding blockIdx.x.
+__device__ __forceinline__ int block_output(const GemvLaunch& p, int n_ranges) {
+    int o = 0;
+    while (o + 1 < n_ranges && int(blockIdx.x) >= p.block_begin[o + 1]) ++o;
+    return o;
+}
+
 // GemvLaunch::rope_append_tickets, after the block's rows (block_rows of output o, the
 // block's range: q, k or v) are stored: each head they reach counts them on its ticket,
 // and the block that completes a head (q's head_dim rows, or k's and v's 2 head_dim)
@@ -300,8 +311,7 @@ __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
 // inlined, its registers and sincosf's slow-path frame (rope_append.cuh) became the whole
 // kernel's, and ptxas spilled in the task loops of four tasks in flight.
 __device__ __noinline__ void rope_append_in_last_blocks(const GemvLaunch& p, int block_rows, float* shared) {
-    int o = 0;
-    while (o + 1 < p.n_outputs && int(blockIdx.x) >= p.block_begin[o + 1]) ++o;
+    const int o = block_output(p, p.n_outputs);
     const int begin = (int(blockIdx.x) - p.block_begin[o]) * block_rows;
     const RopeAppendParams& r = p.rope_append;
     const int dim = r.rope.head_dim, end = min(begin + block_rows, p.out[o].w.n_rows);
@@ -338,8 +348,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
 
     const bool swiglu = p.epilogue == kEpilogueSwiGLU;
     const int n_ranges = swiglu ? 1 : p.n_outputs;
-    int o = 0;  // which output's rows this block computes
-    while (o + 1 < n_ranges && int(blockIdx.x) >= p.block_begin[o + 1]) ++o;
+    const int o = block_output(p, n_ranges);
     const GemvOutput& out = p.out[o];
     const int first_row = (int(blockIdx.x) - p.block_begin[o]) * rows_per_pass * rows_per_warp + warp / warps_per_row;
     const int slice = warp % warps_per_row;
@@ -498,8 +507,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2) gemv_rows_kernel(const __g
     const int rows_per_block = kGemvWarps / p.warps_per_row;
     const int n_x = p.n_x_rows;
 
-    int o = 0;  // which output's rows this block computes
-    while (o + 1 < p.n_outputs && int(blockIdx.x) >= p.block_begin[o + 1]) ++o;
+    const int o = block_output(p, p.n_outputs);
     const GemvOutput& out = p.out[o];
     const int row = (int(blockIdx.x) - p.block_begin[o]) * rows_per_block + warp / p.warps_per_row;
     const int slice = warp % p.warps_per_row;

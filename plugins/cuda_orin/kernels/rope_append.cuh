@@ -42,10 +42,11 @@ __device__ void rope_append_head(const RopeAppendParams& p, int head, float* sha
     const int pos = *p.pos;
     const KvCacheLayer cache =
         p.seq ? sequence_cache(p.cache, *p.seq, p.seq_stride_values, p.seq_stride_scales) : p.cache;
-    auto load = [](const float* at) { return kFromL2 ? load_f32_l2(at) : *at; };
 
     float x = 0.0f;
-    if (in_head) x = is_q ? load(p.q + size_t(head) * dim + d) : load(p.k + size_t(kv_head) * dim + d);
+    if (in_head)
+        x = is_q ? load_written<kFromL2>(p.q + size_t(head) * dim + d)
+                 : load_written<kFromL2>(p.k + size_t(kv_head) * dim + d);
     const float* norm = is_q ? p.q_norm : p.k_norm;
     if (norm) {
         const float inv_rms = rsqrtf(block_sum(x * x, scratch) / float(dim) + p.norm_eps);
@@ -74,7 +75,7 @@ __device__ void rope_append_head(const RopeAppendParams& p, int head, float* sha
     }
     if (pos < 0 || pos >= cache.n_ctx) return;  // the whole block agrees: no warp is left half-way
     store_kv(cache, cache.k, cache.k_scales, kv_head, pos, d, x);
-    store_kv(cache, cache.v, cache.v_scales, kv_head, pos, d, load(p.v + size_t(kv_head) * dim + d));
+    store_kv(cache, cache.v, cache.v_scales, kv_head, pos, d, load_written<kFromL2>(p.v + size_t(kv_head) * dim + d));
 }
 
 }  // namespace edgerun::cuda_orin
