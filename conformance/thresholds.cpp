@@ -47,20 +47,28 @@ OpThreshold op_threshold(int32_t op, int32_t weight_dtype, int32_t /*kv_type*/) 
 }
 
 const ModelThresholds& model_thresholds(Comparison comparison) {
+    // Measured by tests/conformance/check_bounds_admit_llamacpp.py (ctest
+    // conformance_bounds_admit_llamacpp), which fails if a bound here would call llama.cpp's
+    // own arithmetic a fault.
     static const ModelThresholds exact{
-        0.995, 1e-3, 2e-2, 0.25, 0.1,
+        0.995, 3e-3, 2e-2, 0.6, 0.1,
         "same weights and cache type: backends differ only by rounding (sum order, F16 or 8-bit activations "
         "inside products). The top-1 bar is the one the CUDA backend is held to. cpu_ref's F16 cache against "
-        "its F32 cache measures a mean KL of 3e-8 (synthesized) to 4e-7 (SmolLM2) and logit errors of 0.004 sd; "
-        "8-bit activations (llama.cpp's Q8_1 products) are expected near 1e-4 and a few hundredths of a sd, "
-        "so the bounds leave about 10x over that. Positions whose reference top-2 gap is under 0.1 are "
-        "near-ties (issue 4's gap): either token is right there"};
+        "its F32 cache measures a mean KL of 3e-8 (synthesized) to 4e-7 (SmolLM2) and logit errors of 0.004 sd. "
+        "8-bit activations are the larger noise: llama.cpp's CPU build against cpu_ref on the synthesized "
+        "matrix measures a mean KL up to 8e-4, a KL up to 3e-3 at one position and logit errors up to 0.37 sd "
+        "(K-quants, dotted against 256-value 8-bit blocks; 0.12-0.19 sd with 32-value blocks, as cuda_orin's "
+        "activations=q8 does, which measures up to 0.25 sd); the bounds leave 1.6-7x over that, where a wrong "
+        "weight, position or head moves logits by whole sds. Positions whose reference top-2 gap is under 0.1 "
+        "are near-ties (issue 4's gap): either token is right there"};
     static const ModelThresholds kv_quantized{
-        0.98, 5e-3, 2e-2, 0.5, 0.5,
-        "an INT8 cache against F16 measures the cache's own quantization (one scale per 32 values). cpu_ref's "
-        "INT8 cache against its F16 cache measures a mean KL of 2e-5 (synthesized) to 5e-4 (SmolLM2), at most "
-        "2e-3 at one position, and logit errors up to 0.11 sd; the bounds leave 4-10x over that, and a gap "
-        "under 0.5 (what 0.11 sd of noise on two logits can close) counts as a near-tie"};
+        0.98, 5e-3, 2e-2, 0.75, 0.5,
+        "an INT8 cache against F16 measures the cache's own quantization (one scale per 32 values), with the "
+        "activations' rounding on top. cpu_ref's INT8 cache against its F16 cache measures a mean KL of 2e-5 "
+        "(synthesized) to 5e-4 (SmolLM2), at most 2e-3 at one position, and logit errors up to 0.11 sd; "
+        "llama.cpp with its INT8 (q8_0) cache and 8-bit activations against cpu_ref's F16 cache up to 7e-4, "
+        "4e-3 and 0.37 sd. The bounds leave 2-7x over that, and a gap under 0.5 (what that noise on two "
+        "logits can close) counts as a near-tie"};
     return comparison == Comparison::Exact ? exact : kv_quantized;
 }
 
