@@ -45,6 +45,9 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--edgerun", default="build/bin/edgerun", help="the edgerun binary (default: build/bin/edgerun)")
     p.add_argument("--backend", default="cuda_orin", help="edgerun backend (default: cuda_orin)")
+    p.add_argument("--backend-options", default="",
+                   help="edgerun backend options (key=value,...; default: none, the backend's defaults); the "
+                        "table's header names them")
     p.add_argument("--llama-bench", default="build-llama-bench-cuda90/obj/bin/llama-bench",
                    help="llama.cpp's llama-bench (scripts/build-llama-bench.sh)")
     p.add_argument("--model", action="append", default=[], metavar="GGUF", help="a model file (repeatable)")
@@ -220,6 +223,8 @@ def run_edgerun(args, model, kv, depth):
     cmd = [args.edgerun, "bench", "-m", model, "--backend", args.backend, "--kv-type", edgerun_kv,
            "-p", str(args.n_prompt), "-n", str(args.n_gen), "-b", str(args.ubatch), "-d", str(depth),
            "-r", str(args.repetitions), "--json"]
+    if args.backend_options:
+        cmd += ["--backend-options", args.backend_options]
     record, stdout = run_command(cmd, args.timeout)
     record.update(runtime="edgerun", kv=name, depth=depth)
     results = []
@@ -311,7 +316,10 @@ def markdown_table(doc):
     """One table per model: rows test x depth x KV; llama.cpp and edgerun side by side."""
     dev = doc["device"].get("name", "unknown device")
     peak = doc["copy_peak"]["gb_s"]
-    edgerun = f"edgerun {doc['commit']} (backend {doc.get('settings', {}).get('backend', '?')})"
+    settings = doc.get("settings", {})
+    options = settings.get("backend_options")
+    edgerun = (f"edgerun {doc['commit']} (backend {settings.get('backend', '?')}, "
+               + (f"options {options})" if options else "its default options)"))
     lines = [f"Device: {dev}; copy peak {peak['median']:.0f} GB/s (median); {edgerun}"
              if peak else f"Device: {dev}; copy peak not measured ({doc['copy_peak']['error']}); {edgerun}",
              "", "tok/s: median (min–max) over the repetitions; decode at context D: tg with D tokens cached.", ""]
@@ -344,6 +352,11 @@ def main(argv):
     if args.append and os.path.isfile(args.out):
         with open(args.out) as f:
             doc = json.load(f)
+        had = doc.get("settings", {}).get("backend_options", "")
+        if had != args.backend_options:
+            print(f"compare: {args.out} was measured with backend options '{had}', not '{args.backend_options}': "
+                  "one file, one set of options (write another --out)", file=sys.stderr)
+            return 2
     doc.update(utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                command=" ".join(shlex.quote(a) for a in [sys.argv[0]] + argv),
                commit=args.commit or git_commit() or "unknown",
@@ -351,6 +364,7 @@ def main(argv):
                copy_peak=measure_copy_peak(args.repetitions),
                settings={"n_prompt": args.n_prompt, "n_gen": args.n_gen, "depths": args.depths,
                          "repetitions": args.repetitions, "backend": args.backend,
+                         "backend_options": args.backend_options,
                          "ubatch": args.ubatch,
                          "llama_bench_flags": f"-fa 1 -ngl 99 -ub {args.ubatch} (-ctk q8_0 -ctv q8_0 for INT8 KV)"})
     peak = doc["copy_peak"]["gb_s"]["median"] if doc["copy_peak"]["gb_s"] else None

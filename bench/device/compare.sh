@@ -1,6 +1,8 @@
 #!/bin/bash
 # Device call 6 (bench/README.md), on a warm machine or a cold one (it carries .smol-c and .slim-carry): conformance of the build,
-# then issue 18's side-by-side table of edgerun (cuda_orin) and llama.cpp's CUDA build, and the memory report of each model
+# then issue 18's side-by-side table of edgerun (cuda_orin) and llama.cpp's CUDA build, and the memory report of each model.
+# EDGERUN_OPTIONS (key=value,...) runs edgerun with those backend options, conformance included, and the table names them:
+# a default the session's figures justify can be measured before a rebuild makes it the default.
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=/tmp/logsC  # packed into $OUT/logsC.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L
 source bench/device/common.sh
@@ -12,13 +14,15 @@ mkdir -p /root/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /root/lb; ls -la /root
 # scripts/build-llama-bench.sh, about 400 s with JOBS=10).
 ldd /root/lb/llama-bench | grep "not found" | tee $L/llama-bench-missing-libraries.txt
 # This build against cpu_ref first (every level), so the figures below are of a correct one.
-TAILN=3 run conformance 150 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin --require-full -t 8
+O=${EDGERUN_OPTIONS:-}
+TAILN=3 run conformance 150 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin ${O:+--candidate-options $O} \
+  --require-full -t 8
 J=/root/stash/gpu-compare.json
 for m in llama3.2-1b:Q4_K_M qwen3-4b:Q4_K_M qwen3-0.6b:Q4_K_M; do
   [ $(left) -lt 60 ] && break
   (source .device-bundle/env.sh; PYTHONUNBUFFERED=1 timeout $(( $(left) - 20 )) python3 bench/compare_llamacpp_gpu.py --edgerun .device-bundle/bin/edgerun \
     --llama-bench /root/lb/llama-bench --model-dir build-models --synth $m --depths 0,4096 -r 3 --timeout 150 \
-    --commit "$(cat .device-bundle/COMMIT)" --out $J --append) 2>&1 | tee -a $L/compare.log
+    --commit "$(cat .device-bundle/COMMIT)" ${O:+--backend-options $O} --out $J --append) 2>&1 | tee -a $L/compare.log
   cp $J ${J%.json}.md $OUT/ 2>/dev/null
 done
 source .device-bundle/env.sh

@@ -185,6 +185,8 @@ f = (1 + d / 1000)
 # spread unevenly, so that the median is not the mean
 pp = [4000.0 / f * (1.0, 1.05, 1.4, 1.5, 1.9)[i] for i in range(reps)]
 tg = [120.0 / f * (1.0, 1.02, 1.3, 1.4, 1.8)[i] for i in range(reps)][::-1]
+if "--backend-options" in a:  # an option that doubles decode, so that passing it shows
+    tg = [2 * t for t in tg] if arg("--backend-options") == "fast=1" else sys.exit("fake edgerun: unknown options")
 print(json.dumps({"backend": "cuda_orin", "kv_type": kv, "n_depth": d, "n_prompt": int(arg("-p")), "n_gen": int(arg("-n")),
                   "pp_tok_s": sum(pp) / reps, "ttft_ms": 1.0, "tg_tok_s": sum(tg) / reps,
                   "pp_tok_s_samples": pp, "ttft_ms_samples": [512 / p * 1e3 for p in pp], "tg_tok_s_samples": tg,
@@ -288,6 +290,26 @@ def test_compare(root, work):
 
     r = subprocess.run([sys.executable, script, "--llama-bench", llama, "--out", out], capture_output=True, text=True)
     check("no model: refused before any work", r.returncode == 2 and "no model" in r.stderr, r.stderr)
+
+    # --backend-options: passed to every edgerun run, recorded, named in the table; a file
+    # measured with other options is not appended to.
+    out4 = os.path.join(work, "results", "cmp4.json")
+    r = subprocess.run([sys.executable, script, "--edgerun", edgerun, "--llama-bench", llama, "--model", model,
+                        "--depths", "0", "-r", "2", "--kv", "f16", "--backend-options", "fast=1", "--out", out4],
+                       capture_output=True, text=True, timeout=600)
+    doc4 = json.load(open(out4)) if os.path.isfile(out4) else {"settings": {}, "models": [{"results": []}]}
+    tg4 = {(x["runtime"], x["test"]): x for x in doc4["models"][0]["results"]}.get(("edgerun", "tg128"))
+    check("--backend-options reach edgerun bench", r.returncode == 0 and tg4 is not None and close(
+        tg4["tok_s"]["median"], 2 * statistics.median([120.0 * x for x in (1.0, 1.02)])), (r.stderr[-500:], tg4))
+    check("... are recorded", doc4["settings"].get("backend_options") == "fast=1", doc4["settings"])
+    check("... and named in the table", os.path.isfile(out4[:-5] + ".md") and "options fast=1" in open(out4[:-5] + ".md").read())
+    table = open(out[:-5] + ".md").read()
+    check("without them the table says the defaults ran", "its default options" in table, table[:300])
+    r = subprocess.run([sys.executable, script, "--edgerun", edgerun, "--llama-bench", llama, "--model", model2,
+                        "--depths", "0", "-r", "2", "--backend-options", "fast=1", "--append", "--out", out],
+                       capture_output=True, text=True, timeout=600)
+    check("appending other options' figures is refused", r.returncode == 2 and "one set of options" in r.stderr
+          and json.load(open(out)) == doc3, r.stderr[-500:])
 
 
 PROFILE_LOG = """\
