@@ -112,6 +112,11 @@ struct Backend {
     // H200 pp512 took 1461 tok/s without it and 23819-24821 with 32 or 8 (Llama-3.2-1B);
     // the crossover below 32 rows is unmeasured.
     int32_t gemm_rows = 32;
+    // Option gemm_tile_kib=N: the device memory the matrix-matrix path dequantizes weight
+    // rows into (at least one row of the widest matrix). A matrix larger than the tile is
+    // multiplied a tile of rows at a time: a smaller tile saves memory on a small device
+    // for more, narrower GEMMs. 64 MiB holds each FFN matrix of Qwen3-4B as halves.
+    uint64_t gemm_tile_bytes = uint64_t(64) << 20;
     // Option tiled_attention=N: steps of at least N rows take the tiled attention
     // (kernels/attention_tiles.cu: rows of a sequence share each K/V load, tensor cores)
     // instead of the split kernel's block per row; 0 turns it off. One-row steps always

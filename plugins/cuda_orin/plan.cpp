@@ -37,7 +37,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     int32_t max_heads = 0, max_rope_heads = 0, tile_rows = kTiledAttentionVectors;
     int64_t ticket_groups = 0;  // the most merge tickets one row of an attention launch takes
     bool split_attention = false, row_attention = false;
-    uint64_t max_matmul_floats = 0;  // the largest MATMUL weight, rows x cols
+    uint64_t max_matmul_values = 0;  // the largest MATMUL weight, rows x cols
     for (size_t i = 0; i < nodes_.size(); ++i) {
         const er_node& node = nodes_[i];
         const std::string label = sdk::node_label(node, int32_t(i));
@@ -57,7 +57,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
                     need(node.weights[k], weight(node.weights[k]).packed_bytes.data(), "GEMV weight");
                     if (node.biases[k] >= 0) need(node.biases[k], weight(node.biases[k]).floats.data(), "bias");
                     if (node.op != ER_OP_LOGITS)
-                        max_matmul_floats = std::max(max_matmul_floats, uint64_t(weight(node.weights[k]).rows) *
+                        max_matmul_values = std::max(max_matmul_values, uint64_t(weight(node.weights[k]).rows) *
                                                                             uint64_t(weight(node.weights[k]).cols));
                 }
                 max_gemv_width_ = std::max(max_gemv_width_, values_[node.inputs[0]].width);
@@ -115,19 +115,21 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t act_d_bytes = uint64_t(n_pad) / 32 * 4 * uint64_t(gemv_slots_);
     const uint64_t act_bytes = act_f_bytes + act_q_bytes + act_d_bytes;
     // The matrix-matrix path (steps of at least gemm_rows rows): a tile of dequantized
-    // weight rows, at most kGemmTileFloats values, at least one row of the widest matrix;
-    // for F16 GEMMs the tile is halves, and the step's x rows are made halves too.
-    const bool long_steps = backend.gemm_rows > 0 && max_tokens_ >= backend.gemm_rows && max_matmul_floats > 0;
+    // weight rows, at most gemm_tile_bytes, at least one row of the widest matrix; for F16
+    // GEMMs the tile is halves (twice the rows in the same bytes: Qwen3-4B's FFN matrices
+    // in one GEMM each, not two), and the step's x rows are made halves too.
+    const bool long_steps = backend.gemm_rows > 0 && max_tokens_ >= backend.gemm_rows && max_matmul_values > 0;
     if (long_steps && !device_.description().gemm_unavailable.empty())
         sdk::logf(ER_LOG_INFO, "cuda_orin: steps of %d or more rows keep the multi-row GEMV: %s", backend.gemm_rows,
                   device_.description().gemm_unavailable.c_str());
-    if (long_steps && device_.description().gemm_unavailable.empty())
-        gemm_tile_floats_ = std::max<uint64_t>(std::min<uint64_t>(max_matmul_floats, kGemmTileFloats), max_gemv_width_);
     const uint64_t gemm_value_bytes = backend.gemm_f16 ? 2 : 4;
+    if (long_steps && device_.description().gemm_unavailable.empty())
+        gemm_tile_values_ = std::max<uint64_t>(std::min<uint64_t>(max_matmul_values, backend.gemm_tile_bytes / gemm_value_bytes),
+                                               max_gemv_width_);
     const uint64_t gemm_x_bytes =
-        gemm_tile_floats_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
+        gemm_tile_values_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
     const uint64_t fixed = act_bytes + split_bytes + ticket_bytes + rope_ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
-                           gemm_tile_floats_ * gemm_value_bytes + gemm_x_bytes;
+                           gemm_tile_values_ * gemm_value_bytes + gemm_x_bytes;
     fusions_ = find_fusions(graph);
     // Checks values + fixed before allocating.
     assign_buffers(graph, extend_fused_lifetimes(graph, fusions_, checked.last_use), fixed);
@@ -142,7 +144,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     if (ticket_bytes) merge_tickets_ = DeviceBuffer(device_, ticket_bytes);  // zero-filled, as the kernels need
     if (rope_ticket_bytes) rope_append_tickets_ = DeviceBuffer(device_, rope_ticket_bytes);  // zero-filled too
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
-    if (gemm_tile_floats_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_floats_ * gemm_value_bytes);
+    if (gemm_tile_values_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_values_ * gemm_value_bytes);
     if (gemm_x_bytes) gemm_x_ = DeviceBuffer(device_, gemm_x_bytes);
     row_table_ = DeviceBuffer(device_, 4 * uint64_t(row_table_ints()));
     const int32_t* table = row_table_.as<int32_t>();

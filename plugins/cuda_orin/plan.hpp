@@ -134,9 +134,8 @@ private:
     // scores; the Q/K/V GEMV's tickets for rope_append=gemv (one a head).
     DeviceBuffer split_workspace_, merge_tickets_, scores_, rope_append_tickets_;
     // The matrix-matrix path's tile of dequantized weight rows (none: steps keep the GEMV).
-    static constexpr uint64_t kGemmTileFloats = uint64_t(16) << 20;  // values: 64 MiB of floats
     static constexpr int64_t kGemmTileRowMultiple = 128;  // matmul_by_gemm's tiles after the first
-    uint64_t gemm_tile_floats_ = 0;
+    uint64_t gemm_tile_values_ = 0;
     DeviceBuffer gemm_tile_;
     DeviceBuffer gemm_x_;  // F16 GEMMs: the step's rows of x as halves
     int32_t n_splits_ = 1;

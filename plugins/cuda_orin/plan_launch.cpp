@@ -9,7 +9,7 @@
 namespace edgerun::cuda_orin {
 
 bool Plan::takes_gemm(int32_t n) const {
-    return gemm_tile_floats_ && n >= ctx_.model->backend->gemm_rows;
+    return gemm_tile_values_ && n >= ctx_.model->backend->gemm_rows;
 }
 
 // The fused forms: GEMV epilogues on the GEMV path, SwiGLU's for one row only (the
@@ -244,7 +244,7 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
 void Plan::matmul_by_gemm(const void* x, int64_t width, const DeviceWeight& w, const float* bias, float* out,
                           int32_t n) {
     const bool f16 = ctx_.model->backend->gemm_f16;
-    int64_t rows_per_tile = std::max<int64_t>(1, int64_t(gemm_tile_floats_) / w.cols);
+    int64_t rows_per_tile = std::max<int64_t>(1, int64_t(gemm_tile_values_) / w.cols);
     // Later tiles start at a multiple of rows_per_tile: kept a multiple of 128, each
     // tile's output columns stay 16-byte aligned and its n a whole number of tensor-core
     // tiles. Qwen3-4B's FFN matrices had tiles of 6553 rows, and its GEMMs ran at 83

@@ -103,6 +103,16 @@ int32_t parse_rows(std::string_view option, std::string_view text) {
     return value;
 }
 
+// gemm_tile_kib=N: a whole number of KiB from 1 to 4194304 (4 GiB).
+int32_t parse_kib(std::string_view option, std::string_view text) {
+    int32_t value = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > (4 << 20))
+        throw Failure(ER_E_INVALID_ARGUMENT, "option " + std::string(option) + ": '" + std::string(text) +
+                                                 "' is not a size in KiB from 1 to 4194304");
+    return value;
+}
+
 er_status create(const er_backend_params* params, er_backend** out, er_error* err) {
     return guard(err, [&] {
         if (!out) throw Failure(ER_E_INVALID_ARGUMENT, "create: no output pointer");
@@ -121,6 +131,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "activations=q8") backend->q8_activations = true;
             else if (item == "activations=f32") backend->q8_activations = false;
             else if (item.substr(0, 10) == "gemm_rows=") backend->gemm_rows = parse_rows("gemm_rows", item.substr(10));
+            else if (item.substr(0, 14) == "gemm_tile_kib=")
+                backend->gemm_tile_bytes = uint64_t(parse_kib("gemm_tile_kib", item.substr(14))) << 10;
             else if (item.substr(0, 16) == "tiled_attention=")
                 backend->tiled_attention_rows = parse_rows("tiled_attention", item.substr(16));
             else if (item == "profile=1") backend->profile = true;
@@ -167,7 +179,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "weights=device") weights_shared = false;
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
-                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
+                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, gemm_tile_kib=N, "
                                    "tiled_attention=N, mma_attention=0|1, attention_merge=kernel|last_block, "
                                    "rope_append=kernel|gemv, "
                                    "gemv_rows_per_warp=N, gemv_warps_per_row=0|1|2|4|8, gemv_tasks_in_flight=1|2|4, "
