@@ -47,9 +47,9 @@ OpThreshold op_threshold(int32_t op, int32_t weight_dtype, int32_t /*kv_type*/) 
 }
 
 const ModelThresholds& model_thresholds(Comparison comparison) {
-    // Measured by tests/conformance/check_bounds_admit_llamacpp.py (ctest
-    // conformance_bounds_admit_llamacpp), which fails if a bound here would call llama.cpp's
-    // own arithmetic a fault.
+    // tests/conformance/check_bounds_admit_llamacpp.py (ctest conformance_bounds_admit_llamacpp)
+    // measures llama.cpp's own rounding against these bounds and fails if one would call it
+    // a fault.
     static const ModelThresholds exact{
         0.995, 3e-3, 2e-2, 0.6, 0.1,
         "same weights and cache type: backends differ only by rounding (sum order, F16 or 8-bit activations "

@@ -123,9 +123,10 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
         sdk::logf(ER_LOG_INFO, "cuda_orin: steps of %d or more rows keep the multi-row GEMV: %s", backend.gemm_rows,
                   device_.description().gemm_unavailable.c_str());
     const uint64_t gemm_value_bytes = backend.gemm_f16 ? 2 : 4;
-    if (long_steps && device_.description().gemm_unavailable.empty())
-        gemm_tile_values_ = std::max<uint64_t>(std::min<uint64_t>(max_matmul_values, backend.gemm_tile_bytes / gemm_value_bytes),
-                                               max_gemv_width_);
+    if (long_steps && device_.description().gemm_unavailable.empty()) {
+        const uint64_t most = backend.gemm_tile_bytes / gemm_value_bytes;
+        gemm_tile_values_ = std::max<uint64_t>(std::min(max_matmul_values, most), max_gemv_width_);
+    }
     const uint64_t gemm_x_bytes =
         gemm_tile_values_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
     const uint64_t fixed = act_bytes + split_bytes + ticket_bytes + rope_ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +

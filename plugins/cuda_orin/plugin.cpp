@@ -179,8 +179,9 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "weights=device") weights_shared = false;
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
-                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, gemm_tile_kib=N, "
-                                   "tiled_attention=N, mma_attention=0|1, attention_merge=kernel|last_block, "
+                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
+                                   "gemm_tile_kib=N, tiled_attention=N, mma_attention=0|1, "
+                                   "attention_merge=kernel|last_block, "
                                    "rope_append=kernel|gemv, "
                                    "gemv_rows_per_warp=N, gemv_warps_per_row=0|1|2|4|8, gemv_tasks_in_flight=1|2|4, "
                                    "profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "

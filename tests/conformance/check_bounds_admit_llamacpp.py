@@ -14,7 +14,7 @@ bound would call the peer's arithmetic a fault), or when it shows no rounding at
 |logit diff| under 0.01 sd: then nothing was measured).
 
     check_bounds_admit_llamacpp.py --edgerun BIN --conformance BIN --models-dir DIR
-        [--models a.gguf,b.gguf] [--tokens 48] [--threads 2]
+        [--models smollm2-135m-Q6_K,...] [--tokens 48] [--threads 2]
 """
 import argparse
 import ctypes
@@ -96,27 +96,6 @@ def statistics(cand, ref, tie_gap):
             "max_kl": float(kl.max()), "max_sd": float((np.abs(cand - ref).max(axis=1) / sd).max())}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--edgerun", required=True)
-    ap.add_argument("--conformance", required=True)
-    ap.add_argument("--models-dir", required=True)
-    ap.add_argument("--models", default=DEFAULT_MODELS, help="synthesized model names (without -l2-v4096.gguf)")
-    ap.add_argument("--suffix", default="-l2-v4096.gguf")
-    ap.add_argument("--tokens", type=int, default=48, help="teacher-forced positions (the suite's default)")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args()
-
-    problems = []
-    with tempfile.TemporaryDirectory(prefix="edgerun-peer-noise-") as work:
-        for label, llamacpp_cache, cpu_ref_cache in COMPARISONS:
-            problems += check_comparison(args, label, llamacpp_cache, cpu_ref_cache, work)
-    for p in problems:
-        print("FAIL: " + p)
-    return 1 if problems else 0
-
-
 def check_comparison(args, label, llamacpp_cache, cpu_ref_cache, work):
     bounds = model_bounds(args.conformance, label)
     print(f"\n{label}: top-1 >= {100 * bounds['top1']:.1f}%, mean KL <= {bounds['mean_kl']:.0e}, "
@@ -144,6 +123,28 @@ def check_comparison(args, label, llamacpp_cache, cpu_ref_cache, work):
                             "nothing, so this model measures no 8-bit noise")
     print("bound over llama.cpp's worst: " + ", ".join(f"{k} {bounds[k] / worst[k]:.1f}x" for k in worst if worst[k] > 0))
     return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--edgerun", required=True)
+    ap.add_argument("--conformance", required=True)
+    ap.add_argument("--models-dir", required=True)
+    ap.add_argument("--models", default=DEFAULT_MODELS, help="synthesized model names (without -l2-v4096.gguf)")
+    ap.add_argument("--suffix", default="-l2-v4096.gguf")
+    ap.add_argument("--tokens", type=int, default=48, help="teacher-forced positions (the suite's default)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="edgerun-peer-noise-") as work:
+        for label, llamacpp_cache, cpu_ref_cache in COMPARISONS:
+            problems += check_comparison(args, label, llamacpp_cache, cpu_ref_cache, work)
+    for p in problems:
+        print("FAIL: " + p)
+    return 1 if problems else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
