@@ -133,13 +133,17 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
         launch_single(b, in.x, in.form, layers[i].v, y, in.variant);
     });
     b.add("qkv 3 launches", shape, "Q4_K/Q4_K/Q6|4_K", separate, qkv_bytes, "", form, in.variant);
-    const double fused = b.time_us(n_layers, reps, [&](int i) {
+    // Layer i's Q, K and V in one launch, into q, k and v.
+    auto qkv_launch = [&](int i, float* q, const float* k, const float* v) {
         GemvLaunch l = gemv_launch(in.x, in.form, in.variant);
         l.n_outputs = 3;
-        l.out[0] = {layers[i].q, nullptr, nullptr, y, 0};
-        l.out[1] = {layers[i].k, nullptr, nullptr, y + nq, 0};
-        l.out[2] = {layers[i].v, nullptr, nullptr, y + nq + nkv, 0};
-        check(launch_gemv(l, b.n_sms, b.stream), "gemv");
+        l.out[0] = {layers[i].q, nullptr, nullptr, q, 0};
+        l.out[1] = {layers[i].k, nullptr, nullptr, const_cast<float*>(k), 0};
+        l.out[2] = {layers[i].v, nullptr, nullptr, const_cast<float*>(v), 0};
+        return l;
+    };
+    const double fused = b.time_us(n_layers, reps, [&](int i) {
+        check(launch_gemv(qkv_launch(i, y, y + nq, y + nq + nkv), b.n_sms, b.stream), "gemv");
     });
     char note[96];
     std::snprintf(note, sizeof note, "%.2fx faster than 3 launches", separate / fused);
@@ -147,21 +151,14 @@ void bench_layer_gemvs(Bench& b, const std::vector<QwenLayer>& layers, const Lay
 
     // The fused Q/K/V and then rope_append (two launches, the backend's default) against
     // the GEMV doing rope_append's work in its last block of each head (rope_append=gemv).
-    auto qkv_launch = [&](int i) {
-        GemvLaunch l = gemv_launch(in.x, in.form, in.variant);
-        l.n_outputs = 3;
-        l.out[0] = {layers[i].q, nullptr, nullptr, in.rope.q, 0};
-        l.out[1] = {layers[i].k, nullptr, nullptr, const_cast<float*>(in.rope.k), 0};
-        l.out[2] = {layers[i].v, nullptr, nullptr, const_cast<float*>(in.rope.v), 0};
-        return l;
-    };
+    auto rope_qkv_launch = [&](int i) { return qkv_launch(i, in.rope.q, in.rope.k, in.rope.v); };
     const double then_rope = b.time_us(n_layers, reps, [&](int i) {
-        check(launch_gemv(qkv_launch(i), b.n_sms, b.stream), "gemv");
+        check(launch_gemv(rope_qkv_launch(i), b.n_sms, b.stream), "gemv");
         check(launch_rope_append(in.rope, b.stream), "rope_append");
     });
     b.add("qkv, rope_append", shape, "Q4_K/Q4_K/Q6|4_K", then_rope, qkv_bytes, "two launches", form, in.variant);
     const double rope_in_gemv = b.time_us(n_layers, reps, [&](int i) {
-        GemvLaunch l = qkv_launch(i);
+        GemvLaunch l = rope_qkv_launch(i);
         l.rope_append = in.rope;
         l.rope_append_tickets = in.rope_tickets;
         check(launch_gemv(l, b.n_sms, b.stream), "gemv");
