@@ -83,6 +83,17 @@ __device__ float* stage_sums(Words4* stage, int n_x, int n_pad) {
 // next load ahead of the shared store. Each kernel takes the most its registers allow
 // without a spill (gemv_kernel's kStageBatch).
 
+// Units first, first + blockDim.x, ... (kBatch of them) of a row of n_units 16-byte
+// units, all loads issued before any is used; those past the row are left unset.
+template <int kBatch>
+__device__ __forceinline__ void load_unit_batch(const float* row, int first, int n_units, Words4 (&v)[kBatch]) {
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+        const int u = first + b * blockDim.x;
+        if (u < n_units) v[b] = load_16B(row + 4 * u);
+    }
+}
+
 // Copies n_x rows of float activations into `stage` (FloatStage): each row's 16-byte
 // units at their staged_unit places, then each segment's sum. A lane takes a unit of
 // each of kBatch groups of the block's threads; the loop's bound is the same for the
@@ -143,12 +154,8 @@ __device__ void stage_x_row(const Activation& x, Words4* stage) {
     const int units_per_row = x.n_pad / 4;
     float sum_sq = 0.0f;
     for (int first = threadIdx.x; first < units_per_row; first += kBatch * blockDim.x) {
-        Words4 v[kBatch];  // the batch's loads first (kBatch); the sum in unit order
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            const int u = first + b * blockDim.x;
-            if (u < units_per_row) v[b] = load_16B(x.f + 4 * u);
-        }
+        Words4 v[kBatch];  // the batch's loads first; the sum in unit order
+        load_unit_batch(x.f, first, units_per_row, v);
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
             const int u = first + b * blockDim.x;
@@ -200,11 +207,7 @@ __device__ void stage_x_q8(const Activation& x, int n_x, uint8_t* stage) {
         const int n_units = x.n_pad / 4;
         for (int first = threadIdx.x; first < n_units; first += kBatch * blockDim.x) {
             Words4 v[kBatch];  // the batch's loads first; the sum in unit order
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b) {
-                const int u = first + b * blockDim.x;
-                if (u < n_units) v[b] = load_16B(x.f + 4 * u);
-            }
+            load_unit_batch(x.f, first, n_units, v);
 #pragma unroll
             for (int b = 0; b < kBatch; ++b)
                 if (first + b * int(blockDim.x) < n_units) sum_sq += sum_of_squares(v[b]);
