@@ -6,6 +6,7 @@
 #include <edgerun/dtype.hpp>
 #include <edgerun/host_api.hpp>
 #include <edgerun/kv_type.hpp>
+#include <edgerun/meta_type.hpp>
 #include <edgerun/model.hpp>
 #include <edgerun/roofline.hpp>
 #include <edgerun/traffic.hpp>
@@ -70,12 +71,6 @@ std::string escaped(std::string_view s, size_t max_bytes) {
     return out;
 }
 
-std::string_view meta_type_name(int32_t type) {
-    static constexpr std::string_view kNames[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
-                                                   "bool", "str", "arr", "u64", "i64", "f64"};
-    return type >= 0 && type <= ER_META_F64 ? kNames[type] : "?";
-}
-
 std::string scalar_text(const er_meta_value& v) {
     switch (v.type) {
         case ER_META_U8: case ER_META_U16: case ER_META_U32: case ER_META_U64: return std::to_string(v.v.u64);
@@ -128,7 +123,7 @@ void print_metadata(const ModelFile& file) {
         key_width = std::max(key_width, std::min<size_t>(entries.back().first.size(), 44));
     }
     for (const auto& [key, value] : entries)
-        std::cout << "  " << pad(escape_line(key, 80), key_width) << "  " << pad(std::string(meta_type_name(value.type)), 4)
+        std::cout << "  " << pad(escape_line(key, 80), key_width) << "  " << pad(std::string(meta_type_name(value.type)), 6)
                   << "  " << value_text(file, value) << "\n";
 }
 

@@ -1,4 +1,5 @@
 #include <edgerun/authoring/model_writer.hpp>
+#include <edgerun/meta_type.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -26,17 +27,6 @@ bool lists_extension(const char* extensions, const std::string& ext) {
 bool can_write(const er_format_iface& f) {
     return f.struct_size >= sizeof(er_format_iface) && f.writer_create && f.writer_set_meta && f.writer_add_tensor &&
            f.writer_write_tensor && f.writer_finish && f.writer_abort;
-}
-
-// Bytes of one array element of a metadata type (0 for types with no fixed size).
-size_t element_size(int32_t type) {
-    switch (type) {
-        case ER_META_U8: case ER_META_I8: case ER_META_BOOL: return 1;
-        case ER_META_U16: case ER_META_I16: return 2;
-        case ER_META_U32: case ER_META_I32: case ER_META_F32: return 4;
-        case ER_META_U64: case ER_META_I64: case ER_META_F64: return 8;
-        default: return 0;
-    }
 }
 
 // Packs one scalar er_meta_value as its GGUF element type, little-endian as the host.
@@ -178,7 +168,7 @@ void copy_meta(const ModelFile& file, const std::string& key, const er_meta_valu
         out.set(key, value, strs.data());
         return;
     }
-    const size_t size = element_size(value.array_type);
+    const size_t size = meta_scalar_size(value.array_type);
     if (size == 0) {
         spdlog::warn("metadata {}: nested arrays cannot be written; key dropped", key);
         return;
