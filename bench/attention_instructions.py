@@ -7,9 +7,10 @@ and the bandwidth at which issuing them becomes the limit.
 Compiles plugins/cuda_orin/kernels/attention.cu, disassembles it and, in each
 attention_split_kernel<head dim, cache form>, finds the 32-key tile loop and the two loops
 inside it: the key passes (step 1) and the V rows (step 3). The same for the split kernel
-on tensor cores (attention_mma.cu, attention_mma_kernel<head dim, cache type>), whose
-tile loop has no loop inside but two arms: full tiles, and the tail tile whose rows are
-clamped and masked; a full tile is counted. And the tiled kernel of many-row steps
+on tensor cores (attention_mma.cu, attention_mma_kernel<head dim, cache type, prefetch>),
+whose tile loop has no loop inside but two arms: full tiles, and the tail tile whose rows
+are clamped and masked; a full tile is counted, with its next tile's prefetch in the
+instantiation that prefetches. And the tiled kernel of many-row steps
 (attention_tiles.cu, attention_tiles_kernel<head dim, cache type>): per 32-key tile its
 block's threads run the staging loop (Dim/32 iterations each) and each warp the rest of
 the tile loop (scores, softmax, P V on mma; counted for a tile below every row's causal
@@ -32,7 +33,7 @@ TILE, KEY_BATCH, VALUE_BATCH = 32, 2, 4
 # float query (steps of several rows).
 FORMS = {1: "F16", 2: "INT8 (decode)", 3: "INT8 (float query)"}  # the mma kernel: 1 F16, 2 INT8
 KERNEL = re.compile(r"attention_split_kernelILi(\d+)ELi(\d)E")
-MMA_KERNEL = re.compile(r"attention_mma_kernelILi(\d+)ELi(\d)E")
+MMA_KERNEL = re.compile(r"attention_mma_kernelILi(\d+)ELi(\d)ELb([01])E")
 TILED_KERNEL = re.compile(r"attention_tiles_kernelILi(\d+)ELi(\d)E")
 
 
@@ -140,14 +141,15 @@ def main(argv):
             m = MMA_KERNEL.search(name)
             if not m:
                 continue
-            dim, form = int(m.group(1)), int(m.group(2))
+            dim, form, prefetch = int(m.group(1)), int(m.group(2)), m.group(3) == "1"
             _, _, row_bytes = tile_shape(dim, form)
             tile, keys, values = tile_loops(body)
             if keys or values:
                 sys.exit(f"attention_instructions: a loop inside {name}'s tile loop (the count would be a guess)")
             per_kb = full_tile_size(body, tile) / (2 * TILE * row_bytes / 1024)
             cells = ceiling_cells(1024 / per_kb)
-            print(f"| {dim} | {FORMS[form]}, mma | unrolled | unrolled | {per_kb:.0f} | " + " | ".join(cells) + " |")
+            how = ", mma, next tile prefetched" if prefetch else ", mma"
+            print(f"| {dim} | {FORMS[form]}{how} | unrolled | unrolled | {per_kb:.0f} | " + " | ".join(cells) + " |")
             rows += 1
         if rows != 10:
             print(f"attention_instructions: found {rows} split kernels in the {arch} SASS, expected 10", file=sys.stderr)

@@ -3,7 +3,8 @@
 // against INT8 caches, each by the split kernel on CUDA cores (attention.cu) and on tensor
 // cores (attention_mma.cu, the backend's option mma_attention=1), there also with its
 // splits merged by its own last blocks instead of the merge kernel (attention_split.cuh,
-// option attention_merge=last_block). Bytes counted are
+// option attention_merge=last_block), and with each warp's next tile prefetched into L2
+// (option attention_prefetch=1). Bytes counted are
 // the bytes the kernel must read: K and V (values and scales) of every cached token of
 // every KV head, the query, and the split partials written and read back.
 #include "bench_common.hpp"
@@ -54,12 +55,15 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
             const size_t ticket_bytes = size_t(attention_merge_tickets(n_head, n_kv, 1)) * 4;
             int32_t* tickets = static_cast<int32_t*>(device_alloc(ticket_bytes));
             check(cudaMemset(tickets, 0, ticket_bytes), "tickets");
-            // The kernels: CUDA cores, tensor cores, tensor cores merged in their last blocks.
-            double us_by[3] = {};
-            for (int k = 0; k < 3; ++k) {
-                const bool mma = k > 0, last_blocks = k == 2;
+            // The kernels: CUDA cores, tensor cores, tensor cores merged in their last blocks,
+            // tensor cores prefetching each warp's next tile (where attention_prefetches).
+            double us_by[4] = {};
+            for (int k = 0; k < 4; ++k) {
+                const bool mma = k > 0, last_blocks = k == 2, prefetch = k == 3;
+                if (prefetch && !attention_prefetches(dim, type)) continue;
                 p.mma = mma;
                 p.merge_tickets = last_blocks ? tickets : nullptr;
+                p.prefetch_next_tile = prefetch;
                 const double us = b.time_us(n_layers, b.reps(), [&](int i) {
                     p.cache = layers[i];
                     check(launch_attention(p, b.stream), "attention");
@@ -74,12 +78,13 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
                     std::snprintf(vs_f16, sizeof vs_f16, "%.2fx faster than f16, %d splits", f16_us[k] / us, splits);
                 if (k == 1) std::snprintf(vs_other, sizeof vs_other, "%.2fx the CUDA-core kernel's speed", us_by[0] / us);
                 if (k == 2) std::snprintf(vs_other, sizeof vs_other, "%.2fx the speed with the merge kernel", us_by[1] / us);
+                if (k == 3) std::snprintf(vs_other, sizeof vs_other, "%.2fx the speed without prefetch", us_by[1] / us);
                 const std::string note = std::string(vs_f16) + (*vs_f16 && *vs_other ? "; " : "") + vs_other;
                 b.add("attention",
                       std::string(model) + " " + std::to_string(n_head) + "/" + std::to_string(n_kv) + "x" +
                           std::to_string(dim) + " kv " + std::to_string(kv_len),
                       std::string(type == kKvF16 ? "f16 cache" : "int8 cache") + (mma ? ", mma" : "") +
-                          (last_blocks ? ", merged in its last blocks" : ""),
+                          (last_blocks ? ", merged in its last blocks" : "") + (prefetch ? ", next tile prefetched" : ""),
                       us, bytes, note);
             }
             cudaFree(tickets);

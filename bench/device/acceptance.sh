@@ -26,9 +26,12 @@ TAILN=4 run conf_in_flight 90 $B/edgerun-conformance run --candidate cuda_orin -
 # cuda_kernels_gpu compares its outputs with the merge kernel's bit for bit), every
 # GEMV row split across four warps (gemv_warps_per_row=4), and the Q/K/V GEMV doing
 # rope_append's work in its last block of each head (rope_append=gemv: the models level
-# only, the ops level has no fused chain; cuda_kernels_gpu compares it bit for bit).
+# only, the ops level has no fused chain; cuda_kernels_gpu compares it bit for bit); and
+# since 2026-11-26 each warp of the split attention prefetching its next tile
+# (attention_prefetch=1; cuda_kernels_gpu compares its outputs bit for bit too).
 TAILN=4 run conf_merge_warps 90 $B/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options attention_merge=last_block,gemv_warps_per_row=4,rope_append=gemv --levels ops,models --require-full -t 6 \
+  --candidate-options attention_merge=last_block,gemv_warps_per_row=4,rope_append=gemv,attention_prefetch=1 \
+  --levels ops,models --require-full -t 6 \
   --json $L/conf_merge_warps.json
 # 8-bit x under the models level's bounds as set on 2026-11-26 from llama.cpp's own 8-bit
 # noise (docs/conformance.md): the H200 run of 2026-11-25 missed the old 0.25 sd by 0.003.

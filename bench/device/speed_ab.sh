@@ -42,6 +42,9 @@
 #                    gives a block up to 8 rows a warp to share its staging)
 #   gemv_rows_per_warp=4   the default float path with 4 rows a warp (the plan keeps
 #                    it at one: whether sharing the float copy of x pays is unmeasured)
+# Then Llama-3.2-1B's decode at depth 4096, both caches, with the defaults and with
+# attention_prefetch=1 (each warp of the split attention asks L2 for its next tile of K and V
+# before it loads this one's; unrun on a GPU when written, 2026-11-26).
 # Then per model a profile=1 decode run with the sm_90 build and one with the compute_87
 # PTX build (--plugin-dir .device-bundle/ptx87: its cuda_orin is found first), the copy
 # peak, and bench/project_orin.py's Orin projection from the PTX profiles. Variants are in
@@ -85,6 +88,15 @@ for opts in "" "gemv_tasks_in_flight=2" "gemv_tasks_in_flight=4" "gemv_warps_per
   for m in $M1 $M4; do
     run "tg_$(basename $m .gguf)_${opts:-default}" 60 $E bench --backend cuda_orin ${o:+--backend-options $o} \
       -m $m -p 0 -n 128 -r 3
+  done
+done
+# Decode at depth 4096, where Llama-3.2-1B fell furthest behind llama.cpp (0.67-0.77x):
+# the split attention on tensor cores with and without each warp's next tile prefetched.
+for opts in "" "attention_prefetch=1"; do
+  o=$BASE${BASE:+${opts:+,}}$opts
+  for kv in f16 q8; do
+    run "tg_d4096_${opts:-default}_$kv" 60 $E bench --backend cuda_orin ${o:+--backend-options $o} -m $M1 --kv-type $kv \
+      -p 0 -n 64 -d 4096 -r 2
   done
 done
 python3 -c "import sys, json; sys.path.insert(0, 'bench'); from compare_llamacpp_gpu import measure_copy_peak; \

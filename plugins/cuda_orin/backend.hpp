@@ -134,6 +134,11 @@ struct Backend {
     // chunk that finishes last (AttentionParams::merge_tickets): one launch a layer fewer,
     // for a fence and an atomic per block. Off until a GPU measures it.
     bool merge_in_split_kernel = false;
+    // Option attention_prefetch=0|1: the split kernel on tensor cores has each warp ask L2
+    // for its next tile's keys and values before it loads this tile's
+    // (AttentionParams::prefetch_next_tile), so that a tile's K and V are no longer two DRAM
+    // round trips a warp waits out in turn. Off until a GPU measures it.
+    bool attention_prefetch = false;
     // Option rope_append=kernel|gemv: a decode step's per-head norms, RoPE and KV append
     // done by a launch of their own (rope_append_kernel), or by the Q/K/V GEMV's block that
     // stores each head's last rows (GemvLaunch::rope_append_tickets): one launch a layer

@@ -399,6 +399,7 @@ void Plan::launch_attention(size_t index, int32_t n) {
             p.n_splits = tiled_splits(n);
         } else {
             p.merge_tickets = merge_tickets_.as<int32_t>();  // null without attention_merge=last_block
+            p.prefetch_next_tile = p.mma && ctx_.model->backend->attention_prefetch;
         }
         p.workspace = split_workspace_.as<float>();
         p.out = out;

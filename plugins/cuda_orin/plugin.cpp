@@ -171,6 +171,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "mma_attention=0") backend->mma_attention = false;
             else if (item == "attention_merge=kernel") backend->merge_in_split_kernel = false;
             else if (item == "attention_merge=last_block") backend->merge_in_split_kernel = true;
+            else if (item == "attention_prefetch=1") backend->attention_prefetch = true;
+            else if (item == "attention_prefetch=0") backend->attention_prefetch = false;
             else if (item == "rope_append=kernel") backend->rope_append_in_gemv = false;
             else if (item == "rope_append=gemv") backend->rope_append_in_gemv = true;
             else if (item == "pdl=1") backend->pdl = true;
@@ -181,7 +183,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                "unknown option '" + std::string(item) +
                                    "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
                                    "gemm_tile_kib=N, tiled_attention=N, mma_attention=0|1, "
-                                   "attention_merge=kernel|last_block, "
+                                   "attention_merge=kernel|last_block, attention_prefetch=0|1, "
                                    "rope_append=kernel|gemv, "
                                    "gemv_rows_per_warp=N, gemv_warps_per_row=0|1|2|4|8, gemv_tasks_in_flight=1|2|4, "
                                    "profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "

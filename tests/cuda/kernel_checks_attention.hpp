@@ -101,6 +101,19 @@ inline void check_merge_in_last_blocks(DeviceApi& api, const Report& report, Att
     }
 }
 
+// The tensor-core split kernel's launch `p` (its output `out`) run again with each warp
+// asking L2 for its next tile ahead (prefetch_next_tile), into an output of NaNs: a
+// prefetch changes no value, so the same output bit for bit.
+inline void check_prefetch_next_tile(DeviceApi& api, const Report& report, AttentionParams p, const std::vector<float>& out,
+                                     const std::string& name) {
+    p.prefetch_next_tile = 1;
+    const std::vector<float> nans(out.size(), std::nanf(""));
+    api.upload(p.out, nans.data(), out.size() * 4);
+    api.attention(p);
+    const std::vector<float> prefetched = api.download_vector(static_cast<const float*>(p.out), out.size());
+    report({name + ", next tiles prefetched: largest difference", largest_difference(prefetched, out), 0.0});
+}
+
 // Runs the split attention over `cache` and returns the output [n_head][dim] (merged by
 // the merge kernel); `params`, if given, receives the launch.
 inline std::vector<float> run_attention(DeviceApi& api, const KvCacheLayer& cache, const std::vector<float>& q,
@@ -151,6 +164,7 @@ inline void check_attention(DeviceApi& api, const Report& report, int n_head, in
                          : kv_type == kKvF16           ? kBoundF16Attention
                                                        : kBoundQ8Attention;
     report({name, nmse(out, ref_attention(q, t, n_head, kv_len)), bound});
+    if (kernel == AttentionKernel::mma) check_prefetch_next_tile(api, report, p, out, name);
     check_merge_in_last_blocks(api, report, p, out, name);
     api.reset();
 }
@@ -213,6 +227,7 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
                          : kv_type == kKvF16         ? kBoundF16Attention
                                                      : q8_bound;
     report({name, nmse(out, ref), bound});
+    if (kernel == AttentionKernel::mma) check_prefetch_next_tile(api, report, p, out, name);
     if (kernel != AttentionKernel::tiled) check_merge_in_last_blocks(api, report, p, out, name);
     api.reset();
 }

@@ -274,6 +274,7 @@ TEST_CASE("emulated: split flash-decode attention on tensor cores (mma) against 
         check_attention(dev, doctest_report(), 10, 1, 64, 40, 64, kv, 1, seed++, mma);     // 10 heads: 3 chunks
         check_attention(dev, doctest_report(), 3, 3, 128, 300, 320, kv, 2, seed++, mma);   // no GQA
         check_attention(dev, doctest_report(), 8, 2, 128, 700, 768, kv, 11, seed++, mma);  // splits past a merge batch
+        check_attention(dev, doctest_report(), 4, 2, 64, 1000, 1024, kv, 2, seed++, mma);  // several tiles a warp
         // A prompt's rows under their causal lengths in sequence 1 and rows of sequence 0.
         check_attention_rows(dev, doctest_report(), 4, 2, 64, 96, kv, {1, 1, 1, 0, 0}, {5, 6, 7, 96, 1}, 2, seed++, mma);
         check_attention_rows(dev, doctest_report(), 6, 2, 128, 64, kv, {0, 1, 0}, {64, 33, 2}, 1, seed++, mma);
@@ -488,7 +489,58 @@ void guarded_gemv(const std::vector<int32_t>& types, const std::vector<int>& row
     emulated::gemv(l, blocks);
 }
 
+// One launch of the split attention on tensor cores with next tiles prefetched, over a
+// cache whose every plane lies in its own guarded buffer and whose every row is read
+// (kv_len = n_ctx): a prefetch past the rows, or before them, faults. Output thrown away.
+void guarded_attention(int32_t type, int dim, int n_head_kv, int n_ctx, int n_splits, bool at_end) {
+    KvCacheLayer c;
+    c.type = type;
+    c.n_ctx = n_ctx;
+    c.n_head_kv = n_head_kv;
+    c.head_dim = dim;
+    std::vector<std::unique_ptr<GuardedBytes>> planes;
+    const auto guarded = [&](uint64_t bytes) {
+        planes.push_back(std::make_unique<GuardedBytes>(bytes, at_end));
+        return const_cast<uint8_t*>(planes.back()->data());
+    };
+    c.k = guarded(kv_values_bytes(c));
+    c.v = guarded(kv_values_bytes(c));
+    if (type == kKvQ8) {
+        c.k_scales = reinterpret_cast<uint16_t*>(guarded(kv_scales_bytes(c)));
+        c.v_scales = reinterpret_cast<uint16_t*>(guarded(kv_scales_bytes(c)));
+    }
+    const int n_head = 4 * n_head_kv;
+    const std::vector<float> q(size_t(n_head) * dim, 0.5f);
+    const std::vector<int32_t> kv_len{n_ctx};
+    std::vector<float> workspace(size_t(attention_workspace_floats(n_head, dim, n_splits))), out(size_t(n_head) * dim);
+    AttentionParams p;
+    p.q = q.data();
+    p.cache = c;
+    p.kv_len = kv_len.data();
+    p.n_head = n_head;
+    p.scale = 1.0f / std::sqrt(float(dim));
+    p.n_splits = n_splits;
+    p.workspace = workspace.data();
+    p.out = out.data();
+    p.mma = 1;
+    p.prefetch_next_tile = 1;
+    emulated::attention(p, plan_attention(p));
+}
+
 }  // namespace
+
+TEST_CASE("emulated: the split attention's prefetch of next tiles stays inside the rows it reads") {
+    for (bool at_end : {true, false}) {
+        CAPTURE(at_end);
+        CHECK(runs_cleanly([&] {
+            for (int32_t type : {kKvF16, kKvQ8})
+                for (int dim : {64, 128}) {
+                    guarded_attention(type, dim, 1, 300, 1, at_end);  // a warp's next tiles, the last one ragged
+                    guarded_attention(type, dim, 2, 520, 3, at_end);  // KV head 1's rows end the planes
+                }
+        }, false));
+    }
+}
 
 TEST_CASE("emulated: a GEMV's L2 prefetch stays inside the weights it reads, every plane of every output") {
     for (bool at_end : {true, false}) {

@@ -24,8 +24,16 @@
 // probabilities as halves, products exact and summed in F32. The CUDA-core kernel keeps
 // the query in F32 (8 bits for INT8 decode steps).
 //
+// A warp's tile is one DRAM round trip for its keys, then (the scores need them first;
+// ptxas issues the V loads after the first mma, whatever the source order) one for its
+// values. With AttentionParams::prefetch_next_tile each warp asks L2 for its next tile's
+// keys and values before loading this tile's, and for its first tile's values at the
+// start, so that those loads find L2 (kPrefetch: an instantiation of its own, so that the
+// kernel without it is the same code as before).
+//
 // STATUS: run on an H200 (2026-11-25: the GPU kernel tests and conformance pass; the
-// default for decode since 9240755, 1.25-1.63x the CUDA-core kernel at KV 32768).
+// default for decode since 9240755, 1.25-1.63x the CUDA-core kernel at KV 32768). The
+// prefetch of next tiles: the emulation only (2026-11-26), off by default.
 #include "attention_split.cuh"
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
@@ -89,6 +97,24 @@ struct ChunkColumn {
         return r;
     }
 };
+
+// Asks L2 for rows first..end-1 (at most 32) of the block's KV head in one cache plane:
+// lane i for row first + i (its bytes, then for INT8 its scales where they begin a line,
+// or begin the range). For AttentionParams::prefetch_next_tile.
+template <int Dim, int Kv>
+__device__ __forceinline__ void prefetch_rows(const void* plane, const uint16_t* scale_plane, const SplitBlock& b,
+                                              int first, int end, int lane) {
+    constexpr int kRowBytes = Dim * RowChunk<Dim, Kv>::kValueBytes, kScaleRowBytes = Dim / 32 * 2;
+    if (first + lane >= end) return;
+    const size_t head_row = size_t(b.kv_head) * b.cache.n_ctx + first + lane;
+    const uint8_t* row = static_cast<const uint8_t*>(plane) + head_row * kRowBytes;
+#pragma unroll
+    for (int offset = 0; offset < kRowBytes; offset += int(kCacheLineBytes)) prefetch_l2_line(row + offset, row + kRowBytes);
+    if constexpr (Kv != kKvF16) {
+        const uint16_t* scales = scale_plane + head_row * (Dim / 32);
+        if (lane == 0 || (head_row * kScaleRowBytes) % kCacheLineBytes == 0) prefetch_l2_line(scales, scales + Dim / 32);
+    }
+}
 
 // A lane's key: chunk h holds dims h Dim/2 + C t..; k-step ks takes dims key_dim(ks, t) .. + 3.
 template <int Dim>
@@ -242,7 +268,7 @@ struct WarpFlashDecode {
 // INT8: four blocks an SM, as choose_kv_splits assumes (at head dim 128 ptxas keeps four
 // words of a tile in local memory to fit 128 registers). F16 takes more registers for its
 // keys' words: two blocks an SM, 8 warps with 8 KB of K each in flight.
-template <int Dim, int Kv>
+template <int Dim, int Kv, bool kPrefetch>
 __global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attention_mma_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
     __shared__ float warp_o[kSplitWarps][kSplitMaxGroup][Dim];
@@ -254,7 +280,17 @@ __global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attent
     if (split_is_empty(p, b)) return;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     WarpFlashDecode<Dim, Kv> w(p, b, lane);
-    for (int tile = b.begin + warp * kSplitTile; tile < b.end; tile += kSplitWarps * kSplitTile) {
+    constexpr int kStep = kSplitWarps * kSplitTile;  // from a warp's tile to its next
+    const int first_tile = b.begin + warp * kSplitTile;
+    constexpr bool kPrefetches = kPrefetch && attention_prefetches(Dim, Kv);
+    if (kPrefetches && first_tile < b.end)
+        prefetch_rows<Dim, Kv>(b.cache.v, b.cache.v_scales, b, first_tile, min(first_tile + kSplitTile, b.end), lane);
+    for (int tile = first_tile; tile < b.end; tile += kStep) {
+        if (kPrefetches && tile + kStep < b.end) {
+            const int next_end = min(tile + kStep + kSplitTile, b.end);
+            prefetch_rows<Dim, Kv>(b.cache.k, b.cache.k_scales, b, tile + kStep, next_end, lane);
+            prefetch_rows<Dim, Kv>(b.cache.v, b.cache.v_scales, b, tile + kStep, next_end, lane);
+        }
         if (tile + kSplitTile <= b.end) w.template add_tile<false>(tile, b.end - 1);
         else w.template add_tile<true>(tile, b.end - 1);
     }
@@ -273,20 +309,35 @@ __global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attent
     finish_split<Dim>(p, b, warp_o, warp_ml);
 }
 
-// The four instantiations (head dim x cache type), named so NVRTC compiles them too.
-template __global__ void attention_mma_kernel<64, kKvF16>(const AttentionParams);
-template __global__ void attention_mma_kernel<128, kKvF16>(const AttentionParams);
-template __global__ void attention_mma_kernel<64, kKvQ8>(const AttentionParams);
-template __global__ void attention_mma_kernel<128, kKvQ8>(const AttentionParams);
+// The eight instantiations (head dim x cache type x prefetch), named so NVRTC compiles them too.
+template __global__ void attention_mma_kernel<64, kKvF16, false>(const AttentionParams);
+template __global__ void attention_mma_kernel<128, kKvF16, false>(const AttentionParams);
+template __global__ void attention_mma_kernel<64, kKvQ8, false>(const AttentionParams);
+template __global__ void attention_mma_kernel<128, kKvQ8, false>(const AttentionParams);
+template __global__ void attention_mma_kernel<64, kKvF16, true>(const AttentionParams);
+template __global__ void attention_mma_kernel<128, kKvF16, true>(const AttentionParams);
+template __global__ void attention_mma_kernel<64, kKvQ8, true>(const AttentionParams);
+template __global__ void attention_mma_kernel<128, kKvQ8, true>(const AttentionParams);
+
+#if !defined(__CUDACC_RTC__)
+template <bool kPrefetch>
+auto attention_mma_kernel_of(const AttentionParams& p) {
+    if (p.cache.head_dim == 64)
+        return p.cache.type == kKvF16 ? attention_mma_kernel<64, kKvF16, kPrefetch> : attention_mma_kernel<64, kKvQ8, kPrefetch>;
+    return p.cache.type == kKvF16 ? attention_mma_kernel<128, kKvF16, kPrefetch> : attention_mma_kernel<128, kKvQ8, kPrefetch>;
+}
+
+// The instantiation that takes launch p (the CUDA launcher's and the emulation's).
+inline auto attention_mma_kernel_for(const AttentionParams& p) {
+    return p.prefetch_next_tile ? attention_mma_kernel_of<true>(p) : attention_mma_kernel_of<false>(p);
+}
+#endif
 
 }  // namespace
 
 #if ER_KERNEL_LAUNCHERS
 cudaError_t launch_attention_mma(const AttentionParams& p, dim3 grid, LaunchStream stream) {
-    const bool f16 = p.cache.type == kKvF16;
-    const auto kernel = p.cache.head_dim == 64 ? (f16 ? attention_mma_kernel<64, kKvF16> : attention_mma_kernel<64, kKvQ8>)
-                                               : (f16 ? attention_mma_kernel<128, kKvF16> : attention_mma_kernel<128, kKvQ8>);
-    return launch_kernel(kernel, grid, dim3(kSplitWarps * 32), 0, stream, p);
+    return launch_kernel(attention_mma_kernel_for(p), grid, dim3(kSplitWarps * 32), 0, stream, p);
 }
 #endif
 

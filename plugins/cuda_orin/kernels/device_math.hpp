@@ -175,6 +175,21 @@ ER_HD float load_written(const float* p) {
 // (the emulated tests run under it) reports when it lies outside the allocation.
 inline constexpr uint64_t kCacheLineBytes = 128;
 
+// Asks L2 for the line of `at` (its host twin reads that byte, and the line's last byte
+// before `end`: the part of the line the caller's range holds).
+ER_HD void prefetch_l2_line(const void* at, const void* end) {
+#if defined(__CUDA_ARCH__)
+    (void)end;
+    // A global-space address: a generic pointer converted (identical on today's GPUs).
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(at)));
+#else
+    const uintptr_t line_end = (reinterpret_cast<uintptr_t>(at) / kCacheLineBytes + 1) * kCacheLineBytes;
+    const uintptr_t last = (line_end < reinterpret_cast<uintptr_t>(end) ? line_end : reinterpret_cast<uintptr_t>(end)) - 1;
+    [[maybe_unused]] const uint8_t touched = *static_cast<const volatile uint8_t*>(at) ^
+                                             *reinterpret_cast<const volatile uint8_t*>(last);
+#endif
+}
+
 ER_HD void prefetch_l2(const void* begin, uint64_t bytes, int first, int stride) {
     if (bytes == 0) return;
     const uintptr_t start = reinterpret_cast<uintptr_t>(begin), end = start + bytes;
@@ -182,15 +197,7 @@ ER_HD void prefetch_l2(const void* begin, uint64_t bytes, int first, int stride)
     const uintptr_t n_lines = (end - 1) / kCacheLineBytes - first_line + 1;
     for (uintptr_t i = uintptr_t(first); i < n_lines; i += uintptr_t(stride)) {
         const uintptr_t line = (first_line + i) * kCacheLineBytes;
-        const uintptr_t at = line > start ? line : start;
-#if defined(__CUDA_ARCH__)
-        // A global-space address: a generic pointer converted (identical on today's GPUs).
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(reinterpret_cast<const void*>(at))));
-#else
-        const uintptr_t last = line + kCacheLineBytes < end ? line + kCacheLineBytes - 1 : end - 1;
-        [[maybe_unused]] const uint8_t touched = *reinterpret_cast<const volatile uint8_t*>(at) ^
-                                                 *reinterpret_cast<const volatile uint8_t*>(last);
-#endif
+        prefetch_l2_line(reinterpret_cast<const void*>(line > start ? line : start), reinterpret_cast<const void*>(end));
     }
 }
 

@@ -368,7 +368,20 @@ struct AttentionParams {
     // KV head and query-head chunk to finish merges that group's splits
     // (attention_split.cuh), and no merge kernel is launched: one launch fewer a layer.
     int32_t* merge_tickets = nullptr;
+    // Without tiles, on tensor cores (mma): each warp asks L2 for its next tile's keys and
+    // values before it loads this tile's, and for its first tile's values as it starts, so
+    // that DRAM streams a tile ahead of the loads a warp waits on instead of one round
+    // trip for its keys and another for its values per tile (attention_mma.cu), where
+    // attention_prefetches says it does.
+    int32_t prefetch_next_tile = 0;
 };
+
+// Whether the split kernel on tensor cores prefetches next tiles (prefetch_next_tile) for
+// a head dim and cache type: not INT8 at head dim 128, which is held to 128 registers for
+// four blocks an SM and has none left for the prefetches' addresses (with them ptxas
+// spilled in its tile loop, sm_87 and sm_90).
+ER_HD constexpr bool attention_prefetches(int head_dim, int32_t kv_type) { return kv_type == kKvF16 || head_dim == 64; }
+
 // The head dims and cache types the split kernel is built for; other attention takes the
 // general row kernel (attention_rows, graph_ops.cu). The tiled kernel takes the same.
 ER_HD bool split_attention_supports(int head_dim, int32_t kv_type) {

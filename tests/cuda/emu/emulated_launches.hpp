@@ -35,12 +35,7 @@ inline void attention(const AttentionParams& p, const AttentionGrid& g) {
                 f16 ? attention_tiles_kernel<128, kKvF16>(p) : attention_tiles_kernel<128, kKvQ8>(p);
         }, 0, "attention_tiles");
     else if (p.mma)
-        emu::launch(grid, dim3(kAttentionWarps * 32), [&] {
-            if (p.cache.head_dim == 64)
-                f16 ? attention_mma_kernel<64, kKvF16>(p) : attention_mma_kernel<64, kKvQ8>(p);
-            else
-                f16 ? attention_mma_kernel<128, kKvF16>(p) : attention_mma_kernel<128, kKvQ8>(p);
-        }, 0, "attention_mma");
+        emu::launch(grid, dim3(kAttentionWarps * 32), [&] { attention_mma_kernel_for(p)(p); }, 0, "attention_mma");
     else
         emu::launch(grid, dim3(kAttentionWarps * 32), [&] {
             if (p.cache.head_dim == 64)
