@@ -510,21 +510,11 @@ void guarded_attention(int32_t type, int dim, int n_head_kv, int n_ctx, int n_sp
         c.v_scales = reinterpret_cast<uint16_t*>(guarded(kv_scales_bytes(c)));
     }
     const int n_head = 4 * n_head_kv;
-    const std::vector<float> q(size_t(n_head) * dim, 0.5f);
-    const std::vector<int32_t> kv_len{n_ctx};
-    std::vector<float> workspace(size_t(attention_workspace_floats(n_head, dim, n_splits))), out(size_t(n_head) * dim);
+    EmulatedDevice dev;
     AttentionParams p;
-    p.q = q.data();
-    p.cache = c;
-    p.kv_len = kv_len.data();
-    p.n_head = n_head;
-    p.scale = 1.0f / std::sqrt(float(dim));
-    p.n_splits = n_splits;
-    p.workspace = workspace.data();
-    p.out = out.data();
-    p.mma = 1;
+    run_attention(dev, c, std::vector<float>(size_t(n_head) * dim, 0.5f), n_head, n_ctx, n_splits, AttentionKernel::mma, &p);
     p.prefetch_next_tile = 1;
-    emulated::attention(p, plan_attention(p));
+    dev.attention(p);
 }
 
 }  // namespace

@@ -86,10 +86,10 @@ struct ChunkColumn {
         values = static_cast<const uint8_t*>(plane) + (head_rows * Dim + first_dim) * RowChunk<Dim, Kv>::kValueBytes;
         scales = Kv == kKvF16 ? nullptr : scale_plane + head_rows * (Dim / 32) + first_dim / 32;
     }
+    static constexpr int kRowBytes = Dim * RowChunk<Dim, Kv>::kValueBytes;
     // The chunk of row key + rows, `dims` dims further. With `rows` and `dims` known to
     // the compiler, rows of one key differ by constant offsets of one address.
     __device__ RowChunk<Dim, Kv> row(int key, int rows = 0, int dims = 0) const {
-        constexpr int kRowBytes = Dim * RowChunk<Dim, Kv>::kValueBytes;
         RowChunk<Dim, Kv> r;
         const size_t k = uint32_t(key);  // zero-extended: key * stride + base is one wide multiply-add
         load_words(values + k * kRowBytes + (rows * kRowBytes + dims * RowChunk<Dim, Kv>::kValueBytes), r.w);
@@ -98,21 +98,20 @@ struct ChunkColumn {
     }
 };
 
-// Asks L2 for rows first..end-1 (at most 32) of the block's KV head in one cache plane:
-// lane i for row first + i (its bytes, then for INT8 its scales where they begin a line,
-// or begin the range). For AttentionParams::prefetch_next_tile.
+// Asks L2 for rows first..end-1 (at most 32) of a column of whole rows (first_dim 0):
+// lane i for row first + i, its bytes, then for INT8 its scales where they begin a line
+// (or begin the range). For AttentionParams::prefetch_next_tile.
 template <int Dim, int Kv>
-__device__ __forceinline__ void prefetch_rows(const void* plane, const uint16_t* scale_plane, const SplitBlock& b,
-                                              int first, int end, int lane) {
-    constexpr int kRowBytes = Dim * RowChunk<Dim, Kv>::kValueBytes, kScaleRowBytes = Dim / 32 * 2;
+__device__ __forceinline__ void prefetch_rows(const ChunkColumn<Dim, Kv>& rows, int first, int end, int lane) {
+    constexpr int kRowBytes = ChunkColumn<Dim, Kv>::kRowBytes;
     if (first + lane >= end) return;
-    const size_t head_row = size_t(b.kv_head) * b.cache.n_ctx + first + lane;
-    const uint8_t* row = static_cast<const uint8_t*>(plane) + head_row * kRowBytes;
+    const size_t key = size_t(first + lane);
+    const uint8_t* row = rows.values + key * kRowBytes;
 #pragma unroll
     for (int offset = 0; offset < kRowBytes; offset += int(kCacheLineBytes)) prefetch_l2_line(row + offset, row + kRowBytes);
     if constexpr (Kv != kKvF16) {
-        const uint16_t* scales = scale_plane + head_row * (Dim / 32);
-        if (lane == 0 || (head_row * kScaleRowBytes) % kCacheLineBytes == 0) prefetch_l2_line(scales, scales + Dim / 32);
+        const uint16_t* scales = rows.scales + key * (Dim / 32);
+        if (lane == 0 || reinterpret_cast<uintptr_t>(scales) % kCacheLineBytes == 0) prefetch_l2_line(scales, scales + Dim / 32);
     }
 }
 
@@ -283,13 +282,15 @@ __global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attent
     constexpr int kStep = kSplitWarps * kSplitTile;  // from a warp's tile to its next
     const int first_tile = b.begin + warp * kSplitTile;
     constexpr bool kPrefetches = kPrefetch && attention_prefetches(Dim, Kv);
-    if (kPrefetches && first_tile < b.end)
-        prefetch_rows<Dim, Kv>(b.cache.v, b.cache.v_scales, b, first_tile, min(first_tile + kSplitTile, b.end), lane);
+    // The block's KV head's whole rows of K and V, for the prefetches.
+    const ChunkColumn<Dim, Kv> key_rows(b.cache.k, b.cache.k_scales, b.cache, b.kv_head, 0),
+        value_rows(b.cache.v, b.cache.v_scales, b.cache, b.kv_head, 0);
+    if (kPrefetches && first_tile < b.end) prefetch_rows(value_rows, first_tile, min(first_tile + kSplitTile, b.end), lane);
     for (int tile = first_tile; tile < b.end; tile += kStep) {
         if (kPrefetches && tile + kStep < b.end) {
             const int next_end = min(tile + kStep + kSplitTile, b.end);
-            prefetch_rows<Dim, Kv>(b.cache.k, b.cache.k_scales, b, tile + kStep, next_end, lane);
-            prefetch_rows<Dim, Kv>(b.cache.v, b.cache.v_scales, b, tile + kStep, next_end, lane);
+            prefetch_rows(key_rows, tile + kStep, next_end, lane);
+            prefetch_rows(value_rows, tile + kStep, next_end, lane);
         }
         if (tile + kSplitTile <= b.end) w.template add_tile<false>(tile, b.end - 1);
         else w.template add_tile<true>(tile, b.end - 1);
