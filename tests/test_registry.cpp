@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 using namespace edgerun;
 namespace fs = std::filesystem;
@@ -64,12 +65,23 @@ TEST_CASE("each bad plugin is refused with its own reason and the others still l
     for (const auto& entry : fs::directory_iterator(EDGERUN_FIXTURE_DIR))
         fs::copy_file(entry.path(), dir / entry.path().filename(), fs::copy_options::overwrite_existing);
     std::ofstream(dir / "libedgerun_junk.so") << "this is not an ELF file\n";
+    // A good plugin as if built for another CPU: its header's e_machine made RISC-V's.
+    std::string foreign;
+    for (const auto& entry : fs::directory_iterator(EDGERUN_FIXTURE_DIR))
+        if (entry.path().filename().string().find("fixture_good") != std::string::npos) {
+            std::ifstream in(entry.path(), std::ios::binary);
+            foreign.assign(std::istreambuf_iterator<char>(in), {});
+        }
+    REQUIRE(foreign.size() > 20);
+    foreign[18] = char(243);  // EM_RISCV, little-endian
+    foreign[19] = 0;
+    std::ofstream(dir / "libedgerun_foreign.so", std::ios::binary) << foreign;
 
     registry.scan_directory(dir);
 
     CHECK(registry.find(ER_PLUGIN_SAMPLER, "fixture_good") != nullptr);
     CHECK(registry.plugins().size() == 1);
-    CHECK(registry.failures().size() == 7);
+    CHECK(registry.failures().size() == 8);
 
     struct Expect {
         const char* file;
@@ -77,6 +89,7 @@ TEST_CASE("each bad plugin is refused with its own reason and the others still l
     };
     const Expect expected[] = {
         {"libedgerun_junk.so", "not a loadable shared library"},
+        {"libedgerun_foreign.so", "built for riscv64, this host is "},
         {"fixture_no_entry", "no entry symbol 'edgerun_plugin_entry'"},
         {"fixture_factory_fails", "plugin entry failed: fixture: no usable device on this machine"},
         {"fixture_wrong_abi", "built for plugin ABI " + std::to_string(ER_ABI_VERSION - 1) + ", this host speaks ABI " +

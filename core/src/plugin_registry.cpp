@@ -4,8 +4,12 @@
 #include <boost/dll/shared_library.hpp>
 #include <spdlog/spdlog.h>
 
+#include <elf.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -23,6 +27,44 @@ bool is_plugin_file_name(const std::filesystem::path& file) {
     const std::string suffix = boost::dll::shared_library::suffix().string();
     return name.rfind("libedgerun_", 0) == 0 && name.size() > suffix.size() &&
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+#if defined(__x86_64__)
+constexpr uint16_t kThisMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kThisMachine = EM_AARCH64;
+#else
+constexpr uint16_t kThisMachine = EM_NONE;  // not checked
+#endif
+
+std::string machine_name(uint16_t machine, bool wide) {
+    switch (machine) {
+        case EM_X86_64: return "x86-64";
+        case EM_AARCH64: return "aarch64";
+        case EM_386: return "32-bit x86";
+        case EM_ARM: return "32-bit arm";
+        case EM_RISCV: return wide ? "riscv64" : "riscv32";
+        case EM_PPC64: return "ppc64";
+        default: return "ELF machine " + std::to_string(machine);
+    }
+}
+
+// Why a shared library cannot be this process's, from its ELF header: the CPU it was built
+// for, when that is not ours. dlopen refuses such a file with glibc's "cannot open shared
+// object file: No such file or directory", which sends a user looking for a missing file.
+// Empty when the header matches, or is not ELF at all (dlopen says what is wrong then).
+std::string foreign_machine(const std::string& path) {
+    if (kThisMachine == EM_NONE) return {};
+    unsigned char header[EI_NIDENT + 4] = {};
+    std::ifstream in(path, std::ios::binary);
+    if (!in.read(reinterpret_cast<char*>(header), sizeof header) || std::memcmp(header, ELFMAG, SELFMAG) != 0) return {};
+    const bool little = header[EI_DATA] == ELFDATA2LSB, wide = header[EI_CLASS] == ELFCLASS64;
+    const unsigned char* m = header + EI_NIDENT + 2;  // e_machine, after e_type
+    const uint16_t machine = little ? uint16_t(m[0] | m[1] << 8) : uint16_t(m[0] << 8 | m[1]);
+    if (machine == kThisMachine && wide && little) return {};
+    std::string built_for = machine_name(machine, wide);
+    if (machine == kThisMachine) built_for += wide ? ", big-endian" : ", 32-bit";
+    return "built for " + built_for + ", this host is " + machine_name(kThisMachine, true);
 }
 
 // The entries of each interface a host may call without checking for NULL.
@@ -139,6 +181,7 @@ bool PluginRegistry::load_file(const std::filesystem::path& file) {
         return false;
     };
 
+    if (std::string reason = foreign_machine(path); !reason.empty()) return fail(reason);
     std::shared_ptr<boost::dll::shared_library> library;
     try {
         // rtld_now: an unresolved symbol fails here, with a message, not at first use.
