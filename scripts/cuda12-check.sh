@@ -29,14 +29,16 @@ python=$(project_python)
 pkgs=$work/pkgs
 mkdir -p "$work"
 
-wheels=("nvidia-cuda-nvcc-cu12==12.6.85" "nvidia-cuda-runtime-cu12==12.6.77" "nvidia-cuda-nvrtc-cu12==12.6.85")
-if [ ! -f "$pkgs/.installed-12.6" ]; then
+wheels=("nvidia-cuda-nvcc-cu12==12.6.85" "nvidia-cuda-runtime-cu12==12.6.77" "nvidia-cuda-nvrtc-cu12==12.6.85"
+        "nvidia-cuda-cccl-cu12==12.6.77")
+if [ ! -f "$pkgs/.installed-12.6-cccl" ]; then
+  rm -rf "$pkgs"  # pip --target does not add to an nvidia/ folder an older list made
   echo "cuda12-check: pip install ${wheels[*]}"
   if ! $python -m pip install --quiet --disable-pip-version-check --no-deps --target "$pkgs" "${wheels[@]}"; then
     echo "skipped: cannot install the CUDA 12.6 packages from PyPI"
     exit 77
   fi
-  touch "$pkgs/.installed-12.6"
+  touch "$pkgs/.installed-12.6-cccl"
 fi
 cublas_wheel="nvidia-cublas-cu12==12.6.4.1"
 if [ ! -f "$pkgs/.cublas-headers-12.6.4.1" ]; then
@@ -62,6 +64,10 @@ cublas_include=$pkgs/nvidia/cublas/include
 ptxas=$pkgs/nvidia/cuda_nvcc/bin/ptxas
 nvrtc=$(ls "$pkgs"/nvidia/cuda_nvrtc/lib/libnvrtc.so.12* | head -n 1)
 cuda_include=$pkgs/nvidia/cuda_runtime/include
+# The runtime headers include crt/host_defines.h (nvcc's) and nv/target (CCCL's): named
+# here, or the host compiler takes whatever CUDA /usr/local/include links to (13.0 here).
+nvcc_include=$pkgs/nvidia/cuda_nvcc/include
+cccl_include=$pkgs/nvidia/cuda_cccl/include
 chmod +x "$ptxas"
 "$ptxas" --version | tail -n 1
 
@@ -85,13 +91,15 @@ for src in "$kernels"/*.cu; do
 done
 
 cxx=${CXX:-c++}
+read -ra cxxflags <<< "${CXXFLAGS:-}"  # e.g. a cross compiler's --sysroot (aarch64-check.sh)
 # The host code: the kernel library's runtime-API source and the plugin's CUDA Device,
 # its context measurement and its cuBLAS GEMM.
 for src in "$kernels/host_runtime.cpp" plugins/cuda_orin/cuda_device.cpp plugins/cuda_orin/context_memory.cpp \
            plugins/cuda_orin/cublas_gemm.cpp; do
   # EDGERUN_CUDA_ARCHITECTURES: what CMake passes the plugin (the Orin build's here).
-  if "$cxx" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Icore/include -I"$kernels" -Iplugins/cuda_orin \
-       -DEDGERUN_CUDA_ARCHITECTURES='"87"' -I"$cuda_include" -I"$cublas_include" "$src"; then
+  if "$cxx" "${cxxflags[@]}" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -Icore/include -I"$kernels" -Iplugins/cuda_orin \
+       -DEDGERUN_CUDA_ARCHITECTURES='"87"' -I"$cuda_include" -I"$nvcc_include" -I"$cccl_include" \
+       -I"$cublas_include" "$src"; then
     echo "PASS  $(basename "$src") against the CUDA 12.6 runtime and cuBLAS 12.6 headers"
     passed=$((passed + 1))
   else
