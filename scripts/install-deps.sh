@@ -3,26 +3,28 @@
 #   scripts/install-deps.sh           to build and run: Debian packages, the project's
 #                                     Python environment (.venv, for pip's model download)
 #   scripts/install-deps.sh --test    also the test references, pinned, into .venv
+#   scripts/install-deps.sh --libraries   only print the library packages (headers and
+#                                     .so), the part a cross build takes for its target
 #
 # Nothing goes into the system's or the user's Python: see scripts/venv.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/venv.sh"
 
+libraries=(
+  libboost-dev libboost-program-options-dev libboost-filesystem-dev
+  libspdlog-dev libtomlplusplus-dev doctest-dev libopenblas-dev
+  nlohmann-json3-dev
+)
+packages=(build-essential cmake ninja-build pkg-config git python3 python3-venv "${libraries[@]}")
+
 test_deps=0
 case ${1:-} in
   "") ;;
   --test) test_deps=1 ;;
-  *) echo "usage: scripts/install-deps.sh [--test]" >&2; exit 2 ;;
+  --libraries) echo "${libraries[@]}"; exit 0 ;;
+  *) echo "usage: scripts/install-deps.sh [--test | --libraries]" >&2; exit 2 ;;
 esac
-
-packages=(
-  build-essential cmake ninja-build pkg-config git
-  libboost-dev libboost-program-options-dev libboost-filesystem-dev
-  libspdlog-dev libtomlplusplus-dev doctest-dev libopenblas-dev
-  nlohmann-json3-dev
-  python3 python3-venv
-)
 
 missing=()
 for p in "${packages[@]}"; do
