@@ -35,20 +35,9 @@ fi
 
 # The cross compiler, the emulator, and the x86-64 side of the tests (the project's Python
 # with its test references, llama.cpp among them, which the tests compare against).
-scripts/install-deps.sh --test
+scripts/install-deps.sh --test --aarch64
 source scripts/venv.sh
 python=$(project_python)
-tools=(g++-aarch64-linux-gnu qemu-user)
-missing=()
-for p in "${tools[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "aarch64-check: apt-get install ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
 
 # The sysroot: the build's libraries for arm64 and everything they depend on (libc,
 # libstdc++, libgfortran for OpenBLAS), made once per package list.

@@ -3,6 +3,8 @@
 #   scripts/install-deps.sh           to build and run: Debian packages, the project's
 #                                     Python environment (.venv, for pip's model download)
 #   scripts/install-deps.sh --test    also the test references, pinned, into .venv
+#   scripts/install-deps.sh --aarch64  also the aarch64 cross compiler and qemu-user
+#                                     (scripts/aarch64-check.sh); combines with --test
 #   scripts/install-deps.sh --libraries   only print the library packages (headers and
 #                                     .so), the part a cross build takes for its target
 #
@@ -19,12 +21,14 @@ libraries=(
 packages=(build-essential cmake ninja-build pkg-config git python3 python3-venv "${libraries[@]}")
 
 test_deps=0
-case ${1:-} in
-  "") ;;
-  --test) test_deps=1 ;;
-  --libraries) echo "${libraries[@]}"; exit 0 ;;
-  *) echo "usage: scripts/install-deps.sh [--test | --libraries]" >&2; exit 2 ;;
-esac
+for arg in "$@"; do
+  case $arg in
+    --test) test_deps=1 ;;
+    --aarch64) packages+=(g++-aarch64-linux-gnu qemu-user) ;;
+    --libraries) echo "${libraries[@]}"; exit 0 ;;
+    *) echo "usage: scripts/install-deps.sh [--test] [--aarch64] | --libraries" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
