@@ -30,17 +30,30 @@ for arg in "$@"; do
   esac
 done
 
+# Ubuntu 22.04 (JetPack 6) packages no toml++: there its headers are fetched instead.
+toml_package=libtomlplusplus-dev
+toml_headers=$root/.deps/tomlplusplus/include/toml++/toml.h
 missing=()
 for p in "${packages[@]}"; do
+  [ "$p" = $toml_package ] && [ -f "$toml_headers" ] && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+fetch_toml=0
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "install-deps: apt-get install ${missing[*]}"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
+  if [[ " ${missing[*]} " == *" $toml_package "* ]] && ! apt-cache show $toml_package > /dev/null 2>&1; then
+    fetch_toml=1
+    missing=("${missing[@]/$toml_package}")
+    read -ra missing <<< "${missing[*]}"  # drops the emptied entry
+  fi
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: apt-get install ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+[ $fetch_toml -eq 0 ] || "$root/scripts/fetch-tomlplusplus.sh"
 
 python=$(project_python)
 [ $test_deps -eq 1 ] || exit 0
