@@ -5,6 +5,7 @@
 #   scripts/install-deps.sh --test    also the test references, pinned, into .venv
 #   scripts/install-deps.sh --aarch64  also the aarch64 cross compiler and qemu-user
 #                                     (scripts/aarch64-check.sh); combines with --test
+#   scripts/install-deps.sh --jammy   also debootstrap (scripts/jammy-check.sh)
 #   scripts/install-deps.sh --libraries   only print the library packages (headers and
 #                                     .so), the part a cross build takes for its target
 #
@@ -25,8 +26,9 @@ for arg in "$@"; do
   case $arg in
     --test) test_deps=1 ;;
     --aarch64) packages+=(g++-aarch64-linux-gnu qemu-user) ;;
+    --jammy) packages+=(debootstrap) ;;
     --libraries) echo "${libraries[@]}"; exit 0 ;;
-    *) echo "usage: scripts/install-deps.sh [--test] [--aarch64] | --libraries" >&2; exit 2 ;;
+    *) echo "usage: scripts/install-deps.sh [--test] [--aarch64] [--jammy] | --libraries" >&2; exit 2 ;;
   esac
 done
 
@@ -45,8 +47,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   if [[ " ${missing[*]} " == *" $toml_package "* ]] && ! apt-cache show $toml_package > /dev/null 2>&1; then
     fetch_toml=1
-    missing=("${missing[@]/$toml_package}")
-    read -ra missing <<< "${missing[*]}"  # drops the emptied entry
+    others=()
+    for p in "${missing[@]}"; do [ "$p" = $toml_package ] || others+=("$p"); done
+    missing=("${others[@]}")
   fi
 fi
 if [ ${#missing[@]} -gt 0 ]; then

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../check_throws.hpp"
+
 #include <edgerun/dtype.hpp>
 #include <edgerun/graph.hpp>
 #include <edgerun/host_api.hpp>

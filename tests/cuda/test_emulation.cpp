@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../check_throws.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,14 +109,14 @@ TEST_CASE("emulation: under pdl=1 a kernel that does not wait for the prior grid
     auto run = [&](void (*kernel)(int*), const char* name) { emu::launch(dim3(2), dim3(64), [&] { kernel(out.data()); }, 0, name); };
     {
         emu::RequirePriorGridWaits require(true);
-        CHECK_THROWS_WITH_AS(run(forgetful_kernel, "forgetful"),
-                             doctest::Contains("kernel forgetful ended without calling wait_for_prior_grids()"),
-                             std::logic_error);
-        CHECK_THROWS_WITH_AS(run(forgetful_kernel, "forgetful"), doctest::Contains("thread 37,0,0 of block 1,0,0"),
-                             std::logic_error);
-        CHECK_THROWS_WITH_AS(run(hasty_kernel, "hasty"),
-                             doctest::Contains("kernel hasty called allow_next_grid() before wait_for_prior_grids()"),
-                             std::logic_error);
+        CHECK_THROWS_CONTAINING_AS(run(forgetful_kernel, "forgetful"),
+                                   "kernel forgetful ended without calling wait_for_prior_grids()",
+                                   std::logic_error);
+        CHECK_THROWS_CONTAINING_AS(run(forgetful_kernel, "forgetful"), "thread 37,0,0 of block 1,0,0",
+                                   std::logic_error);
+        CHECK_THROWS_CONTAINING_AS(run(hasty_kernel, "hasty"),
+                                   "kernel hasty called allow_next_grid() before wait_for_prior_grids()",
+                                   std::logic_error);
         CHECK_NOTHROW(run(careful_kernel, "careful"));
     }
     CHECK_NOTHROW(run(forgetful_kernel, "forgetful"));  // pdl=0: nothing is required
