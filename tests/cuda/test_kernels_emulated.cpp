@@ -452,7 +452,7 @@ template <class Body>
 bool runs_cleanly(Body body, bool quiet) {
     const pid_t child = fork();
     if (child == 0) {
-        if (quiet) std::freopen("/dev/null", "w", stderr);
+        if (quiet && !std::freopen("/dev/null", "w", stderr)) std::_Exit(2);
         body();
         std::_Exit(0);
     }
