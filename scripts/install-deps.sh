@@ -40,10 +40,10 @@ for p in "${packages[@]}"; do
   [ "$p" = $toml_package ] && [ -f "$toml_headers" ] && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
 fetch_toml=0
 if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   if [[ " ${missing[*]} " == *" $toml_package "* ]] && ! apt-cache show $toml_package > /dev/null 2>&1; then
     fetch_toml=1
