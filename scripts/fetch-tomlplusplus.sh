@@ -14,6 +14,8 @@ target=$root/.deps/tomlplusplus
 
 archive=tomlplusplus_3.4.0+ds.orig.tar.xz
 sha256=0ae736e13a49cc8a0aa7799705cf18bd93f5f56624613e6aa554b65fe2d72768
+# Ubuntu's pool first (what an Ubuntu 22.04 machine already reaches), then Debian's, whose
+# Sources index lists the same file with the same checksum.
 mirrors=(http://archive.ubuntu.com/ubuntu/pool/universe/t/tomlplusplus
          http://deb.debian.org/debian/pool/main/t/tomlplusplus)
 
