@@ -24,31 +24,14 @@ mkdir -p "$root/.deps"
 # Unpacked beside the target and renamed into place: an interrupted run leaves nothing.
 work=$(mktemp -d "$root/.deps/.tomlplusplus.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-python3 - "$work" "$archive" "$sha256" "${mirrors[@]}" <<'PY'
-import hashlib, pathlib, sys, tarfile, urllib.request
-work, archive, sha256, mirrors = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
-errors = []
-for mirror in mirrors:
-    url = f"{mirror}/{archive}"
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response:
-            data = response.read()
-    except OSError as e:
-        errors.append(f"{url}: {e}")
-        continue
-    if hashlib.sha256(data).hexdigest() != sha256:
-        errors.append(f"{url}: sha256 {hashlib.sha256(data).hexdigest()}, expected {sha256}")
-        continue
-    (work / archive).write_bytes(data)
-    break
-else:
-    print("fetch-tomlplusplus: " + "; ".join(errors), file=sys.stderr)
-    sys.exit(3)
-
+python3 "$root/scripts/fetch_pinned.py" "$sha256" "$work/$archive" "${mirrors[@]/%//$archive}"
+python3 - "$work" "$archive" <<'PY'
+import pathlib, sys, tarfile
+work, archive = pathlib.Path(sys.argv[1]), sys.argv[2]
 with tarfile.open(work / archive) as tar:
     wanted = []
     for member in tar.getmembers():
-        top, _, rest = member.name.partition("/")
+        rest = member.name.partition("/")[2]  # below the archive's top folder
         if (rest.startswith("include/toml++/") or rest == "LICENSE") and member.isfile():
             member.name = rest
             wanted.append(member)

@@ -27,14 +27,8 @@ if [ ! -f "$rootfs/.edgerun-ready" ]; then
   keyring_deb=ubuntu-keyring_2021.03.26_all.deb
   keyring_sha256=0d0e7ed6b112f5d03eabf3c7eb01ebdacf9c57714b279e90495cfc58c8c4520f
   mkdir -p "$work/keyring"
-  python3 - "$mirror/pool/main/u/ubuntu-keyring/$keyring_deb" "$keyring_sha256" "$work/$keyring_deb" <<'PY'
-import hashlib, sys, urllib.request
-url, sha256, target = sys.argv[1:]
-data = urllib.request.urlopen(url, timeout=60).read()
-if hashlib.sha256(data).hexdigest() != sha256:
-    sys.exit(f"jammy-check: {url} does not match its checksum")
-open(target, "wb").write(data)
-PY
+  python3 "$repo/scripts/fetch_pinned.py" "$keyring_sha256" "$work/$keyring_deb" \
+    "$mirror/pool/main/u/ubuntu-keyring/$keyring_deb"
   dpkg-deb -x "$work/$keyring_deb" "$work/keyring"
   debootstrap --variant=minbase --keyring="$work/keyring/usr/share/keyrings/ubuntu-archive-keyring.gpg" \
     jammy "$rootfs" "$mirror"
