@@ -285,11 +285,14 @@ def add_bandwidth(results, peak):
 def device_info():
     info = {"host": platform.node()}
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.memory",
-                              "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
-        if out.returncode == 0 and out.stdout.strip():
-            name, driver, memory, mem_clock = [s.strip() for s in out.stdout.strip().splitlines()[0].split(",")]
-            info.update(name=name, driver=driver, memory=memory, max_memory_clock=mem_clock)
+        fields = ("name", "driver_version", "memory.total", "clocks.max.memory")
+        out = subprocess.run(["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        values = [s.strip() for s in out.stdout.strip().splitlines()[0].split(",")] if out.stdout.strip() else []
+        if out.returncode == 0 and len(values) == len(fields):
+            info.update(zip(("name", "driver", "memory", "max_memory_clock"), values))
+        elif out.returncode == 0:
+            info["error"] = "nvidia-smi printed " + repr(out.stdout.strip()[:200])
         else:
             info["error"] = "nvidia-smi: " + (out.stderr.strip() or f"exit status {out.returncode}")
     except (FileNotFoundError, subprocess.TimeoutExpired) as e:
