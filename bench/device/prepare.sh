@@ -20,7 +20,7 @@
 #   bench/device/prepare.sh --llama-bench  llama-bench alone, for sm_90, 16-29 min on 2
 #                                          cores (398 s of device time if built there): run it
 #                                          in the background while calls 1-3 run; stripped, as
-#                                          .smol-c/llama-bench.tar.xz (call 5)
+#                                          .smol-c/llama-bench.tar.xz (call 6, tune_compare.sh)
 #
 # The bundle is built from the working tree as it is: commit first, so that COMMIT names
 # what runs (it says "-dirty" otherwise).
@@ -89,17 +89,17 @@ pack_model() {
   xz -T "$jobs" -6 < "$m" > "$work/model.xz"  # split -n needs a file's size
   split -n 2 "$work/model.xz" .smol-a/smolpart-
   mv .smol-a/smolpart-ab .smol-b/
-  say "SmolLM2: $(du -h .smol-a/smolpart-aa | cut -f1) + $(du -h .smol-b/smolpart-ab | cut -f1), carried by calls 2 and 4"
+  say "SmolLM2: $(du -h .smol-a/smolpart-aa | cut -f1) + $(du -h .smol-b/smolpart-ab | cut -f1), carried by calls 4 and 5"
 }
 
-# llama-bench, stripped (41 MB compressed: call 5 carries it alone).
+# llama-bench, stripped (41 MB compressed: calls 6 and tune_compare.sh carry it with the slim bundle).
 pack_llama_bench() {
   scripts/llamacpp-cuda-source.sh .device-carry > /dev/null
   local bin=$(JOBS=$jobs scripts/build-llama-bench.sh)
   cp "$bin" "$work/llama-bench" && strip "$work/llama-bench"
   rm -rf .smol-c && mkdir -p .smol-c
   tar -cf - -C "$work" llama-bench | xz -T "$jobs" -6 > .smol-c/llama-bench.tar.xz
-  say "llama-bench: $(du -h .smol-c/llama-bench.tar.xz | cut -f1) carried by call 5"
+  say "llama-bench: $(du -h .smol-c/llama-bench.tar.xz | cut -f1) carried by call 6 and tune_compare.sh"
 }
 
 if [ $mode = bundle ]; then
@@ -123,10 +123,9 @@ check() {
     printf "prepare: call %s carries %-22s %5.1f MiB of 64 (the working tree %.1f)%s\n", c, d, n / 1048576, t / 1048576, m }' >&2
   [ "$n" -le $((64 << 20)) ] || { say "call $call is over the limit"; status=1; }
 }
-check 1 .device-carry
-check 2 .smol-a
-check 3 .device-carry
-check 4 .smol-b
-check 5 .smol-c .slim-carry
+check "1 and 3" .device-carry
+check 4 .smol-a
+check 5 .smol-b
+check "6, tune_compare.sh" .smol-c .slim-carry
 say "done in $((SECONDS - start)) s"
 exit $status

@@ -1,0 +1,47 @@
+#!/bin/bash
+# The device call for a session with 15 minutes of device time (the budget since
+# 2026-11-27: one machine start and one call of at most 600 s; bench/README.md, "The next
+# GPU session"). Carry .slim-carry and .smol-c (bench/device/prepare.sh, then
+# prepare.sh --llama-bench); on an H100 or an H200, whichever the device tool starts.
+#   1. the synthesized models (Llama-3.2-1B, Qwen3-4B, Qwen3-0.6B, Q4_K_M), in parallel;
+#   2. bench/tune_options.py: decode tg64 of Llama-3.2-1B and Qwen3-4B at depth 0 and
+#      Llama-3.2-1B at 4096 with the defaults and each option set of candidates.txt, the
+#      gainers joined, then the conformance suite (every level, --require-full) on the
+#      fastest sets in turn until one passes: the choice;
+#   3. compare.sh with EDGERUN_OPTIONS=the choice: issue 18's side-by-side table against
+#      llama.cpp's CUDA build (its conformance run skipped when the tuner's passed).
+# TUNE_SECONDS (default: what the DEADLINE leaves after COMPARE_SECONDS=170) bounds step 2,
+# TUNE_RESERVE (100) of it kept for conformance. Exit status 0 when a choice passed
+# conformance and every comparison run went well. tests/bench's bench_tune_compare_call
+# runs this script through stand-ins.
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-540}; L=/tmp/logsT  # packed into $OUT/logsT.tar.gz after every step (common.sh)
+mkdir -p $L
+source bench/device/common.sh
+[ -d .device-bundle ] || tar -xJf .slim-carry/bundle-slim.tar.xz
+source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; E=$B/edgerun
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee $L/device.txt
+echo "commit $(cat .device-bundle/COMMIT)" | tee -a $L/device.txt
+mkdir -p build-models
+for m in llama3.2-1b qwen3-4b qwen3-0.6b; do  # compare_llamacpp_gpu.py reuses these files
+  f=build-models/$m-Q4_K_M.gguf
+  [ -f $f ] || ( $E synth --preset $m --type Q4_K_M -o $f.part > $L/synth_$m.log 2>&1 && mv $f.part $f ) &
+done
+wait
+echo "models at $((SECONDS - t0)) s: $(ls build-models)" | tee -a $L/summary.txt
+M1=build-models/llama3.2-1b-Q4_K_M.gguf M4=build-models/qwen3-4b-Q4_K_M.gguf
+COMPARE_SECONDS=${COMPARE_SECONDS:-170}
+TUNE_SECONDS=${TUNE_SECONDS:-$(( $(left) - COMPARE_SECONDS ))}
+TAILN=30 run tune $((TUNE_SECONDS + 20)) python3 bench/tune_options.py --edgerun $E --test $M1 --test $M4 --test $M1@4096 \
+  --candidates-file bench/device/candidates.txt --deadline $TUNE_SECONDS --reserve ${TUNE_RESERVE:-100} \
+  --conformance "$B/edgerun-conformance run --candidate cuda_orin --require-full -t 8" \
+  --commit "$(cat .device-bundle/COMMIT)" --out $L/tune.json --chosen $L/chosen
+TUNED=$?
+cp $L/tune.json $L/tune.md $OUT/ 2>/dev/null
+CHOSEN=$( [ -f $L/chosen ] && cat $L/chosen )
+echo "chosen: ${CHOSEN:-(the defaults)}; conformance $([ $TUNED -eq 0 ] && echo passed || echo 'not passed: compare.sh reruns it')" |
+  tee -a $L/summary.txt
+pack
+EDGERUN_OPTIONS=$CHOSEN CONFORMED=$([ $TUNED -eq 0 ] && echo 1) DEADLINE=$(left) bash bench/device/compare.sh
+COMPARED=$?
+echo "T done at $((SECONDS - t0)) s: tune exit $TUNED, compare exit $COMPARED"
+[ $TUNED -eq 0 ] && [ $COMPARED -eq 0 ]
