@@ -22,9 +22,13 @@
 namespace edgerun::quant {
 
 using detail::affine_error;
+using detail::affine_errors;
 using detail::fit_affine;
 using detail::fit_symmetric;
+using detail::kAffineGrids;
+using detail::kSymmetricGrids;
 using detail::symmetric_error;
+using detail::symmetric_errors;
 
 namespace {
 
@@ -52,24 +56,30 @@ template <int NMAX>
 float choose_sub_block_ints(const float* x, const float* scale, const float* min, KPlan& plan) {
     const float d = fp16_to_fp32(plan.d), dmin = fp16_to_fp32(plan.dmin);
     float total = 0;
-    uint8_t levels[32];
     for (int j = 0; j < 8; ++j) {
         // Searching one step further than the two integers bracketing the ideal values
         // pays: rounding the weights again moves the optimum.
         const IntRange sc = d > 0 ? around(scale[j] / d, 63) : IntRange{0, 0};
         const IntRange mn = dmin > 0 ? around(min[j] / dmin, 63) : IntRange{0, 0};
+        const int n_min = mn.last - mn.first + 1, n_pairs = (sc.last - sc.first + 1) * n_min;
+        // Every pair's error at once (at most 4 x 4 pairs); then the first least one in the
+        // order scale, minimum, as trying one pair at a time found it.
+        float a[kAffineGrids], c[kAffineGrids], error[kAffineGrids];
+        for (int p = 0; p < kAffineGrids; ++p) {
+            const int q = p < n_pairs ? p : 0;
+            a[p] = d * float(sc.first + q / n_min);
+            c[p] = -(dmin * float(mn.first + q % n_min));
+        }
+        affine_errors(x + 32 * j, 32, a, c, NMAX, error);
         float best = INFINITY;
-        for (int a = sc.first; a <= sc.last; ++a) {
-            for (int b = mn.first; b <= mn.last; ++b) {
-                const float error = affine_error(x + 32 * j, 32, d * float(a), -(dmin * float(b)), NMAX, levels);
-                if (error < best) {
-                    best = error;
-                    plan.sc[j] = uint8_t(a);
-                    plan.m[j] = uint8_t(b);
-                    std::memcpy(plan.q + 32 * j, levels, 32);
-                }
+        for (int p = 0; p < n_pairs; ++p) {
+            if (error[p] < best) {
+                best = error[p];
+                plan.sc[j] = uint8_t(sc.first + p / n_min);
+                plan.m[j] = uint8_t(mn.first + p % n_min);
             }
         }
+        if (best < INFINITY) affine_error(x + 32 * j, 32, d * float(plan.sc[j]), -(dmin * float(plan.m[j])), NMAX, plan.q + 32 * j);
         total += best;
     }
     return total;
@@ -149,21 +159,22 @@ struct Q6Plan {
 float choose_q6_scales(const float* x, const float* sub_scale, Q6Plan& plan) {
     const float d = fp16_to_fp32(plan.d);
     float total = 0;
-    int8_t levels[16];
     for (int j = 0; j < 16; ++j) {
         const float ideal = d != 0 ? sub_scale[j] / d : 0.f;
         const int base = int(std::floor(ideal));
         const int lo = base - 1 < -128 ? -128 : (base - 1 > 127 ? 127 : base - 1);
         const int hi = base + 2 > 127 ? 127 : (base + 2 < -128 ? -128 : base + 2);
+        float step[kSymmetricGrids], error[kSymmetricGrids];
+        for (int s = 0; s < kSymmetricGrids; ++s) step[s] = d * float(lo + s <= hi ? lo + s : lo);
+        symmetric_errors(x + 16 * j, 16, step, -32, 31, error);
         float best = INFINITY;
         for (int s = lo; s <= hi; ++s) {
-            const float error = symmetric_error(x + 16 * j, 16, d * float(s), -32, 31, levels);
-            if (error < best) {
-                best = error;
+            if (error[s - lo] < best) {
+                best = error[s - lo];
                 plan.scales[j] = int8_t(s);
-                std::memcpy(plan.q + 16 * j, levels, 16);
             }
         }
+        if (best < INFINITY) symmetric_error(x + 16 * j, 16, d * float(plan.scales[j]), -32, 31, plan.q + 16 * j);
         total += best;
     }
     return total;

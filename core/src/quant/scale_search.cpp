@@ -55,19 +55,26 @@ float fit_symmetric(const float* x, int n, int qmin, int qmax, int8_t* q, const 
     // sum(wx²) - sum(wxq)²/sum(wq²); so the search maximises sum(wxq)²/sum(wq²). The levels
     // come from inverse scales that put the extreme value anywhere from one level inside
     // the long end of the grid to two levels past it (clipping pays off for outliers).
-    float best_num = 0, best_den = 1, best_t = float(qmin) / extreme;
-    for (int k = -10; k <= 20; ++k) {
-        const float t = (float(qmin) - 0.1f * float(k)) / extreme;
-        float sxq = 0, sqq = 0;
-        for (int i = 0; i < n; ++i) {
-            const float l = float(clamp_level(t * x[i], qmin, qmax));
-            sxq += w[i] * x[i] * l;
-            sqq += w[i] * l * l;
+    // Every candidate's sums at once, value by value: each sum still adds its terms in
+    // the order of the values, so the result is the one-candidate-at-a-time loop's, but
+    // the loop over candidates vectorises (the search is most of the K-quants' time).
+    constexpr int kCandidates = 31, kLanes = 32;
+    float t[kLanes], sum_xq[kLanes] = {}, sum_qq[kLanes] = {};
+    for (int k = 0; k < kLanes; ++k) t[k] = (float(qmin) - 0.1f * float(k < kCandidates ? k - 10 : 20)) / extreme;
+    for (int i = 0; i < n; ++i) {
+        const float wx = w[i] * x[i];
+        for (int k = 0; k < kLanes; ++k) {
+            const float l = float(clamp_level(t[k] * x[i], qmin, qmax));
+            sum_xq[k] += wx * l;
+            sum_qq[k] += w[i] * l * l;
         }
-        if (sqq > 0 && sxq * sxq * best_den > best_num * sqq) {
-            best_num = sxq * sxq;
-            best_den = sqq;
-            best_t = t;
+    }
+    float best_num = 0, best_den = 1, best_t = float(qmin) / extreme;
+    for (int k = 0; k < kCandidates; ++k) {
+        if (sum_qq[k] > 0 && sum_xq[k] * sum_xq[k] * best_den > best_num * sum_qq[k]) {
+            best_num = sum_xq[k] * sum_xq[k];
+            best_den = sum_qq[k];
+            best_t = t[k];
         }
     }
     // Alternate: best levels for the scale, best scale for the levels. Each step can only
@@ -121,6 +128,43 @@ float affine_error(const float* x, int n, float a, float c, int nmax, uint8_t* q
     return error;
 }
 
+// Both are kept from being inlined or specialised (noipa): where the level bounds were
+// known at compile time GCC turned the clamp's selects into branches and vectorised
+// nothing.
+[[gnu::noipa]] void symmetric_errors(const float* x, int n, const float* d, int qmin, int qmax, float* error) {
+    float step[kSymmetricGrids], inverse[kSymmetricGrids], sum[kSymmetricGrids] = {};  // local: no aliasing
+    for (int g = 0; g < kSymmetricGrids; ++g) {
+        step[g] = d[g];
+        inverse[g] = 1.f / d[g];  // d == 0: the level is meaningless, 0 * level is 0, as symmetric_error's d == 0
+    }
+    for (int i = 0; i < n; ++i) {
+        const float v = x[i];
+        for (int g = 0; g < kSymmetricGrids; ++g) {
+            const float diff = v - step[g] * float(clamp_level(v * inverse[g], qmin, qmax));
+            sum[g] += diff * diff;
+        }
+    }
+    for (int g = 0; g < kSymmetricGrids; ++g) error[g] = sum[g];
+}
+
+[[gnu::noipa]] void affine_errors(const float* x, int n, const float* a, const float* c, int nmax, float* error) {
+    float scale[kAffineGrids], offset[kAffineGrids], inverse[kAffineGrids], sum[kAffineGrids] = {};
+    for (int g = 0; g < kAffineGrids; ++g) {
+        scale[g] = a[g];
+        offset[g] = c[g];
+        inverse[g] = 1.f / a[g];  // a == 0: as symmetric_errors' d == 0
+    }
+    for (int i = 0; i < n; ++i) {
+        const float v = x[i];
+        for (int g = 0; g < kAffineGrids; ++g) {
+            const float l = float(clamp_level((v - offset[g]) * inverse[g], 0, nmax));
+            const float diff = v - (scale[g] * l + offset[g]);
+            sum[g] += diff * diff;
+        }
+    }
+    for (int g = 0; g < kAffineGrids; ++g) error[g] = sum[g];
+}
+
 namespace {
 
 struct Sums {
@@ -166,24 +210,31 @@ AffineFit fit_affine(const float* x, int n, int nmax, bool offset_nonpositive, u
     best.offset = lo;
     best.error = affine_error(x, n, best.scale, best.offset, nmax, q);
 
-    uint8_t levels[64];
-    for (int k = -5; k <= 5; ++k) {
-        const float t = (float(nmax) + 0.2f * float(k)) / (hi - lo);
-        float sl = 0, sl2 = 0, sxl = 0;
-        for (int i = 0; i < n; ++i) {
-            const int l = clamp_level(t * (x[i] - lo), 0, nmax);
-            levels[i] = uint8_t(l);
-            sl += float(l);
-            sl2 += float(l) * float(l);
-            sxl += x[i] * float(l);
-        }
-        float a = 0, c = 0;
-        const float error = solve_affine(s, sl, sl2, sxl, offset_nonpositive, a, c);
-        if (error < best.error && a > 0) {
-            best = {a, c, error};
-            for (int i = 0; i < n; ++i) q[i] = levels[i];
+    // Every grid's sums at once, as fit_symmetric does (the same sums, vectorised).
+    constexpr int kCandidates = 11, kLanes = 12;
+    float t[kLanes], sl[kLanes] = {}, sl2[kLanes] = {}, sxl[kLanes] = {};
+    for (int k = 0; k < kLanes; ++k) t[k] = (float(nmax) + 0.2f * float((k < kCandidates ? k : 0) - 5)) / (hi - lo);
+    for (int i = 0; i < n; ++i) {
+        const float v = x[i] - lo;
+        for (int k = 0; k < kLanes; ++k) {
+            const float l = float(clamp_level(t[k] * v, 0, nmax));
+            sl[k] += l;
+            sl2[k] += l * l;
+            sxl[k] += x[i] * l;
         }
     }
+    int chosen = -1;
+    for (int k = 0; k < kCandidates; ++k) {
+        float a = 0, c = 0;
+        const float error = solve_affine(s, sl[k], sl2[k], sxl[k], offset_nonpositive, a, c);
+        if (error < best.error && a > 0) {
+            best = {a, c, error};
+            chosen = k;
+        }
+    }
+    if (chosen >= 0)
+        for (int i = 0; i < n; ++i) q[i] = uint8_t(clamp_level(t[chosen] * (x[i] - lo), 0, nmax));
+    uint8_t levels[64];
     // Alternate levels and least-squares fit while the error keeps falling.
     for (int iter = 0; iter < 4; ++iter) {
         const float ia = 1.f / best.scale;

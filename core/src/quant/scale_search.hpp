@@ -17,8 +17,11 @@ inline int nearest_int(float v) {
     return (bits & 0x007FFFFF) - 0x00400000;
 }
 
+// Two selects one after the other rather than nested: the same value for every v (NaN
+// included) when lo <= hi, and GCC vectorises loops over it (the nested form it did not).
 inline int clamp_level(float v, int lo, int hi) {
-    const float c = v < float(lo) ? float(lo) : (v > float(hi) ? float(hi) : v);
+    float c = v < float(lo) ? float(lo) : v;
+    c = c > float(hi) ? float(hi) : c;
     return nearest_int(c);
 }
 
@@ -42,5 +45,13 @@ AffineFit fit_affine(const float* x, int n, int nmax, bool offset_nonpositive, u
 
 // Squared error of x against a * clamp(round((x - c) / a)) + c, and those levels.
 float affine_error(const float* x, int n, float a, float c, int nmax, uint8_t* q);
+
+// The errors of several grids at once, error[g] being symmetric_error(x, n, d[g], qmin,
+// qmax) or affine_error(x, n, a[g], c[g], nmax), bit for bit: each sum adds its terms in
+// the order of the values, and the loop over the grids vectorises. The K-quants' searches
+// of integer scales spend most of their time here. Unweighted; n <= 64.
+inline constexpr int kSymmetricGrids = 4, kAffineGrids = 16;
+void symmetric_errors(const float* x, int n, const float* d, int qmin, int qmax, float* error);
+void affine_errors(const float* x, int n, const float* a, const float* c, int nmax, float* error);
 
 }  // namespace edgerun::quant::detail
