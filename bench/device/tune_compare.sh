@@ -9,11 +9,12 @@
 #      gainers joined, then the conformance suite (every level, --require-full) on the
 #      fastest sets in turn until one passes: the choice;
 #   3. compare.sh with EDGERUN_OPTIONS=the choice: issue 18's side-by-side table against
-#      llama.cpp's CUDA build (its conformance run skipped when the tuner's passed).
-# TUNE_SECONDS (default: what the DEADLINE leaves after COMPARE_SECONDS=170) bounds step 2,
-# TUNE_RESERVE (100) of it kept for conformance. Exit status 0 when a choice passed
-# conformance and every comparison run went well. tests/bench's bench_tune_compare_call
-# runs this script through stand-ins.
+#      llama.cpp's CUDA build (its conformance run skipped when the tuner's passed);
+#   4. a launch profile (profile=1) of Qwen3-4B's and Llama-3.2-1B's decode with the choice.
+# TUNE_SECONDS (default: what the DEADLINE leaves after COMPARE_SECONDS=170 and
+# PROFILE_SECONDS=30) bounds step 2, TUNE_RESERVE (100) of it kept for conformance. Exit
+# status 0 when a choice passed conformance and every comparison run went well.
+# tests/bench's bench_tune_compare_call runs this script through stand-ins.
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-540}; L=/tmp/logsT  # packed into $OUT/logsT.tar.gz after every step (common.sh)
 mkdir -p $L
 source bench/device/common.sh
@@ -29,8 +30,8 @@ done
 wait
 echo "models at $((SECONDS - t0)) s: $(ls build-models)" | tee -a $L/summary.txt
 M1=build-models/llama3.2-1b-Q4_K_M.gguf M4=build-models/qwen3-4b-Q4_K_M.gguf
-COMPARE_SECONDS=${COMPARE_SECONDS:-170}
-TUNE_SECONDS=${TUNE_SECONDS:-$(( $(left) - COMPARE_SECONDS ))}
+COMPARE_SECONDS=${COMPARE_SECONDS:-170} PROFILE_SECONDS=${PROFILE_SECONDS:-30}
+TUNE_SECONDS=${TUNE_SECONDS:-$(( $(left) - COMPARE_SECONDS - PROFILE_SECONDS ))}
 TAILN=30 run tune $((TUNE_SECONDS + 20)) python3 bench/tune_options.py --edgerun $E --test $M1 --test $M4 --test $M1@4096 \
   --candidates-file bench/device/candidates.txt --deadline $TUNE_SECONDS --reserve ${TUNE_RESERVE:-100} \
   --conformance "$B/edgerun-conformance run --candidate cuda_orin --require-full -t 8" \
@@ -41,7 +42,14 @@ CHOSEN=$( [ -f $L/chosen ] && cat $L/chosen )
 echo "chosen: ${CHOSEN:-(the defaults)}; conformance $([ $TUNED -eq 0 ] && echo passed || echo 'not passed: compare.sh reruns it')" |
   tee -a $L/summary.txt
 pack
-EDGERUN_OPTIONS=$CHOSEN CONFORMED=$([ $TUNED -eq 0 ] && echo 1) DEADLINE=$(left) bash bench/device/compare.sh
+EDGERUN_OPTIONS=$CHOSEN CONFORMED=$([ $TUNED -eq 0 ] && echo 1) DEADLINE=$(( $(left) - PROFILE_SECONDS )) \
+  bash bench/device/compare.sh
 COMPARED=$?
+# Where a decode step's time goes with the choice: every launch timed (profile=1), per
+# kind of launch its share, bytes and GB/s (bench/project_orin.py reads these logs).
+for m in $M4 $M1; do
+  TAILN=14 run "profile_$(basename $m .gguf)" 40 $E --backend cuda_orin --backend-options profile=1${CHOSEN:+,$CHOSEN} \
+    --log-level info -m $m -p "Hello" -n 64 --temp 0
+done
 echo "T done at $((SECONDS - t0)) s: tune exit $TUNED, compare exit $COMPARED"
 [ $TUNED -eq 0 ] && [ $COMPARED -eq 0 ]
