@@ -23,7 +23,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import textwrap
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_bench_scripts import FAKE_LLAMA_BENCH, fake_tool  # noqa: E402
 
 failures = []
 
@@ -91,14 +93,6 @@ if "faster=1" in opts.split(","):
     sys.exit(1)
 print("PASS: 0 problems")
 '''
-
-
-def fake_tool(work, name, body):
-    path = os.path.join(work, name)
-    with open(path, "w") as f:
-        f.write(f"#!{sys.executable}\n" + textwrap.dedent(body))
-    os.chmod(path, 0o755)
-    return path
 
 
 def expected_score(options):
@@ -292,9 +286,6 @@ print(", ".join(known[f] for f in fields))
 
 def test_device_call(root, work):
     """bench/device/tune_compare.sh on a copy of bench/, the bundle and llama-bench replaced by stand-ins."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from test_bench_scripts import FAKE_LLAMA_BENCH
-
     tree, out, tools = os.path.join(work, "tree"), os.path.join(work, "out"), os.path.join(work, "tools")
     shutil.copytree(os.path.join(root, "bench"), os.path.join(tree, "bench"), ignore=shutil.ignore_patterns("results"))
     bundle = os.path.join(tree, ".device-bundle")
