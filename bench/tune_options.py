@@ -60,6 +60,8 @@ def parse_args(argv):
     p.add_argument("--conformance", default=None, metavar="COMMAND",
                    help="the correctness check, e.g. 'edgerun-conformance run --candidate cuda_orin --require-full'; "
                         "--candidate-options SET is appended")
+    p.add_argument("--conformance-timeout", type=float, default=150,
+                   help="seconds one conformance run may take (default 150)")
     p.add_argument("--deadline", type=float, default=300, help="seconds for everything (default 300)")
     p.add_argument("--reserve", type=float, default=150, help="seconds of the deadline kept for conformance (default 150)")
     p.add_argument("--timeout", type=float, default=90, help="seconds one bench run may take (default 90)")
@@ -246,7 +248,7 @@ def tune(args):
         for options in ranked + [DEFAULTS]:
             if t.left() < 10:
                 break
-            checks.append(conformance(args, options, t.left()))
+            checks.append(conformance(args, options, min(t.left(), args.conformance_timeout)))
             print(f"tune: conformance with {options or '(defaults)'}: {'passed' if checks[-1]['passed'] else checks[-1]['error']}",
                   file=sys.stderr)
             if checks[-1]["passed"]:

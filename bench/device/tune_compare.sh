@@ -14,7 +14,9 @@
 # TUNE_SECONDS (default: what the DEADLINE leaves after COMPARE_SECONDS=170 and
 # PROFILE_SECONDS=30) bounds step 2, TUNE_RESERVE (100) of it kept for conformance. Exit
 # status 0 when a choice passed conformance and every comparison run went well.
-# tests/bench's bench_tune_compare_call runs this script through stand-ins.
+# A bench run gets 30 s and a conformance run 120 (each takes a few seconds and under a
+# minute on an H200): an option whose kernel hangs costs no more. tests/bench's
+# bench_tune_compare_call runs this script through stand-ins.
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-540}; L=/tmp/logsT  # packed into $OUT/logsT.tar.gz after every step (common.sh)
 mkdir -p $L
 source bench/device/common.sh
@@ -34,6 +36,7 @@ COMPARE_SECONDS=${COMPARE_SECONDS:-170} PROFILE_SECONDS=${PROFILE_SECONDS:-30}
 TUNE_SECONDS=${TUNE_SECONDS:-$(( $(left) - COMPARE_SECONDS - PROFILE_SECONDS ))}
 TAILN=30 run tune $((TUNE_SECONDS + 20)) python3 bench/tune_options.py --edgerun $E --test $M1 --test $M4 --test $M1@4096 \
   --candidates-file bench/device/candidates.txt --deadline $TUNE_SECONDS --reserve ${TUNE_RESERVE:-100} \
+  --timeout 30 --conformance-timeout 120 \
   --conformance "$B/edgerun-conformance run --candidate cuda_orin --require-full -t 8" \
   --commit "$(cat .device-bundle/COMMIT)" --out $L/tune.json --chosen $L/chosen
 TUNED=$?

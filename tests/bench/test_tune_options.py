@@ -63,6 +63,8 @@ if os.environ.get("FAKE_ALL_FAIL"):
 BASE, FACTORS, SPREAD = %s
 model, depth, reps = os.path.basename(arg("-m")), int(arg("-d")), int(arg("-r"))
 opts = [o for o in arg("--backend-options", "").split(",") if o]
+if "hang=1" in opts:  # a kernel that never ends
+    time.sleep(60)
 if "faster=1" in opts and "depth=1" in opts:
     print("edgerun: error: cuda_orin: options faster=1 and depth=1 do not combine", file=sys.stderr)
     sys.exit(1)
@@ -123,7 +125,7 @@ def test_fake(root, work):
     log, suite_log = os.path.join(work, "runs.log"), os.path.join(work, "suite.log")
     env = {"FAKE_LOG": log, "FAKE_SUITE_LOG": suite_log}
     r = run_tuner(root, work, ["--candidates-file", cands, "--candidate", "broken=1", "--candidate", "tif=2",
-                               "--candidate", "tif=4", "--candidate", "same=1", "--candidate", "fast=1", "--conformance", f"{suite} run --candidate x",
+                               "--candidate", "tif=4", "--candidate", "same=1", "--candidate", "hang=1", "--candidate", "fast=1", "--timeout", "3", "--conformance", f"{suite} run --candidate x",
                                "--out", out, "--chosen", chosen, "--deadline", "200", "--reserve", "20"], env)
     check("tuning runs", r.returncode == 0, (r.returncode, r.stderr[-2000:]))
     if not os.path.isfile(out):
@@ -131,12 +133,15 @@ def test_fake(root, work):
     doc = json.load(open(out))
     sets = {s["options"]: s for s in doc["sets"]}
     check("the file's sets, then --candidate's, each once", doc["candidates"] ==
-          ["fast=1", "faster=1", "depth=1", "slow=1", "noise=1", "broken=1", "tif=2", "tif=4", "same=1"], doc["candidates"])
+          ["fast=1", "faster=1", "depth=1", "slow=1", "noise=1", "broken=1", "tif=2", "tif=4", "same=1", "hang=1"], doc["candidates"])
     for o in ("fast=1", "faster=1", "depth=1", "slow=1", "noise=1", "tif=2", "tif=4", "same=1"):
         check(f"score of {o} alone", close(sets.get(o, {}).get("score"), expected_score(o)),
               (sets.get(o), expected_score(o)))
     check("a set the backend refuses has no score and keeps its error", sets.get("broken=1", {}).get("score") is None and any(
         x["options"] == "broken=1" and "unknown option 'broken=1'" in (x["error"] or "") for x in doc["runs"]), sets.get("broken=1"))
+    hung = [x for x in doc["runs"] if x["options"] == "hang=1"]
+    check("a set whose run hangs: stopped at --timeout, no score", len(hung) == 1 and "timed out after 3 s" in (
+        hung[0]["error"] or "") and sets.get("hang=1", {}).get("score", 0) is None, hung)
     runs_of = lambda o: [x for x in doc["runs"] if x["options"] == o]
     check("... and stops at its first failing test", len(runs_of("broken=1")) == 1, len(runs_of("broken=1")))
     check("the defaults run twice, every test", len(runs_of("")) == 6, len(runs_of("")))
