@@ -57,6 +57,13 @@ if a[0] != "bench" or "--json" not in a or arg("-p") != "0" or arg("--backend") 
 with open(os.environ["FAKE_LOG"], "a") as f:
     f.write(json.dumps(a) + "\n")
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+if os.environ.get("FAKE_DEFAULTS_FAIL_FROM") and not arg("--backend-options"):
+    counter = os.environ["FAKE_LOG"] + ".defaults"
+    n = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
+    open(counter, "w").write(str(n))
+    if n >= int(os.environ["FAKE_DEFAULTS_FAIL_FROM"]):
+        print("edgerun: error: cuda_orin: an unspecified launch failure", file=sys.stderr)
+        sys.exit(1)
 if os.environ.get("FAKE_ALL_FAIL"):
     print("edgerun: error: cuda_orin: no CUDA device", file=sys.stderr)
     sys.exit(1)
@@ -192,6 +199,16 @@ def test_fake(root, work):
     doc3 = json.load(open(out3)) if os.path.isfile(out3) else {}
     check("no gain: the defaults, checked", r.returncode == 0 and doc3.get("chosen") == "" and open(chosen3).read() == "\n"
           and [c["options"] for c in doc3["conformance"]] == [""], (r.returncode, doc3.get("conformance")))
+
+    # The defaults' second run failing: their first run's samples still score the sets.
+    out6 = os.path.join(work, "t6", "tune.json")
+    r = run_tuner(root, work, ["--candidate", "fast=1", "--out", out6],
+                  dict(env, FAKE_LOG=os.path.join(work, "runs6.log"), FAKE_DEFAULTS_FAIL_FROM="4"))
+    doc6 = json.load(open(out6)) if os.path.isfile(out6) else {"sets": [], "runs": []}
+    s6 = {s["options"]: s["score"] for s in doc6["sets"]}
+    check("the defaults' second run failing: the first's samples still score", r.returncode == 0 and close(
+        s6.get("fast=1"), expected_score("fast=1")) and doc6.get("chosen") == "fast=1"
+        and sum(1 for x in doc6["runs"] if x["error"]) == 1, (r.returncode, s6, r.stderr[-500:]))
 
     # Every set failing conformance: exit 1, nothing chosen.
     out4 = os.path.join(work, "t4", "tune.json")
