@@ -92,6 +92,9 @@ struct Backend {
     // of weights before dotting them (GemvLaunch::tasks_in_flight), at two blocks an SM.
     // Off (1) until a GPU measures it.
     int32_t gemv_tasks_in_flight = 1;
+    // Option gemv_load_ahead=1: with one task in flight, each lane's first task is loaded
+    // before the wait for the previous launch and the staging of x (GemvLaunch::load_ahead).
+    bool gemv_load_ahead = false;
     // Option gemv_warps_per_row=1|2|4|8: warps sharing each GEMV row in every launch
     // (GemvLaunch::asked_warps_per_row); 0, the default: the plan chooses per launch.
     int32_t gemv_warps_per_row = 0;

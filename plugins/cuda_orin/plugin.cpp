@@ -152,6 +152,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                                              "' is not 1, 2 or 4");
                 backend->gemv_tasks_in_flight = value[0] - '0';
             }
+            else if (item == "gemv_load_ahead=1") backend->gemv_load_ahead = true;
+            else if (item == "gemv_load_ahead=0") backend->gemv_load_ahead = false;
             else if (item.substr(0, 19) == "gemv_warps_per_row=") {
                 const std::string_view value = item.substr(19);
                 if (value.size() != 1 || !valid_asked_warps_per_row(value[0] - '0'))
@@ -186,6 +188,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                    "attention_merge=kernel|last_block, attention_prefetch=0|1, "
                                    "rope_append=kernel|gemv, "
                                    "gemv_rows_per_warp=N, gemv_warps_per_row=0|1|2|4|8, gemv_tasks_in_flight=1|2|4, "
+                                   "gemv_load_ahead=0|1, "
                                    "profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "
                                    "pdl=0|1, weights=shared|device)");
         }
@@ -201,6 +204,15 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                   "the GEMV that takes several rows a warp loads one task at a time");
         refuse_with_rows_per_warp("gemv_warps_per_row", backend->gemv_warps_per_row,
                                   "a row split across warps is one row a warp");
+        if (backend->gemv_load_ahead && backend->gemv_rows_per_warp > 1)
+            throw Failure(ER_E_INVALID_ARGUMENT, "options gemv_load_ahead=1 and gemv_rows_per_warp=" +
+                                                     std::to_string(backend->gemv_rows_per_warp) +
+                                                     " do not combine: the GEMV that takes several rows a warp "
+                                                     "loads each row's tasks as it reaches it");
+        if (backend->gemv_load_ahead && backend->gemv_tasks_in_flight > 1)
+            throw Failure(ER_E_INVALID_ARGUMENT, "option gemv_load_ahead=1 is for one task in flight: with "
+                                                 "gemv_tasks_in_flight=" + std::to_string(backend->gemv_tasks_in_flight) +
+                                                 " the first tasks are loaded ahead already");
         backend->device = open_device(params->device);
         const DeviceDescription& device = backend->device->description();
         if (weights_shared.value_or(false) && !device.host_filled_memory)

@@ -24,7 +24,8 @@ inline void check_same_sums(DeviceApi& api, const Report& report, const GemvLaun
 }
 
 // What check_same_sums compares a launch with: each warp taking `rows` rows one after
-// another, and each lane loading 2 and 4 tasks before dotting them.
+// another, each lane loading 2 and 4 tasks before dotting them, and its first task before
+// the staging of x.
 inline void check_regrouped_sums(DeviceApi& api, const Report& report, const GemvLaunch& launch, int rows, int n,
                                  bool y_f16, const std::vector<float>& got, const std::string& name) {
     const char* count[] = {"", "", "two", "three"};
@@ -33,6 +34,8 @@ inline void check_regrouped_sums(DeviceApi& api, const Report& report, const Gem
     for (int tasks : {2, 4})
         check_same_sums(api, report, launch, [&](GemvLaunch& l) { l.tasks_in_flight = tasks; }, n, y_f16, got,
                         name + ": largest difference, " + std::to_string(tasks) + " tasks in flight against one");
+    check_same_sums(api, report, launch, [&](GemvLaunch& l) { l.load_ahead = 1; }, n, y_f16, got,
+                    name + ": largest difference, the first task loaded ahead against not");
 }
 
 // y = W x (+ bias + residual) for one matrix; x and y in F32 or F16.
@@ -279,10 +282,11 @@ inline void check_gemv_quantize_x(DeviceApi& api, const Report& report, const st
     api.gemv(launch);
     // One row of x: again with each warp taking three rows one after another
     // (rows_per_warp), which only regroups the rows into blocks.
-    GemvLaunch regrouped = launch, in_flight[2] = {launch, launch};  // 2 and 4 tasks in flight
+    GemvLaunch regrouped = launch, in_flight[3] = {launch, launch, launch};  // 2 and 4 tasks in flight, 1 ahead
     regrouped.rows_per_warp = 3;
     in_flight[0].tasks_in_flight = 2;
     in_flight[1].tasks_in_flight = 4;
+    in_flight[2].load_ahead = 1;
     if (n_x == 1) {
         for (size_t i = 0; i < types.size(); ++i) {
             regrouped.out[i].y = api.alloc(size_t(rows[i]) * 4);
@@ -329,8 +333,9 @@ inline void check_gemv_quantize_x(DeviceApi& api, const Report& report, const st
             report({std::string(name) + ": largest difference, three rows a warp against one",
                     largest_difference(read_output(api, regrouped.out[i].y, rows[i], false), got), 0.0});
             for (const GemvLaunch& l : in_flight)
-                report({std::string(name) + ": largest difference, " + std::to_string(l.tasks_in_flight) +
-                            " tasks in flight against one",
+                report({std::string(name) + ": largest difference, " +
+                            (l.load_ahead ? std::string("the first task loaded ahead against not")
+                                          : std::to_string(l.tasks_in_flight) + " tasks in flight against one"),
                         largest_difference(read_output(api, l.out[i].y, rows[i], false), got), 0.0});
         }
         if (norm) continue;

@@ -75,6 +75,20 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         CHECK(plan_gemv(in_flight, 132) == 0);
         in_flight.tasks_in_flight = 0;
         CHECK(plan_gemv(in_flight, 132) == 0);
+        // The first task loaded ahead (one in flight): also a row a warp, and no kernel for
+        // several; with several in flight it is what they do anyway, so the flag is dropped.
+        GemvLaunch ahead = quantized;
+        ahead.rows_per_warp = 0;
+        ahead.load_ahead = 1;
+        CHECK(plan_gemv(ahead, 132) == 1216);
+        CHECK(ahead.rows_per_warp == 1);
+        CHECK(ahead.load_ahead == 1);
+        ahead.rows_per_warp = 2;
+        CHECK(plan_gemv(ahead, 132) == 0);
+        ahead.rows_per_warp = 1;
+        ahead.tasks_in_flight = 4;
+        CHECK(plan_gemv(ahead, 132) == 1216);
+        CHECK(ahead.load_ahead == 0);
         // Warps a row asked for (the option gemv_warps_per_row): kept, a row a warp each,
         // as many blocks as the rows need at 8 / warps rows a block; 3 and 16 refused.
         GemvLaunch split = l;

@@ -341,9 +341,15 @@ __device__ __noinline__ void rope_append_in_last_blocks(const GemvLaunch& p, int
 // (plan_gemv), and with warps_per_row, first task and stride known to the compiler the
 // loop over rows fits the 80 registers (taking them from the launch, it spilled). It
 // runs one task in flight only (two spilled 2.4 KB).
-template <bool kRowLoop, int kInFlight>
+//
+// kLoadAhead: the first tasks (as many as in flight, at most kTasksAhead) are loaded before
+// the wait for the previous launch and the staging of x. Always with several in flight;
+// with one, GemvLaunch::load_ahead (the same 80 registers, and one word more spilled:
+// stored before the staging of x, reloaded once a row; bench/spill_places.py).
+template <bool kRowLoop, int kInFlight, bool kLoadAhead = (kInFlight > 1)>
 __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
     gemv_kernel(const __grid_constant__ GemvLaunch p) {
+    static_assert(!(kRowLoop && kLoadAhead), "the row loop loads each row's tasks as it reaches it");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warps_per_row = kRowLoop ? 1 : p.warps_per_row;
     const int rows_per_warp = kRowLoop ? p.rows_per_warp : 1;
@@ -361,15 +367,14 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
         prefetch_row(out.w, first_row, slice, warps_per_row, lane);
         if (swiglu) prefetch_row(p.out[1].w, first_row, slice, warps_per_row, lane);
     }
-    // With several tasks in flight, the first of them are loaded now, before the wait:
-    // under programmatic dependent launch their DRAM latency then overlaps the end of the
-    // previous kernel and the staging of x, where otherwise nothing of this block's
-    // weights was on its way.
-    constexpr bool kLoadAhead = kInFlight > 1 && !kRowLoop;
+    // kLoadAhead: the first tasks are loaded now, before the wait: under programmatic
+    // dependent launch their DRAM latency then overlaps the end of the previous kernel and
+    // the staging of x, where otherwise nothing of this block's weights was on its way.
     TaskBytes ahead[kTasksAhead];
     if constexpr (kLoadAhead)
         visit_weight_type(out.w.type, false, [&](auto type) {
-            load_first_tasks<decltype(type)::value>(out.w, first_row, first_task, stride, ahead);
+            constexpr int kCount = kInFlight < kTasksAhead ? kInFlight : kTasksAhead;
+            load_first_tasks<decltype(type)::value, kCount>(out.w, first_row, first_task, stride, ahead);
             return true;
         });
     wait_for_prior_grids();  // x (and the residual) come from earlier launches
@@ -570,6 +575,7 @@ cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream) {
                         : launch.rows_per_warp > 1 ? gemv_kernel<true, 1>
                         : launch.tasks_in_flight == 2 ? gemv_kernel<false, 2>
                         : launch.tasks_in_flight == 4 ? gemv_kernel<false, 4>
+                        : launch.load_ahead        ? gemv_kernel<false, 1, true>
                                                    : gemv_kernel<false, 1>;
     return launch_kernel(kernel, dim3(n_blocks), dim3(kGemvWarps * 32), size_t(launch.shared_bytes), stream, launch);
 }

@@ -216,6 +216,12 @@ struct GemvLaunch {
     // option gemv_tasks_in_flight=N, to compare; a launch of several rows a warp or of
     // several rows of x takes 1. The results are the same.
     int32_t tasks_in_flight = 1;
+    // 1: with one task in flight, each lane's first task of weights is loaded before the
+    // wait for the previous launch and the staging of x (as two or four in flight always
+    // do), so that its DRAM latency overlaps them; the same 80 registers. The backend's
+    // option gemv_load_ahead=1, to compare; one row of x and a row a warp only. The results
+    // are the same.
+    int32_t load_ahead = 0;
     // Warps that share each row (split-K inside a block: 1, 2, 4 or 8). 0: plan_gemv
     // chooses (choose_warps_per_row: split only when there are too few rows to fill the
     // GPU); else kept (the backend's option gemv_warps_per_row=N, to compare: more warps a
@@ -299,9 +305,13 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     if (launch.rope_append_tickets && !valid_gemv_rope_append(launch)) return 0;
     if (launch.rows_per_warp < 0 || launch.rows_per_warp > kGemvMaxRowsPerWarp) return 0;
     if (!valid_tasks_in_flight(launch.tasks_in_flight)) return 0;
-    if (launch.n_x_rows > 1) launch.tasks_in_flight = 1;  // the multi-row kernel's own loop
-    if (launch.tasks_in_flight > 1 && launch.rows_per_warp > 1) return 0;  // no such kernel
-    if (launch.warps_per_row > 1 || launch.n_x_rows > 1 || launch.tasks_in_flight > 1) {
+    if (launch.n_x_rows > 1) {  // the multi-row kernel's own loop
+        launch.tasks_in_flight = 1;
+        launch.load_ahead = 0;
+    }
+    if (launch.tasks_in_flight > 1) launch.load_ahead = 0;  // they load ahead in any case
+    if ((launch.tasks_in_flight > 1 || launch.load_ahead) && launch.rows_per_warp > 1) return 0;  // no such kernel
+    if (launch.warps_per_row > 1 || launch.n_x_rows > 1 || launch.tasks_in_flight > 1 || launch.load_ahead) {
         launch.rows_per_warp = 1;
     } else if (launch.rows_per_warp == 0) {
         int64_t rows[kMaxGemvOutputs] = {};

@@ -231,17 +231,19 @@ ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first
     return acc;
 }
 
-// The bytes of the first kTasksAhead tasks of row_slice_dot's walk (as its first iteration
-// loads them), for a kernel to load before it waits for the previous launch: weights are
-// written only at load. Nothing for plain types or a row past the matrix.
-template <int32_t Type>
+// The bytes of the first kCount (at most kTasksAhead) tasks of row_slice_dot's walk (as
+// its first iteration loads them), for a kernel to load before it waits for the previous
+// launch: weights are written only at load. Nothing for plain types or a row past the
+// matrix.
+template <int32_t Type, int kCount = kTasksAhead>
 ER_HD void load_first_tasks(const PackedMatrix& w, int row, int first_task, int stride,
                             TaskBytes (&ahead)[kTasksAhead]) {
+    static_assert(kCount >= 1 && kCount <= kTasksAhead);
     if constexpr (plain_value_bytes(Type) == 0) {
         if (row >= w.n_rows) return;
         const TaskWalk walk = task_walk(first_task, stride, tasks_per_row(w));
 #pragma unroll
-        for (int i = 0; i < kTasksAhead; ++i)
+        for (int i = 0; i < kCount; ++i)
             if (walk.first.group + i * walk.groups < walk.end)
                 ahead[i] = load_task<Type>(w, row, TaskIndex{walk.first.group + i * walk.groups, walk.first.sub});
     }

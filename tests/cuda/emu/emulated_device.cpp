@@ -100,9 +100,11 @@ public:
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
                      "attention launches: %lld split, %lld split on mma, %lld tiled, %lld merged in their last blocks, "
                      "%lld prefetching next tiles; "
-                     "one-row GEMV launches with several tasks in flight: %lld, doing rope_append: %lld\n",
+                     "one-row GEMV launches with several tasks in flight: %lld, doing rope_append: %lld, "
+                     "loading one task ahead: %lld\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
-                     tiled_attention_, merged_in_last_blocks_, prefetching_, several_in_flight_, rope_appending_);
+                     tiled_attention_, merged_in_last_blocks_, prefetching_, several_in_flight_, rope_appending_,
+                     one_ahead_);
     }
     void add_gemm() { ++gemms_; }
     // `l` as plan_gemv left it.
@@ -114,6 +116,7 @@ public:
             ++one_row_;
             several_in_flight_ += l.tasks_in_flight > 1;
             rope_appending_ += l.rope_append_tickets != nullptr;
+            one_ahead_ += l.tasks_in_flight == 1 && l.load_ahead;
         }
     }
     void add_attention(const AttentionParams& p) {
@@ -123,7 +126,8 @@ public:
     }
 
 private:
-    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0, rope_appending_ = 0;
+    long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0, rope_appending_ = 0,
+              one_ahead_ = 0;
     long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0, prefetching_ = 0;
 };
 

@@ -18,6 +18,7 @@ inline void gemv(const GemvLaunch& l, int blocks) {
         else if (l.rows_per_warp > 1) gemv_kernel<true, 1>(l);
         else if (l.tasks_in_flight == 2) gemv_kernel<false, 2>(l);
         else if (l.tasks_in_flight == 4) gemv_kernel<false, 4>(l);
+        else if (l.load_ahead) gemv_kernel<false, 1, true>(l);
         else gemv_kernel<false, 1>(l);
     }, size_t(l.shared_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
 }
