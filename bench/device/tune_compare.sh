@@ -27,7 +27,7 @@ echo "commit $(cat .device-bundle/COMMIT)" | tee -a $L/device.txt
 mkdir -p build-models
 for m in llama3.2-1b qwen3-4b qwen3-0.6b; do  # compare_llamacpp_gpu.py reuses these files
   f=build-models/$m-Q4_K_M.gguf
-  [ -f $f ] || ( $E synth --preset $m --type Q4_K_M -o $f.part > $L/synth_$m.log 2>&1 && mv $f.part $f ) &
+  [ -f $f ] || $E synth --preset $m --type Q4_K_M -o $f > $L/synth_$m.log 2>&1 &  # synth writes whole files only
 done
 wait
 echo "models at $((SECONDS - t0)) s: $(ls build-models)" | tee -a $L/summary.txt
