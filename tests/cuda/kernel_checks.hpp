@@ -143,21 +143,28 @@ inline double largest_difference(const std::vector<float>& a, const std::vector<
     return worst;
 }
 
-// Residual add + RMSNorm + quantization: float output against the formula, q8 output
-// exactly the q8 rule applied to the float output.
-inline void check_prepare(DeviceApi& api, const Report& report, int n, bool x_f16, uint32_t seed) {
+// (Residual add +) RMSNorm + quantization: float output against the formula, q8 output
+// exactly the q8 rule applied to the float output. Without the residual add the row's
+// groups are spread over several blocks (prepare_blocks), each of which sums the whole
+// row for the norm itself.
+enum class PrepareResidual { kNone, kInPlace };
+inline void check_prepare(DeviceApi& api, const Report& report, int n, bool x_f16, PrepareResidual residual_add,
+                          uint32_t seed) {
     std::mt19937 rng(seed);
     std::vector<float> x = random_vector(n, rng, 2.0f), residual = random_vector(n, rng), w = random_vector(n, rng);
     if (x_f16)
         for (float& e : x) e = quant::fp16_to_fp32(quant::fp32_to_fp16(e));
+    const bool add = residual_add == PrepareResidual::kInPlace;
     const int n_pad = padded_length(n);
     PrepareParams p;
     std::vector<uint16_t> xh(n);
     for (int i = 0; i < n; ++i) xh[i] = quant::fp32_to_fp16(x[i]);
     p.x = x_f16 ? static_cast<const void*>(api.upload_vector(xh)) : api.upload_vector(x);
     p.x_is_f16 = x_f16;
-    p.residual = api.upload_vector(residual);
-    p.residual_out = const_cast<float*>(p.residual);  // in place, as a decoder updates its hidden state
+    if (add) {
+        p.residual = api.upload_vector(residual);
+        p.residual_out = const_cast<float*>(p.residual);  // in place, as a decoder updates its hidden state
+    }
     p.norm_weight = api.upload_vector(w);
     p.norm_eps = 1e-5f;
     p.n = n;
@@ -168,18 +175,17 @@ inline void check_prepare(DeviceApi& api, const Report& report, int n, bool x_f1
     std::vector<double> h(n);
     std::vector<float> h_float(n);  // the new hidden state is a float sum, exactly
     for (int i = 0; i < n; ++i) {
-        h[i] = double(x[i]) + residual[i];
-        h_float[i] = x[i] + residual[i];
+        h[i] = add ? double(x[i]) + residual[i] : double(x[i]);
+        h_float[i] = add ? x[i] + residual[i] : x[i];
     }
     const std::vector<double> ref = ref_rms_norm(h, w, 1e-5);
     const std::vector<float> f = api.download_vector(p.out_f, n_pad), d = api.download_vector(p.out_d, n_pad / 32);
     const std::vector<int8_t> q = api.download_vector(p.out_q, n_pad);
-    const std::vector<float> hidden = api.download_vector(p.residual_out, n);
     char name[160];
-    std::snprintf(name, sizeof name, "prepare residual+rmsnorm n=%d x:%s", n, x_f16 ? "f16" : "f32");
+    std::snprintf(name, sizeof name, "prepare %srmsnorm n=%d x:%s", add ? "residual+" : "", n, x_f16 ? "f16" : "f32");
     // rsqrtf is within 2 ulp; the rest is float rounding.
     report({std::string(name) + " float", nmse(std::vector<float>(f.begin(), f.begin() + n), ref), 1e-10});
-    report({std::string(name) + " hidden", nmse(hidden, h_float), 0.0});
+    if (add) report({std::string(name) + " hidden", nmse(api.download_vector(p.residual_out, n), h_float), 0.0});
     int wrong = 0;
     for (int g = 0; g < n_pad / 32; ++g) {
         int8_t expect[32];

@@ -202,8 +202,13 @@ TEST_CASE("emulated: GEMV of x quantized as the block stages it, every quantized
 
 TEST_CASE("emulated: activation prepare (residual, RMSNorm, q8)") {
     EmulatedDevice dev;
-    check_prepare(dev, doctest_report(), 100, false, 60);
-    check_prepare(dev, doctest_report(), 1536, true, 61);
+    check_prepare(dev, doctest_report(), 100, false, PrepareResidual::kInPlace, 60);
+    check_prepare(dev, doctest_report(), 1536, true, PrepareResidual::kInPlace, 61);
+    // Without a residual add: one block (100 values), 6 (1536), 38 with a partial last
+    // block's groups and a padded last group (9720: Qwen3-4B's FFN width less 8).
+    check_prepare(dev, doctest_report(), 100, false, PrepareResidual::kNone, 62);
+    check_prepare(dev, doctest_report(), 1536, true, PrepareResidual::kNone, 63);
+    check_prepare(dev, doctest_report(), 9720, false, PrepareResidual::kNone, 64);
 }
 
 TEST_CASE("emulated: RoPE and KV append, both modes, both caches") {

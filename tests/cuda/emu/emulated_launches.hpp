@@ -8,7 +8,7 @@
 namespace edgerun::cuda_orin::emulated {
 
 inline void prepare(const PrepareParams& p) {
-    emu::launch(dim3(1), dim3(1024), [&] { prepare_kernel(p); }, 0, "prepare");
+    emu::launch(dim3(prepare_blocks(p)), dim3(kPrepareThreads), [&] { prepare_kernel(p); }, 0, "prepare");
 }
 
 // `l` as plan_gemv filled it in; `blocks` what it returned.

@@ -141,8 +141,10 @@ int main(int argc, char** argv) {
             check_gemv_fused(dev, report, {kQ5_0, kQ5_0, kQ8_0}, {s.n_q, s.n_kv, s.n_kv}, s.n_embd, seed++);
             check_swiglu(dev, report, kQ5_0, kQ5_0, s.n_ff, s.n_embd, seed++);
         }
-        check_prepare(dev, report, s.n_embd, false, seed++);
-        check_prepare(dev, report, s.n_ff, true, seed++);
+        check_prepare(dev, report, s.n_embd, false, PrepareResidual::kInPlace, seed++);
+        check_prepare(dev, report, s.n_ff, true, PrepareResidual::kInPlace, seed++);
+        check_prepare(dev, report, s.n_embd, false, PrepareResidual::kNone, seed++);  // several blocks
+        check_prepare(dev, report, s.n_ff, false, PrepareResidual::kNone, seed++);
     }
     check_gemv_fused(dev, report, {kQ8_0, kF16, kQ4_1, kQ5_K}, {100, 7, 64, 300}, 512, seed++);
 
