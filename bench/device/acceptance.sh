@@ -33,10 +33,11 @@ TAILN=4 run conf_merge_warps 90 $B/edgerun-conformance run --candidate cuda_orin
   --candidate-options attention_merge=last_block,gemv_warps_per_row=4,rope_append=gemv,attention_prefetch=1 \
   --levels ops,models --require-full -t 6 \
   --json $L/conf_merge_warps.json
-# 8-bit x under the models level's bounds as set on 2026-11-26 from llama.cpp's own 8-bit
-# noise (docs/conformance.md): the H200 run of 2026-11-25 missed the old 0.25 sd by 0.003.
-TAILN=4 run conf_q8 60 $B/edgerun-conformance run --candidate cuda_orin --candidate-options activations=q8 \
-  --levels ops,models --require-full -t 6 --json $L/conf_q8.json
+# Float x (activations=f32: exact to float rounding, staged), the default before
+# 2026-11-27 (the defaults read 8-bit x since, under the models level's bounds as set on
+# 2026-11-26 from llama.cpp's own 8-bit noise, docs/conformance.md).
+TAILN=4 run conf_f32 60 $B/edgerun-conformance run --candidate cuda_orin --candidate-options activations=f32 \
+  --levels ops,models --require-full -t 6 --json $L/conf_f32.json
 # A failure with the defaults: the same without the tiled attention (its first run on
 # hardware) says whether that kernel is the cause, in this call.
 [ $CONF_RC -ne 0 ] && TAILN=4 run conf_all_untiled 120 $B/edgerun-conformance run --candidate cuda_orin \

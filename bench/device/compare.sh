@@ -1,6 +1,7 @@
 #!/bin/bash
 # Device call 6 (bench/README.md; the end of tune_compare.sh), on a warm machine or a cold one (it carries .smol-c and .slim-carry): conformance of the build,
 # then issue 18's side-by-side table of edgerun (cuda_orin) and llama.cpp's CUDA build, and the memory report of each model.
+# DEPTHS (default 0,4096) are the contexts decode and prefill are measured at.
 # EDGERUN_OPTIONS (key=value,...) runs edgerun with those backend options, conformance included, and the table names them:
 # a default the session's figures justify can be measured before a rebuild makes it the default.
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=/tmp/logsC  # packed into $OUT/logsC.tar.gz after every step (common.sh): a call brings back 8 files at most
@@ -25,7 +26,7 @@ J=$L/gpu-compare.json
 for m in llama3.2-1b:Q4_K_M qwen3-4b:Q4_K_M qwen3-0.6b:Q4_K_M; do
   [ $(left) -lt 60 ] && break
   (source .device-bundle/env.sh; PYTHONUNBUFFERED=1 timeout $(( $(left) - 20 )) python3 bench/compare_llamacpp_gpu.py --edgerun .device-bundle/bin/edgerun \
-    --llama-bench /tmp/lb/llama-bench --model-dir build-models --synth $m --depths 0,4096 -r 3 --timeout 150 \
+    --llama-bench /tmp/lb/llama-bench --model-dir build-models --synth $m --depths ${DEPTHS:-0,4096} -r 3 --timeout 150 \
     --commit "$(cat .device-bundle/COMMIT)" ${O:+--backend-options $O} --out $J --append) 2>&1 | tee -a $L/compare.log
   [ ${PIPESTATUS[0]} -eq 0 ] || RC=1
   cp $J ${J%.json}.md $OUT/ 2>/dev/null

@@ -3,13 +3,17 @@
 # (a42a643) is worth, on the synthesized Llama-3.2-1B and Qwen3-4B Q4_K_M, before the full
 # comparison (compare.sh). Every variant is an `edgerun bench` of the same build, differing
 # only in --backend-options, so the ratios are side by side in one run:
-#   default          x staged in shared memory, the fusions of fusion.hpp (7 launches per
-#                    layer), no prepare, programmatic dependent launch, no L2 prefetch
-#                    (the last two the defaults since the H200 run of 2026-11-25)
+#   default          8-bit x made once per GEMV input by prepare (since the H100 run of
+#                    2026-11-27), the fusions of fusion.hpp (7 launches per layer and 4
+#                    prepares), programmatic dependent launch, no L2 prefetch (the last
+#                    two the defaults since the H200 run of 2026-11-25)
+#   activations=f32  float x staged in shared memory, no prepare (the default before)
+#   stage_x=1        8-bit x quantized by each GEMV block as it stages it, no prepare
 #   pdl=0            each launch starts after the previous kernel has ended (with PDL
 #                    its start overlaps that kernel's end; kernels/grid_dependency.cuh)
 #   prefetch=1       GEMV warps first ask L2 for their weights
-#   stage_x=0        x read in place (the staging's effect)
+#   activations=f32,stage_x=0
+#                    float x read in place (the staging's effect)
 #   graphs=0         plain launches (the CUDA Graph's effect)
 #   fuse=0           every node launched on its own (the fusions' effect)
 #   gemv_tasks_in_flight=2, =4
@@ -30,18 +34,12 @@
 #                    and the Q/K/V GEMV's last block of each head doing rope_append's work
 #                    (a ticket per head), no rope_append launch: five launches a layer
 #                    (unrun on a GPU when written, 2026-11-25)
-#   activations=q8,stage_x=0
-#                    8-bit x made once by prepare and read in place by every GEMV of it
-#                    (the kernel bench's "q8-prepared", 1.4-1.6x the float path's GB/s,
-#                    with a prepare launch of its own per GEMV input), and then the same
-#                    with four tasks in flight
-#   activations=q8   the dp4a path (x quantized by each GEMV as it stages it), first: on
-#                    the float path a Q4_K GEMV's issue ceiling is under the H200's peak
-#   activations=q8,gemv_rows_per_warp=1
-#                    the same with a row a warp (the plan's choice, choose_rows_per_warp,
-#                    gives a block up to 8 rows a warp to share its staging)
-#   gemv_rows_per_warp=4   the default float path with 4 rows a warp (the plan keeps
-#                    it at one: whether sharing the float copy of x pays is unmeasured)
+#   stage_x=1,gemv_rows_per_warp=1
+#                    8-bit x staged with a row a warp (the plan's choice,
+#                    choose_rows_per_warp, gives a block up to 8 rows a warp to share its
+#                    staging)
+#   activations=f32,gemv_rows_per_warp=4   the float path with 4 rows a warp (the plan
+#                    keeps it at one: whether sharing the float copy of x pays is unmeasured)
 # Then Llama-3.2-1B's decode at depth 4096, both caches, with the defaults and with
 # attention_prefetch=1 (each warp of the split attention asks L2 for its next tile of K and V
 # before it loads this one's; unrun on a GPU when written, 2026-11-26).
@@ -78,11 +76,9 @@ fi
 echo "$BASE" > $L/base_options; cp $L/base_options /tmp/edgerun_base_options  # for speed_prefill.sh
 TAILN=4
 for opts in "" "gemv_tasks_in_flight=2" "gemv_tasks_in_flight=4" "gemv_warps_per_row=4" "attention_merge=last_block" \
-    "rope_append=gemv,attention_merge=last_block" \
-    "activations=q8,stage_x=0" \
-    "activations=q8,stage_x=0,gemv_tasks_in_flight=4" \
-    "activations=q8" "activations=q8,gemv_rows_per_warp=1" "pdl=0" "prefetch=1" "stage_x=0" "graphs=0" \
-    "fuse=0" "gemv_rows_per_warp=4"; do
+    "rope_append=gemv,attention_merge=last_block" "activations=f32" "stage_x=1" \
+    "stage_x=1,gemv_rows_per_warp=1" "pdl=0" "prefetch=1" "activations=f32,stage_x=0" "graphs=0" \
+    "fuse=0" "activations=f32,gemv_rows_per_warp=4"; do
   [ -n "$opts" ] && [ "$opts" = "$BASE" ] && continue
   o=$BASE${BASE:+${opts:+,}}$opts
   for m in $M1 $M4; do

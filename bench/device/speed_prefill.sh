@@ -4,9 +4,9 @@
 # options on the GPU, then prefill.
 #   conformance_before     --require-full with the defaults before 2026-11-25 (pdl=0,
 #                          prefetch=1, mma_attention=0; acceptance.sh runs today's)
-#   conformance_q8         --require-full with activations=q8 (8-bit x, quantized in each
-#                          GEMV's stage; launches of fewer than 32 outputs keep float x):
-#                          may it be the default?
+#   conformance_staged     --require-full with stage_x=1 (8-bit x quantized in each GEMV's
+#                          stage instead of by prepare; launches of fewer than 32 outputs
+#                          keep float x)
 #   capture_pdl            cuda_orin_capture_check: steps of four sequences, a verification
 #                          step, one-row steps, captured and replayed, with graphs=0 and with
 #                          pdl=0,prefetch=1: every logit bit-identical among the three
@@ -54,8 +54,8 @@ done
   | tee -a $L/summary.txt || echo "weights=shared: text differs or failed (see text_weights_*)" | tee -a $L/summary.txt
 TAILN=3 run conformance_before 200 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
   --candidate-options pdl=0,prefetch=1,mma_attention=0${X:+,$X} --require-full -t 8
-TAILN=3 run conformance_q8 150 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options activations=q8${X:+,$X} --require-full -t 8
+TAILN=3 run conformance_staged 150 .device-bundle/bin/edgerun-conformance run --candidate cuda_orin \
+  --candidate-options stage_x=1${X:+,$X} --require-full -t 8
 for g in 32 0 8; do run "pp512_gemm_rows_$g" 90 $E bench --backend cuda_orin --backend-options gemm_rows=$g${X:+,$X} -m $M1 -p 512 -n 0 -r 2; done
 run pp512_gemm_f32 90 $E bench --backend cuda_orin --backend-options gemm=f32${X:+,$X} -m $M1 -p 512 -n 0 -r 2
 # Where a prompt step's time goes (profile=1: every launch timed, a table per plan at exit).

@@ -75,14 +75,21 @@ private:
 struct Backend {
     std::unique_ptr<Device> device;
     bool use_graphs = true;  // option graphs=0 turns capture off
-    // Option activations=q8: GEMVs of quantized weights read 8-bit activations (dp4a,
-    // faster; ~1e-3 relative error in a single dot product), except launches of fewer than
-    // kQ8ActivationsMinRows outputs. Default: float activations, exact to float rounding
-    // like the reference.
-    bool q8_activations = false;
-    // Option stage_x=0: GEMVs read float activations in place instead of from a copy in
-    // each block's shared memory (kernels/gemv.cu), to measure the difference.
-    bool stage_x = true;
+    // Option activations=f32|q8: GEMVs of quantized weights read 8-bit activations (dp4a),
+    // except launches of fewer than kQ8ActivationsMinRows outputs; f32: float activations,
+    // exact to float rounding like the reference. q8 by default since the H100 run of
+    // 2026-11-27 (79562e5, bench/tune_options.py): decode tg64 17-19% faster with x
+    // prepared once per GEMV input (Llama-3.2-1B 760 against 640 tok/s, Qwen3-4B 317
+    // against 266), within the conformance bounds (~1e-3 relative error in a single dot
+    // product, the noise of llama.cpp's own 8-bit activations).
+    bool q8_activations = true;
+    // Option stage_x=0|1: GEMV blocks copy float x into shared memory first, and with
+    // activations=q8 quantize it there themselves (GemvLaunch::quantize_x) rather than
+    // reading the 8-bit x one prepare launch made. Unset: staged for float activations
+    // (+10-17% on the H200), not for 8-bit ones (every block quantizing the whole row was
+    // the slower of the two on the H100: 1.00 against 1.18 times the float defaults).
+    std::optional<bool> stage_x;
+    bool stages_x() const { return stage_x.value_or(!q8_activations); }
     // Option gemv_rows_per_warp=N (1-8): rows each warp of a one-row GEMV takes, so a
     // block's staging of x serves more rows (GemvLaunch::rows_per_warp); 0, the default:
     // the plan chooses per launch from its shape and the SM count where x is quantized in

@@ -161,14 +161,14 @@ void Plan::launch_node(size_t index, int32_t n) {
 
 // Rows in groups of up to kGemvMaxRows: prepare writes each row's float and q8 forms into
 // its slot, then one GEMV launch computes every output of the node for the whole group,
-// reading each weight once (one row: the one-row kernel). Rows of x that need no padding
-// and lie one after another are read where they are, without a prepare launch (a decode
-// step's every GEMV, for widths that are multiples of 32): as floats, or with
-// activations=q8 quantized by the GEMV as it stages them (GemvLaunch::quantize_x), where
-// they fit the stage and every weight is quantized.
-// A fused RMS_NORM (one row) is done by the GEMV's staging of x when x is read in place
-// and fits the stage, else by prepare. With activations=q8, launches of fewer than
-// kQ8ActivationsMinRows outputs still read float x (see there).
+// reading each weight once (one row: the one-row kernel). With 8-bit activations (the
+// default) x is prepared so, once for all the launch's blocks, unless stage_x=1 has each
+// block quantize it as it stages it (GemvLaunch::quantize_x, where it fits the stage and
+// every weight is quantized). Float rows of x that need no padding and lie one after
+// another are read where they are, without a prepare launch (for widths that are
+// multiples of 32). A fused RMS_NORM (one row) is done by the GEMV's staging of x when x
+// is read in place and fits the stage, else by prepare. Launches of fewer than
+// kQ8ActivationsMinRows outputs read float x (see there).
 void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
                      const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
                      const int32_t* row_index, const float* residual, int32_t epilogue,
@@ -182,7 +182,7 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
         all_quantized = all_quantized && plain_value_bytes(w->packed.type) == 0;
     }
     const bool q8 = ctx_.model->backend->q8_activations && out_rows >= kQ8ActivationsMinRows;
-    const bool stage_x = ctx_.model->backend->stage_x;
+    const bool stage_x = ctx_.model->backend->stages_x();
     for (int32_t first = 0; first < n_rows; first += gemv_slots_) {
         const int32_t group = std::min(gemv_slots_, n_rows - first);
         const int64_t first_row = row_index ? row_index[first] : first;
@@ -220,7 +220,7 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
             g.x.norm_eps = in.norm_eps;
         }
         g.n_x_rows = group;
-        g.stage_x = ctx_.model->backend->stage_x;
+        g.stage_x = stage_x;
         g.prefetch = ctx_.model->backend->prefetch;
         g.epilogue = epilogue;
         g.n_outputs = int32_t(weights.size());

@@ -1,21 +1,21 @@
 #!/usr/bin/env python3
 """cuda_orin's launch count and option profile=1, on the emulated device.
 
-Runs `edgerun` on a model of --layers layers: with profile=1 (a few tokens; also with
-activations=q8, with fuse=0, with attention_merge=last_block and with that and
-rope_append=gemv) and without (one
-token), and checks what the plan logs
-when it ends:
+Runs `edgerun` on a model of --layers layers: with profile=1 (a few tokens; the defaults,
+and also with activations=f32, with activations=q8,stage_x=1, with fuse=0, with
+attention_merge=last_block and with that and rope_append=gemv) and without (one token),
+and checks what the plan logs when it ends:
   - the profile's tables: every launch kind's total time > 0, its time per step and share
     consistent with the total, the launches per kind adding up to the "launches per step"
     line, and the counts the graph implies (per layer one split attention launch of two
-    kernels, in decode and prefill steps alike; one embed; in decode steps no prepare,
-    since x of these widths (multiples of 32) is read in place: as floats, or with
-    activations=q8 quantized by each GEMV as it stages it (GemvLaunch::quantize_x);
+    kernels, in decode and prefill steps alike; one embed; in decode steps one prepare per
+    GEMV with the default 8-bit x, made once for all of a launch's blocks, and none where x
+    of these widths (multiples of 32) is read in place: as floats (activations=f32), or
+    quantized by each GEMV as it stages it (stage_x=1, GemvLaunch::quantize_x));
   - the fusions (plugins/cuda_orin/fusion.hpp) of a decode step: per layer one
     rope_append and no kv_append, RoPE, RMSNorm or elementwise launch, so 7 launches per
     layer (Q/K/V, rope_append, split attention and its merge, O, gate/up, down) plus the
-    embedding and the logits, with either form of x; 6 with attention_merge=last_block
+    embedding and the logits, and the prepares; 6 with attention_merge=last_block
     (no merge kernel), 5 with rope_append=gemv too (the Q/K/V GEMV, labelled
     "+ rope_append", does its work); with fuse=0 one kv_append per layer and no rope_append;
   - the bytes each launch must move (GEMVs and attention; other kinds show "-"): the rows'
@@ -98,7 +98,8 @@ def check_bytes(kind, rows, step_mb, weight_bytes, output):
                  f"{weight_bytes} bytes (each matrix once, plus x and y)", output)
 
 
-def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output, merge_kernel=True, rope_in_gemv=False):
+def check_table(kind, steps, rows, total, step_mb, layers, prepared, fused, output, merge_kernel=True,
+                rope_in_gemv=False):
     where = f"{kind} table"
     if total is None or not rows:
         fail(f"{where}: no rows or no 'launches per step' line", output)
@@ -140,8 +141,9 @@ def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output, me
         if unfused:
             fail(f"{where}: launches a fused decode step should not make: {unfused}", output)
         per_layer = 5 + merge_kernel + (not rope_in_gemv)
-        if total != per_layer * layers + 2:
-            fail(f"{where}: {total} launches per fused decode step, not {per_layer} per layer + 2", output)
+        if total != per_layer * layers + 2 + count("prepare"):
+            fail(f"{where}: {total} launches per fused decode step, not {per_layer} per layer + 2 "
+                 f"+ {count('prepare')} prepares", output)
     # Every step's attention takes the split kernel (head dim 128, F16 cache), on tensor
     # cores by default (mma_attention), and its merge kernel unless the split kernel's last
     # blocks merge (attention_merge=last_block).
@@ -152,9 +154,11 @@ def check_table(kind, steps, rows, total, step_mb, layers, q8, fused, output, me
     if kind == "decode":
         if count("embed") != 1:
             fail(f"{where}: {count('embed')} embed launches per step, not 1", output)
-        if count("prepare"):
+        # Every GEMV of this model has 32 outputs or more and quantized weights: all read 8-bit x.
+        expected = sum(gemv.values()) if prepared else 0
+        if count("prepare") != expected:
             fail(f"{where}: {count('prepare')} prepare launches per step for {sum(gemv.values())} GEMVs "
-                 f"with {'q8' if q8 else 'float'} activations; expected none", output)
+                 f"with {'8-bit x prepared' if prepared else 'x read in place'}; expected {expected}", output)
 
 
 def main():
@@ -166,16 +170,17 @@ def main():
     ap.add_argument("--tokens", type=int, default=2)
     args = ap.parse_args()
 
-    for options, q8, fused, merge_kernel, rope_in_gemv in (
-            ("profile=1,activations=q8", True, True, True, False),
-            ("profile=1,fuse=0", False, False, True, False),
-            ("profile=1,attention_merge=last_block", False, True, False, False),
-            ("profile=1,rope_append=gemv,attention_merge=last_block", False, True, False, True)):
+    for options, prepared, fused, merge_kernel, rope_in_gemv in (
+            ("profile=1,activations=f32", False, True, True, False),
+            ("profile=1,activations=q8,stage_x=1", False, True, True, False),
+            ("profile=1,fuse=0", True, False, True, False),
+            ("profile=1,attention_merge=last_block", True, True, False, False),
+            ("profile=1,rope_append=gemv,attention_merge=last_block", True, True, False, True)):
         other = run(args, options, args.tokens)
         if not any(t[0] == "decode" for t in parse_tables(other)):
             fail(f"no decode table in the profiled run's output with {options}", other)
         for table in parse_tables(other):
-            check_table(*table, args.layers, q8, fused, other, merge_kernel, rope_in_gemv)
+            check_table(*table, args.layers, prepared, fused, other, merge_kernel, rope_in_gemv)
 
     output = run(args, "profile=1", args.tokens)
     tables = parse_tables(output)
@@ -183,7 +188,7 @@ def main():
     if not decode:
         fail("no decode table in the profiled run's output", output)
     for table in tables:
-        check_table(*table, args.layers, False, True, output)
+        check_table(*table, args.layers, True, True, output)
     # The decode steps: the prompt's when it is one token, then one per generated token after the first.
     prompt = int(PROMPT.search(output).group(1))
     generated = int(GENERATED.search(output).group(1))
