@@ -7,8 +7,10 @@
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-520}; L=/tmp/logsC  # packed into $OUT/logsC.tar.gz after every step (common.sh): a call brings back 8 files at most
 mkdir -p $L
 source bench/device/common.sh
-# The bundle an earlier call left on the machine, else the slim one carried with this call.
+# The bundle an earlier call left on the machine, else the slim one carried with this call;
+# its libraries (syslib) before anything of it runs: a machine image may lack Boost.
 [ -d .device-bundle ] || tar -xJf .slim-carry/bundle-slim.tar.xz
+source .device-bundle/env.sh
 mkdir -p /tmp/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /tmp/lb; ls -la /tmp/lb
 # Built on the development machine against its CUDA 13.0 (RUNPATH /usr/local/cuda/lib): a
 # library the loader cannot find here is named in the log (then rebuild it here with
@@ -25,13 +27,12 @@ else TAILN=3 run conformance 150 .device-bundle/bin/edgerun-conformance run --ca
 J=$L/gpu-compare.json
 for m in llama3.2-1b:Q4_K_M qwen3-4b:Q4_K_M qwen3-0.6b:Q4_K_M; do
   [ $(left) -lt 60 ] && break
-  (source .device-bundle/env.sh; PYTHONUNBUFFERED=1 timeout $(( $(left) - 20 )) python3 bench/compare_llamacpp_gpu.py --edgerun .device-bundle/bin/edgerun \
+  (PYTHONUNBUFFERED=1 timeout $(( $(left) - 20 )) python3 bench/compare_llamacpp_gpu.py --edgerun .device-bundle/bin/edgerun \
     --llama-bench /tmp/lb/llama-bench --model-dir build-models --synth $m --depths ${DEPTHS:-0,4096} -r 3 --timeout 150 \
     --commit "$(cat .device-bundle/COMMIT)" ${O:+--backend-options $O} --out $J --append) 2>&1 | tee -a $L/compare.log
   [ ${PIPESTATUS[0]} -eq 0 ] || RC=1
   cp $J ${J%.json}.md $OUT/ 2>/dev/null
 done
-source .device-bundle/env.sh
 M4=build-models/qwen3-4b-Q4_K_M.gguf
 if [ -f $M4 ] && [ $(left) -gt 40 ]; then
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits > $L/smi_before.txt

@@ -270,13 +270,23 @@ def test_emulated(root, work, edgerun, plugin_dir, suite, model):
 # The device call's own tools, for bench/device/tune_compare.sh: an edgerun that
 # synthesizes empty files and decodes faster with four tasks in flight, a suite that
 # passes and records what it was asked, nvidia-smi.
-SCRIPT_EDGERUN = r'''
+# The stand-ins of the bundle's binaries are as strict as the real ones where a device call
+# went wrong on them: without the bundle's env.sh sourced (LD_LIBRARY_PATH: its syslib) a
+# machine image without Boost cannot load them, and `edgerun synth` writes .gguf names only.
+NEEDS_BUNDLE_ENV = r'''
+import os, sys
+if os.environ.get("FAKE_BUNDLE_ENV") != "1":
+    sys.exit(os.path.basename(sys.argv[0]) + ": error while loading shared libraries: libboost_program_options.so.1.74.0")
+'''
+SCRIPT_EDGERUN = NEEDS_BUNDLE_ENV + r'''
 import json, os, sys
 a = sys.argv[1:]
 arg = lambda k, d=None: a[a.index(k) + 1] if k in a else d
 with open(os.environ["FAKE_LOG"], "a") as f:
     f.write(json.dumps(a) + "\n")
 if a[0] == "synth":
+    if not arg("-o").endswith(".gguf"):
+        sys.exit(f"edgerun: error: {arg('-o')}: no format plugin writes its files; writable: .gguf")
     open(arg("-o"), "wb").write(b"GGUF")
     sys.exit(0)
 if a[0] != "bench":
@@ -289,7 +299,7 @@ print(json.dumps({"backend": "cuda_orin", "device": "Fake GPU", "tg_tok_s": tg[0
                   "pp_tok_s": pp[0], "pp_tok_s_samples": pp, "ttft_ms": 1.0, "ttft_ms_samples": [1.0] * len(pp),
                   "bytes_per_token": 1000000, "achieved_gb_s": 0.1}))
 '''
-SCRIPT_SUITE = r'''
+SCRIPT_SUITE = NEEDS_BUNDLE_ENV + r'''
 import json, os, sys
 with open(os.environ["FAKE_SUITE_LOG"], "a") as f:
     f.write(json.dumps(sys.argv[1:]) + "\n")
@@ -314,7 +324,7 @@ def test_device_call(root, work):
     os.makedirs(os.path.join(bundle, "bin"))
     fake_tool(os.path.join(bundle, "bin"), "edgerun", SCRIPT_EDGERUN)
     fake_tool(os.path.join(bundle, "bin"), "edgerun-conformance", SCRIPT_SUITE)
-    open(os.path.join(bundle, "env.sh"), "w").write(":\n")
+    open(os.path.join(bundle, "env.sh"), "w").write("export FAKE_BUNDLE_ENV=1\n")
     open(os.path.join(bundle, "COMMIT"), "w").write("test123\n")
     os.makedirs(os.path.join(tree, ".smol-c"))
     os.makedirs(tools)
@@ -354,6 +364,18 @@ def test_device_call(root, work):
         a[a.index("--backend-options") + 1] == "profile=1,gemv_tasks_in_flight=4" for a in profiles), profiles)
     check("the models synthesized once each", sorted(a[a.index("--preset") + 1] for a in ran if a[0] == "synth") ==
           ["llama3.2-1b", "qwen3-0.6b", "qwen3-4b"], [a for a in ran if a[0] == "synth"])
+
+    # compare.sh alone (a session whose tuning is done): it runs conformance itself first.
+    shutil.rmtree("/tmp/logsC", ignore_errors=True)
+    open(suite_log, "w").close()
+    env.update(DEADLINE="120", EDGERUN_OPTIONS="stage_x=1")
+    r = subprocess.run(["bash", os.path.join(tree, "bench", "device", "compare.sh")], capture_output=True, text=True,
+                       env=env, timeout=300)
+    asked = [json.loads(l) for l in open(suite_log)]
+    check("compare.sh alone: conformance with its options, then the comparison, exit 0",
+          r.returncode == 0 and len(asked) == 1 and "--candidate-options" in asked[0]
+          and asked[0][asked[0].index("--candidate-options") + 1] == "stage_x=1",
+          (r.returncode, asked, r.stdout[-1500:]))
 
 
 def main():
