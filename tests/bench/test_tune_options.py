@@ -360,8 +360,9 @@ def test_device_call(root, work):
     compared = [a for a in ran if a[0] == "bench" and "-b" in a]
     check("... every edgerun run of it", compared and all("gemv_tasks_in_flight=4" in a for a in compared), compared[:1])
     profiles = [a for a in ran if "--backend-options" in a and a[a.index("--backend-options") + 1].startswith("profile=1")]
-    check("a launch profile of two models with the choice", len(profiles) == 2 and all(
-        a[a.index("--backend-options") + 1] == "profile=1,gemv_tasks_in_flight=4" for a in profiles), profiles)
+    check("a launch profile of two models' decode and of a prefill at 32k, with the choice", len(profiles) == 3 and all(
+        a[a.index("--backend-options") + 1] == "profile=1,gemv_tasks_in_flight=4" for a in profiles)
+          and sum(a[0] == "bench" and a[a.index("-d") + 1] == "32768" for a in profiles) == 1, profiles)
     check("the models synthesized once each", sorted(a[a.index("--preset") + 1] for a in ran if a[0] == "synth") ==
           ["llama3.2-1b", "qwen3-0.6b", "qwen3-4b"], [a for a in ran if a[0] == "synth"])
 
