@@ -193,22 +193,20 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                    "pdl=0|1, weights=shared|device)");
         }
         // Options with several rows a warp that no GEMV kernel takes: one line naming both.
-        auto refuse_with_rows_per_warp = [&](const char* option, int32_t value, const char* why) {
-            if (value > 1 && backend->gemv_rows_per_warp > 1)
+        auto refuse_with_rows_per_warp = [&](const char* option, int32_t value, bool taken, const char* why) {
+            if (taken && backend->gemv_rows_per_warp > 1)
                 throw Failure(ER_E_INVALID_ARGUMENT, std::string("options ") + option + "=" + std::to_string(value) +
                                                          " and gemv_rows_per_warp=" +
                                                          std::to_string(backend->gemv_rows_per_warp) +
                                                          " do not combine: " + why);
         };
         refuse_with_rows_per_warp("gemv_tasks_in_flight", backend->gemv_tasks_in_flight,
+                                  backend->gemv_tasks_in_flight > 1,
                                   "the GEMV that takes several rows a warp loads one task at a time");
-        refuse_with_rows_per_warp("gemv_warps_per_row", backend->gemv_warps_per_row,
+        refuse_with_rows_per_warp("gemv_warps_per_row", backend->gemv_warps_per_row, backend->gemv_warps_per_row > 1,
                                   "a row split across warps is one row a warp");
-        if (backend->gemv_load_ahead && backend->gemv_rows_per_warp > 1)
-            throw Failure(ER_E_INVALID_ARGUMENT, "options gemv_load_ahead=1 and gemv_rows_per_warp=" +
-                                                     std::to_string(backend->gemv_rows_per_warp) +
-                                                     " do not combine: the GEMV that takes several rows a warp "
-                                                     "loads each row's tasks as it reaches it");
+        refuse_with_rows_per_warp("gemv_load_ahead", 1, backend->gemv_load_ahead,
+                                  "the GEMV that takes several rows a warp loads each row's tasks as it reaches it");
         if (backend->gemv_load_ahead && backend->gemv_tasks_in_flight > 1)
             throw Failure(ER_E_INVALID_ARGUMENT, "option gemv_load_ahead=1 is for one task in flight: with "
                                                  "gemv_tasks_in_flight=" + std::to_string(backend->gemv_tasks_in_flight) +

@@ -59,33 +59,32 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         fixed.rows_per_warp = 2;  // the option's value is kept
         CHECK(plan_gemv(fixed, 132) == 608);
         CHECK(fixed.rows_per_warp == 2);
-        // Two tasks in flight: a row a warp, whatever the plan would choose; no kernel
-        // takes them with several rows a warp; four are taken, three are not.
+        // Tasks loaded ahead (several in flight, or the first one): a row a warp, whatever
+        // the plan would choose; no kernel takes them with several rows a warp.
+        auto check_row_a_warp_only = [](GemvLaunch& launch) {
+            launch.rows_per_warp = 0;
+            CHECK(plan_gemv(launch, 132) == 1216);
+            CHECK(launch.rows_per_warp == 1);
+            launch.rows_per_warp = 2;
+            CHECK(plan_gemv(launch, 132) == 0);
+            launch.rows_per_warp = 1;
+        };
+        // Two tasks in flight; four are taken, three are not.
         GemvLaunch in_flight = quantized;
-        in_flight.rows_per_warp = 0;
         in_flight.tasks_in_flight = 2;
-        CHECK(plan_gemv(in_flight, 132) == 1216);
-        CHECK(in_flight.rows_per_warp == 1);
-        in_flight.rows_per_warp = 2;
-        CHECK(plan_gemv(in_flight, 132) == 0);
-        in_flight.rows_per_warp = 1;
+        check_row_a_warp_only(in_flight);
         in_flight.tasks_in_flight = 4;
         CHECK(plan_gemv(in_flight, 132) == 1216);
         in_flight.tasks_in_flight = 3;
         CHECK(plan_gemv(in_flight, 132) == 0);
         in_flight.tasks_in_flight = 0;
         CHECK(plan_gemv(in_flight, 132) == 0);
-        // The first task loaded ahead (one in flight): also a row a warp, and no kernel for
-        // several; with several in flight it is what they do anyway, so the flag is dropped.
+        // The first task loaded ahead (one in flight); with several in flight it is what
+        // they do anyway, so the flag is dropped.
         GemvLaunch ahead = quantized;
-        ahead.rows_per_warp = 0;
         ahead.load_ahead = 1;
-        CHECK(plan_gemv(ahead, 132) == 1216);
-        CHECK(ahead.rows_per_warp == 1);
+        check_row_a_warp_only(ahead);
         CHECK(ahead.load_ahead == 1);
-        ahead.rows_per_warp = 2;
-        CHECK(plan_gemv(ahead, 132) == 0);
-        ahead.rows_per_warp = 1;
         ahead.tasks_in_flight = 4;
         CHECK(plan_gemv(ahead, 132) == 1216);
         CHECK(ahead.load_ahead == 0);
