@@ -29,6 +29,15 @@ enum class State { Ready, WarpWait, BlockWait, Done };
 
 constexpr size_t kStackBytes = 256 * 1024;
 
+// A cp.async copy issued and not yet waited for (copy_async).
+struct PendingCopy {
+    void* dst;
+    const void* src;
+    int bytes;
+    bool valid;
+    int group;  // -1 until committed
+};
+
 struct Fiber {
     ucontext_t context;
     char* stack = nullptr;
@@ -37,6 +46,8 @@ struct Fiber {
     State state = State::Ready;
     bool waited = false;         // called wait_for_prior_grids()
     bool allowed_early = false;  // called allow_next_grid() before that
+    std::vector<PendingCopy> copies;
+    int committed_groups = 0;
 };
 
 // One lane's operands of a warp's mma (warp_mma_m16n8k16).
@@ -132,6 +143,7 @@ void fiber_main() {
     __sanitizer_finish_switch_fiber(nullptr, &g_scheduler_stack, &g_scheduler_stack_size);
 #endif
     (*g_block->body)();
+    if (!g_block->current->copies.empty()) die("cp.async: a thread ended with copies it never waited for");
     g_block->current->state = State::Done;
     switch_to_scheduler(g_block->current, true);
 }
@@ -142,22 +154,26 @@ void wait_at(State barrier) {
     switch_to_scheduler(f, false);
 }
 
+// Releases the warp-level barrier of the warp from thread w0 if all its lanes reached it;
+// false if they did not.
+bool release_warp_barrier(Block& b, int w0) {
+    const int w1 = std::min(int(b.fibers.size()), w0 + 32);
+    int waiting = 0, done = 0;
+    for (int i = w0; i < w1; ++i) {
+        waiting += b.fibers[i].state == State::WarpWait;
+        done += b.fibers[i].state == State::Done;
+    }
+    if (waiting == 0 || waiting + done != w1 - w0) return false;
+    if (done) die("warp-level sync or shuffle with lanes that have exited");
+    for (int i = w0; i < w1; ++i) b.fibers[i].state = State::Ready;
+    return true;
+}
+
 // Releases the barriers every fiber concerned has reached; false if none was.
 bool release_barriers(Block& b) {
     bool released = false;
     const int n = int(b.fibers.size());
-    for (int w0 = 0; w0 < n; w0 += 32) {
-        const int w1 = std::min(n, w0 + 32);
-        int waiting = 0, done = 0;
-        for (int i = w0; i < w1; ++i) {
-            waiting += b.fibers[i].state == State::WarpWait;
-            done += b.fibers[i].state == State::Done;
-        }
-        if (waiting == 0 || waiting + done != w1 - w0) continue;
-        if (done) die("warp-level sync or shuffle with lanes that have exited");
-        for (int i = w0; i < w1; ++i) b.fibers[i].state = State::Ready;
-        released = true;
-    }
+    for (int w0 = 0; w0 < n; w0 += 32) released = release_warp_barrier(b, w0) || released;
     int block_waiting = 0, live = 0;
     for (const Fiber& f : b.fibers) {
         block_waiting += f.state == State::BlockWait;
@@ -177,6 +193,8 @@ void init_fiber(Fiber& f, int linear, const dim3& block) {
     f.index = dim3(linear % block.x, (linear / block.x) % block.y, linear / (block.x * block.y));
     f.state = State::Ready;
     f.waited = f.allowed_early = false;
+    f.copies.clear();
+    f.committed_groups = 0;
     getcontext(&f.context);
     f.context.uc_stack.ss_sp = f.stack;
     f.context.uc_stack.ss_size = kStackBytes;
@@ -275,6 +293,44 @@ void warp_ldmatrix_x4(uint32_t* r, const void* row, bool transposed) {
     }
 }
 
+void copy_async(void* dst, const void* src, int bytes, bool valid) {
+    if (reinterpret_cast<uintptr_t>(dst) % unsigned(bytes) != 0 || reinterpret_cast<uintptr_t>(src) % unsigned(bytes) != 0)
+        die("cp.async: an address not aligned to the copy's size");
+    if (!in_shared(dst, size_t(bytes))) die("cp.async: a destination not in shared memory");
+    // Each copy lands at one of the two ends of its window, as the seeded generator draws:
+    // at once (as early as a GPU may write it: a buffer still read by another warp is
+    // overwritten) or at the wait that completes it (as late: a read before the wait, or
+    // before the barrier after it, finds shared memory's NaNs or the previous tile).
+    if (schedule_rng()() % 2 == 0) {
+        if (valid) std::memcpy(dst, src, size_t(bytes));
+        else std::memset(dst, 0, size_t(bytes));
+        return;
+    }
+    g_block->current->copies.push_back({dst, src, bytes, valid, -1});
+}
+
+void commit_async_copies() {
+    Fiber& f = *g_block->current;
+    for (PendingCopy& c : f.copies)
+        if (c.group < 0) c.group = f.committed_groups;
+    ++f.committed_groups;
+}
+
+void wait_async_copies(int n) {
+    Fiber& f = *g_block->current;
+    const int done_below = f.committed_groups - n;
+    auto pending = f.copies.begin();
+    for (PendingCopy& c : f.copies) {
+        if (c.group >= 0 && c.group < done_below) {
+            if (c.valid) std::memcpy(c.dst, c.src, size_t(c.bytes));
+            else std::memset(c.dst, 0, size_t(c.bytes));
+        } else {
+            *pending++ = c;
+        }
+    }
+    f.copies.erase(pending, f.copies.end());
+}
+
 bool register_shared(void* array, size_t bytes) {
     shared_arrays().push_back({array, bytes});
     std::memset(array, 0xFF, bytes);
@@ -360,14 +416,31 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dyn
         poison_shared_memory();
         if (b.dynamic_shared) std::memset(b.dynamic_shared, 0xFF, b.dynamic_bytes);
         std::shuffle(order.begin(), order.end(), schedule_rng());
+        // Half the blocks run a warp at a time: each warp, in the shuffled order, goes on
+        // through its own warp-level syncs (shuffles, mma) up to a block barrier before the
+        // next warp starts, as a GPU may run one warp far ahead of the others. So a read of
+        // what another warp writes without a __syncthreads between finds shared memory's
+        // NaNs, even behind a warp-level sync (the other blocks interleave every thread
+        // between any two blocking points).
+        const bool warp_at_a_time = schedule_rng()() % 2 == 0;
+        const auto run_fiber = [&](int i) {
+            Fiber& f = b.fibers[i];
+            if (f.state != State::Ready) return false;
+            b.current = &f;
+            switch_to_fiber(b, f);
+            return true;
+        };
         for (;;) {
             bool ran = false;
             for (int i : order) {
-                Fiber& f = b.fibers[i];
-                if (f.state != State::Ready) continue;
-                b.current = &f;
-                switch_to_fiber(b, f);
-                ran = true;
+                if (!warp_at_a_time) {
+                    ran = run_fiber(i) || ran;
+                    continue;
+                }
+                if (i % 32 != 0) continue;  // the warp of thread i, once, in the shuffled order
+                do {
+                    for (int lane = i; lane < std::min(n, i + 32); ++lane) ran = run_fiber(lane) || ran;
+                } while (release_warp_barrier(b, i));
             }
             const bool all_done = std::all_of(b.fibers.begin(), b.fibers.end(),
                                               [](const Fiber& f) { return f.state == State::Done; });

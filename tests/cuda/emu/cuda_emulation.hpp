@@ -18,7 +18,10 @@
 // the blocks of a launch, and the threads of a block, run in orders shuffled by a seeded
 // generator (EDGERUN_EMU_SEED, default fixed, so a failure reproduces), so code that lacks
 // a barrier sees another thread's write early or late, and code that expects one block of
-// a group to finish last finds another; and the vector loads of
+// a group to finish last finds another; half the blocks run a warp at a time, each up to
+// its next block barrier, so a missing __syncthreads shows even where the reading warp
+// synchronises within itself first (an mma, a shuffle); cp.async copies land at either
+// end of their window (copy_async below); and the vector loads of
 // device_math.hpp check their alignment on the host (a misaligned load faults on a GPU).
 #pragma once
 
@@ -55,6 +58,16 @@ void warp_mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b);
 // passes row j of matrix i (8 halves, 16-byte aligned, in a __shared__ array or dynamic
 // shared memory); each lane gets register i as the PTX ISA lays it out.
 void warp_ldmatrix_x4(uint32_t* r, const void* row, bool transposed);
+// cp.async (plugins/cuda_orin/kernels/async_copy.cuh) for the running thread: a copy of
+// `bytes` from global `src` to shared `dst` (both aligned to `bytes`; zeros when not
+// valid) lands, as the seeded generator draws, either at once or at the wait that
+// completes it: the earliest and the latest a GPU may write it. commit closes the thread's
+// open group of copies; wait(n) makes the recorded copies of all but the n newest
+// committed groups, in the order issued. A thread that ends with copies still pending
+// aborts the run.
+void copy_async(void* dst, const void* src, int bytes, bool valid);
+void commit_async_copies();
+void wait_async_copies(int n);
 // Runs body once per thread of every block of the grid, with `dynamic_shared_bytes` of
 // dynamic shared memory per block (the third <<<>>> argument). `kernel` names it in the
 // errors of the launch (see RequirePriorGridWaits).
@@ -99,6 +112,9 @@ private:
 #define ER_NEXT_GRID_ALLOWED() ::emu::next_grid_allowed()
 #define ER_WARP_MMA(d, a, b) ::emu::warp_mma_m16n8k16(d, a, b)
 #define ER_WARP_LDMATRIX(r, row, transposed) ::emu::warp_ldmatrix_x4(r, row, transposed)
+#define ER_COPY_ASYNC(dst, src, bytes, valid) ::emu::copy_async(dst, src, bytes, valid)
+#define ER_COMMIT_ASYNC_COPIES() ::emu::commit_async_copies()
+#define ER_WAIT_ASYNC_COPIES(n) ::emu::wait_async_copies(n)
 
 namespace emu {
 
