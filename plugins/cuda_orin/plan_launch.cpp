@@ -398,6 +398,7 @@ void Plan::launch_attention(size_t index, int32_t n) {
             p.tile_rows = device_tile_rows_;
             p.n_tiles = attention_tiles(n);
             p.n_splits = tiled_splits(n);
+            p.tile_stages = ctx_.model->backend->tiled_attention_stages;
         } else {
             p.merge_tickets = merge_tickets_.as<int32_t>();  // null without attention_merge=last_block
             p.prefetch_next_tile = p.mma && ctx_.model->backend->attention_prefetch;

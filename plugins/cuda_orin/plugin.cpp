@@ -135,6 +135,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                 backend->gemm_tile_bytes = uint64_t(parse_kib("gemm_tile_kib", item.substr(14))) << 10;
             else if (item.substr(0, 16) == "tiled_attention=")
                 backend->tiled_attention_rows = parse_rows("tiled_attention", item.substr(16));
+            else if (item == "tiled_attention_stages=1") backend->tiled_attention_stages = 1;
+            else if (item == "tiled_attention_stages=2") backend->tiled_attention_stages = 2;
             else if (item == "profile=1") backend->profile = true;
             else if (item == "profile=0") backend->profile = false;
             else if (item.substr(0, 19) == "gemv_rows_per_warp=") {
@@ -184,7 +186,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
                                    "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
-                                   "gemm_tile_kib=N, tiled_attention=N, mma_attention=0|1, "
+                                   "gemm_tile_kib=N, tiled_attention=N, tiled_attention_stages=1|2, mma_attention=0|1, "
                                    "attention_merge=kernel|last_block, attention_prefetch=0|1, "
                                    "rope_append=kernel|gemv, "
                                    "gemv_rows_per_warp=N, gemv_warps_per_row=0|1|2|4|8, gemv_tasks_in_flight=1|2|4, "

@@ -114,6 +114,19 @@ inline void check_prefetch_next_tile(DeviceApi& api, const Report& report, Atten
     report({name + ", next tiles prefetched: largest difference", largest_difference(prefetched, out), 0.0});
 }
 
+// The tiled kernel's launch `p` (its output `out`) run again with two K/V tiles in flight
+// (tile_stages = 2: the next tile's copies on their way while this one is computed), into
+// an output of NaNs: the same tiles in the same order, so the same output bit for bit.
+inline void check_tile_stages(DeviceApi& api, const Report& report, AttentionParams p, const std::vector<float>& out,
+                              const std::string& name) {
+    p.tile_stages = 2;
+    const std::vector<float> nans(out.size(), std::nanf(""));
+    api.upload(p.out, nans.data(), out.size() * 4);
+    api.attention(p);
+    const std::vector<float> staged = api.download_vector(static_cast<const float*>(p.out), out.size());
+    report({name + ", two tiles in flight: largest difference", largest_difference(staged, out), 0.0});
+}
+
 // Runs the split attention over `cache` and returns the output [n_head][dim] (merged by
 // the merge kernel); `params`, if given, receives the launch.
 inline std::vector<float> run_attention(DeviceApi& api, const KvCacheLayer& cache, const std::vector<float>& q,
@@ -228,6 +241,7 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
                                                      : q8_bound;
     report({name, nmse(out, ref), bound});
     if (kernel == AttentionKernel::mma) check_prefetch_next_tile(api, report, p, out, name);
+    if (kernel == AttentionKernel::tiled) check_tile_stages(api, report, p, out, name);
     if (kernel != AttentionKernel::tiled) check_merge_in_last_blocks(api, report, p, out, name);
     api.reset();
 }

@@ -26,8 +26,15 @@
 // and values are halves already, INT8 ones are dequantized to halves); products are
 // exact and summed in F32. The split kernel keeps the query in F32.
 //
-// STATUS: run on an H200 (2026-11-25: the GPU kernel tests and conformance pass; pp512 at
-// depth 4096 2.6x the split kernel's block per row).
+// Step 1 either waits for its loads between two barriers (one stage, the default), or,
+// with AttentionParams::tile_stages = 2, was issued as cp.async copies one tile earlier
+// (copy_keys_async), so that the tile's DRAM or L2 latency passes while the block
+// computes the previous one.
+//
+// STATUS: one stage run on an H200 (2026-11-25: the GPU kernel tests and conformance
+// pass; pp512 at depth 4096 2.6x the split kernel's block per row). Two stages: the
+// emulation only (2026-11-27), bit for bit one stage's outputs; unrun on a GPU.
+#include "async_copy.cuh"
 #include "attention_tile_layout.hpp"
 #include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
@@ -51,6 +58,18 @@ struct TileForm {
     static constexpr bool masked = Masked;
 };
 
+// Eight INT8 cache values (bytes q) with their group's scale as halves.
+__device__ __forceinline__ Words4 int8_unit_to_halves(const Words2& q, uint32_t scale) {
+    const uint32_t scales = scale | (scale << 16);
+    Words4 h;
+    for (int i = 0; i < 2; ++i) {  // word i: values 4i..4i+3
+        const uint32_t biased = q.w[i] ^ kByteBias;
+        h.w[2 * i] = int8_pair_to_halves(biased, 0x4140u, scales);
+        h.w[2 * i + 1] = int8_pair_to_halves(biased, 0x4342u, scales);
+    }
+    return h;
+}
+
 // Eight values (unit u: dims 8u..8u+7) of one cached key and its value, as halves.
 template <int Dim, int Kv>
 __device__ void load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u, Words4* k, Words4* v) {
@@ -60,17 +79,8 @@ __device__ void load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u
         *v = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + 8 * u) * 2);
     } else {
         const size_t scale = token * (Dim / 32) + u / 4;
-        const Words2 kq = load_8B(static_cast<const uint8_t*>(c.k) + token * Dim + 8 * u);
-        const Words2 vq = load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + 8 * u);
-        const uint32_t dk = load_2B(c.k_scales + scale), dv = load_2B(c.v_scales + scale);
-        const uint32_t k_scales = dk | (dk << 16), v_scales = dv | (dv << 16);
-        for (int i = 0; i < 2; ++i) {  // word i: values 4i..4i+3
-            const uint32_t kb = kq.w[i] ^ kByteBias, vb = vq.w[i] ^ kByteBias;
-            k->w[2 * i] = int8_pair_to_halves(kb, 0x4140u, k_scales);
-            k->w[2 * i + 1] = int8_pair_to_halves(kb, 0x4342u, k_scales);
-            v->w[2 * i] = int8_pair_to_halves(vb, 0x4140u, v_scales);
-            v->w[2 * i + 1] = int8_pair_to_halves(vb, 0x4342u, v_scales);
-        }
+        *k = int8_unit_to_halves(load_8B(static_cast<const uint8_t*>(c.k) + token * Dim + 8 * u), load_2B(c.k_scales + scale));
+        *v = int8_unit_to_halves(load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + 8 * u), load_2B(c.v_scales + scale));
     }
 }
 
@@ -89,17 +99,92 @@ __device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int en
     }
 }
 
+// tile_stages = 2: the next tile's copies are issued before this tile is computed, by
+// cp.async (async_copy.cuh), so that its latency overlaps the tile's products instead of
+// stalling every warp of the block at the start of each tile. The F16 cache's units go
+// straight to the second of two tile buffers. The INT8 cache's raw units (8 bytes of K,
+// 8 of V, each with the 4-byte word holding its group's scale) go to one of two raw
+// buffers, and each thread turns its own units into halves once they are in: its own
+// copies are visible to it after its wait, with no barrier.
+template <int Dim>
+struct RawKeys {  // one 32-key tile of the INT8 cache as copied, by staging step
+    static constexpr int kSteps = TileStaging<Dim>::kSteps;
+    Words2 k[kSteps], v[kSteps];
+    uint32_t k_scales[kSteps], v_scales[kSteps];  // the scale pair holding the step's group
+};
+
+// A block's tile buffers: K and V as halves (two with the F16 cache's two stages), and with
+// RawInt8 two of RawKeys for the INT8 cache's.
+template <int Dim, int HalfTiles, bool RawInt8>
+struct TileBuffers {
+    uint16_t k[HalfTiles][kKeys][kTileRowHalves<Dim>];
+    uint16_t v[HalfTiles][kKeys][kTileRowHalves<Dim>];
+    __device__ RawKeys<Dim>* raw(int) { return nullptr; }
+};
+template <int Dim, int HalfTiles>
+struct TileBuffers<Dim, HalfTiles, true> {
+    uint16_t k[HalfTiles][kKeys][kTileRowHalves<Dim>];
+    uint16_t v[HalfTiles][kKeys][kTileRowHalves<Dim>];
+    RawKeys<Dim> raw_keys[2];
+    __device__ RawKeys<Dim>* raw(int i) { return &raw_keys[i]; }
+};
+
+// Keys [first, first + 32), this thread's staging steps, on their way into k_tile and
+// v_tile (F16) or `raw` (INT8); keys at or past `end` as zeros. The address of key
+// `first` (< end) stands in for the others' unread ones.
+template <int Dim, int Kv>
+__device__ void copy_keys_async(const KvCacheLayer& c, int kv_head, int first, int end, uint16_t (*k_tile)[kTileRowHalves<Dim>],
+                                uint16_t (*v_tile)[kTileRowHalves<Dim>], RawKeys<Dim>* raw) {
+    using Staging = TileStaging<Dim>;
+    for (int i = threadIdx.x; i < Staging::kSteps; i += blockDim.x) {
+        const int j = Staging::key(i), u = Staging::unit(i);
+        const bool in_range = first + j < end;
+        const size_t token = size_t(kv_head) * c.n_ctx + (in_range ? first + j : first);
+        if constexpr (Kv == kKvF16) {
+            copy_async<16>(&k_tile[j][8 * u], static_cast<const uint8_t*>(c.k) + (token * Dim + 8 * u) * 2, in_range);
+            copy_async<16>(&v_tile[j][8 * u], static_cast<const uint8_t*>(c.v) + (token * Dim + 8 * u) * 2, in_range);
+        } else {
+            // The scales are halves, one per group of 32; a copy takes at least 4 bytes,
+            // so the even-aligned pair holding the group (Dim / 32 is even).
+            const size_t pair = (token * (Dim / 32) + u / 4) & ~size_t(1);
+            copy_async<8>(&raw->k[i], static_cast<const uint8_t*>(c.k) + token * Dim + 8 * u, in_range);
+            copy_async<8>(&raw->v[i], static_cast<const uint8_t*>(c.v) + token * Dim + 8 * u, in_range);
+            copy_async<4>(&raw->k_scales[i], c.k_scales + pair, in_range);
+            copy_async<4>(&raw->v_scales[i], c.v_scales + pair, in_range);
+        }
+    }
+}
+
+// This thread's INT8 units of `raw` (waited for) as halves into k_tile and v_tile, as
+// stage_keys converts them; the zeros of keys past the range stay zeros.
+template <int Dim>
+__device__ void convert_raw_keys(const RawKeys<Dim>& raw, uint16_t (*k_tile)[kTileRowHalves<Dim>],
+                                 uint16_t (*v_tile)[kTileRowHalves<Dim>]) {
+    using Staging = TileStaging<Dim>;
+    for (int i = threadIdx.x; i < Staging::kSteps; i += blockDim.x) {
+        const int j = Staging::key(i), u = Staging::unit(i), shift = 16 * (u / 4 % 2);
+        store_shared(&k_tile[j][8 * u], int8_unit_to_halves(load_shared<Words2>(&raw.k[i]), (raw.k_scales[i] >> shift) & 0xFFFFu));
+        store_shared(&v_tile[j][8 * u], int8_unit_to_halves(load_shared<Words2>(&raw.v[i]), (raw.v_scales[i] >> shift) & 0xFFFFu));
+    }
+}
+
 // At least two blocks per SM: without a minimum ptxas held the head-dim-64 kernel to 96
 // registers and spilled; with two it takes ~120 (64) and ~200 (128) registers, no spills
 // (tests/cuda/check_kernel_resources.py).
-template <int Dim, int Kv>
+//
+// Stages: 1, the tile is loaded and stored by the block's threads between two barriers;
+// 2, the next tile's copies are on their way while this one is computed (copy_keys_async).
+template <int Dim, int Kv, int Stages>
 __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(const AttentionParams p) {
+    static_assert(Stages == 1 || Stages == 2);
     begin_after_prior_grids();  // grid_dependency.cuh
     using Staging = TileStaging<Dim>;
-    alignas(16) __shared__ uint16_t k_tile[kKeys][kTileRowHalves<Dim>];
-    ER_SHARED_ARRAY(k_tile);
-    alignas(16) __shared__ uint16_t v_tile[kKeys][kTileRowHalves<Dim>];
-    ER_SHARED_ARRAY(v_tile);
+    constexpr bool kAsync = Stages == 2;
+    constexpr int kHalfTiles = kAsync && Kv == kKvF16 ? 2 : 1;  // INT8 double-buffers its raw bytes
+    alignas(16) __shared__ TileBuffers<Dim, kHalfTiles, kAsync && Kv == kKvQ8> tiles;
+    ER_SHARED_ARRAY(tiles);
+    const auto k_tiles = tiles.k, v_tiles = tiles.v;
+    const auto raw_tiles = [&](int i) { return tiles.raw(i); };
 
     const int split = blockIdx.x, kv_head = blockIdx.y, tile = blockIdx.z;
     const int32_t* rows = p.tile_rows + p.tiles[2 * tile];
@@ -145,11 +230,27 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
         }
 
     float o[Dim / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    if constexpr (kAsync) {  // the first tile on its way
+        if (begin < end) copy_keys_async<Dim, Kv>(cache, kv_head, begin, end, k_tiles[0], v_tiles[0], raw_tiles(0));
+        commit_async_copies();
+    }
     for (int first = begin; first < end; first += kKeys) {
-        __syncthreads();  // every warp is done with the previous tile
-        stage_keys<Dim, Kv>(cache, kv_head, first, end, k_tile, v_tile);
+        const int buffer = kAsync ? (first - begin) / kKeys % 2 : 0;
+        __syncthreads();  // every warp is done with the previous tile (and so with the buffer copied into next)
+        if constexpr (kAsync) {
+            if (first + kKeys < end)
+                copy_keys_async<Dim, Kv>(cache, kv_head, first + kKeys, end, k_tiles[(buffer + 1) % kHalfTiles],
+                                         v_tiles[(buffer + 1) % kHalfTiles], raw_tiles((buffer + 1) % 2));
+            commit_async_copies();
+            wait_async_copies<1>();  // this thread's copies of this tile are in
+            if constexpr (Kv == kKvQ8) convert_raw_keys<Dim>(*raw_tiles(buffer), k_tiles[0], v_tiles[0]);
+        } else {
+            stage_keys<Dim, Kv>(cache, kv_head, first, end, k_tiles[0], v_tiles[0]);
+        }
         __syncthreads();
         if (first >= warp_kv) continue;  // past every row of this warp (warp-uniform)
+        uint16_t(*k_tile)[kTileRowHalves<Dim>] = k_tiles[buffer % kHalfTiles];
+        uint16_t(*v_tile)[kTileRowHalves<Dim>] = v_tiles[buffer % kHalfTiles];
 
         // A tile's scores, softmax and products; Masked: some key lies past a row's length.
         const auto add_tile = [&](auto form) {
@@ -244,20 +345,35 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
     }
 }
 
-// The four instantiations (head dim x cache type), named so NVRTC compiles them too.
-template __global__ void attention_tiles_kernel<64, kKvF16>(const AttentionParams);
-template __global__ void attention_tiles_kernel<128, kKvF16>(const AttentionParams);
-template __global__ void attention_tiles_kernel<64, kKvQ8>(const AttentionParams);
-template __global__ void attention_tiles_kernel<128, kKvQ8>(const AttentionParams);
+// The eight instantiations (head dim x cache type x stages), named so NVRTC compiles them too.
+#define ER_TILED_ATTENTION(dim, kv)                                                   \
+    template __global__ void attention_tiles_kernel<dim, kv, 1>(const AttentionParams); \
+    template __global__ void attention_tiles_kernel<dim, kv, 2>(const AttentionParams);
+ER_TILED_ATTENTION(64, kKvF16)
+ER_TILED_ATTENTION(128, kKvF16)
+ER_TILED_ATTENTION(64, kKvQ8)
+ER_TILED_ATTENTION(128, kKvQ8)
+#undef ER_TILED_ATTENTION
+
+#if !defined(__CUDACC_RTC__)
+template <int kStages>
+auto attention_tiles_kernel_of(const AttentionParams& p) {
+    if (p.cache.head_dim == 64)
+        return p.cache.type == kKvF16 ? attention_tiles_kernel<64, kKvF16, kStages> : attention_tiles_kernel<64, kKvQ8, kStages>;
+    return p.cache.type == kKvF16 ? attention_tiles_kernel<128, kKvF16, kStages> : attention_tiles_kernel<128, kKvQ8, kStages>;
+}
+
+// The instantiation that takes launch p (the CUDA launcher's and the emulation's).
+inline auto attention_tiles_kernel_for(const AttentionParams& p) {
+    return p.tile_stages == 2 ? attention_tiles_kernel_of<2>(p) : attention_tiles_kernel_of<1>(p);
+}
+#endif
 
 }  // namespace
 
 #if ER_KERNEL_LAUNCHERS
 cudaError_t launch_attention_tiles(const AttentionParams& p, dim3 grid, LaunchStream stream) {
-    const bool f16 = p.cache.type == kKvF16;
-    const auto kernel = p.cache.head_dim == 64 ? (f16 ? attention_tiles_kernel<64, kKvF16> : attention_tiles_kernel<64, kKvQ8>)
-                                               : (f16 ? attention_tiles_kernel<128, kKvF16> : attention_tiles_kernel<128, kKvQ8>);
-    return launch_kernel(kernel, grid, dim3(kTileWarps * 32), 0, stream, p);
+    return launch_kernel(attention_tiles_kernel_for(p), grid, dim3(kTileWarps * 32), 0, stream, p);
 }
 #endif
 

@@ -370,6 +370,9 @@ struct AttentionParams {
     const int32_t* tiles = nullptr;
     const int32_t* tile_rows = nullptr;
     int32_t n_tiles = 0;
+    // With tiles: K/V tiles in flight in a block, 1 or 2 (the next tile's copies issued,
+    // by cp.async, before this one is computed; attention_tiles.cu). The same values.
+    int32_t tile_stages = 1;
     // Without tiles: the split kernel's blocks on tensor cores (attention_mma.cu) instead
     // of CUDA cores (attention.cu); same grid, workspace and merge.
     int32_t mma = 0;

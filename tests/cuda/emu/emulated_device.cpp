@@ -99,11 +99,11 @@ public:
         std::fprintf(stderr,
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
                      "attention launches: %lld split, %lld split on mma, %lld tiled, %lld merged in their last blocks, "
-                     "%lld prefetching next tiles; "
+                     "%lld prefetching next tiles, %lld tiled with two tiles in flight; "
                      "one-row GEMV launches with several tasks in flight: %lld, doing rope_append: %lld, "
                      "loading one task ahead: %lld\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
-                     tiled_attention_, merged_in_last_blocks_, prefetching_, several_in_flight_, rope_appending_,
+                     tiled_attention_, merged_in_last_blocks_, prefetching_, two_tiles_in_flight_, several_in_flight_, rope_appending_,
                      one_ahead_);
     }
     void add_gemm() { ++gemms_; }
@@ -123,12 +123,14 @@ public:
         ++(p.tiles ? tiled_attention_ : p.mma ? mma_attention_ : split_attention_);
         merged_in_last_blocks_ += p.merge_tickets != nullptr;
         prefetching_ += !p.tiles && p.mma && p.prefetch_next_tile && attention_prefetches(p.cache.head_dim, p.cache.type);
+        two_tiles_in_flight_ += p.tiles && p.tile_stages == 2;
     }
 
 private:
     long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0, rope_appending_ = 0,
               one_ahead_ = 0;
-    long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0, prefetching_ = 0;
+    long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0, prefetching_ = 0,
+              two_tiles_in_flight_ = 0;
 };
 
 LaunchCounts& launch_counts() {

@@ -29,12 +29,7 @@ inline void attention(const AttentionParams& p, const AttentionGrid& g) {
     const dim3 grid(g.splits, g.kv_heads, g.chunks * g.rows);
     const bool f16 = p.cache.type == kKvF16, dp4a = scores_by_dp4a(p);
     if (p.tiles)
-        emu::launch(grid, dim3(kTiledAttentionWarps * 32), [&] {
-            if (p.cache.head_dim == 64)
-                f16 ? attention_tiles_kernel<64, kKvF16>(p) : attention_tiles_kernel<64, kKvQ8>(p);
-            else
-                f16 ? attention_tiles_kernel<128, kKvF16>(p) : attention_tiles_kernel<128, kKvQ8>(p);
-        }, 0, "attention_tiles");
+        emu::launch(grid, dim3(kTiledAttentionWarps * 32), [&] { attention_tiles_kernel_for(p)(p); }, 0, "attention_tiles");
     else if (p.mma)
         emu::launch(grid, dim3(kAttentionWarps * 32), [&] { attention_mma_kernel_for(p)(p); }, 0, "attention_mma");
     else
