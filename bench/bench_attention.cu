@@ -7,6 +7,13 @@
 // (option attention_prefetch=1). Bytes counted are
 // the bytes the kernel must read: K and V (values and scales) of every cached token of
 // every KV head, the query, and the split partials written and read back.
+//
+// Prefill: the tiled kernel (attention_tiles.cu) over a 512-row step of one sequence with
+// 4096 and 32768 positions cached before it (pp512 at depth D: row r sees D + r + 1
+// keys), both caches, with one and two tiles of K/V in flight a block (option
+// tiled_attention_stages), its splits and merge as the backend plans them. There the
+// products, not the bytes, are the work: the note gives TFLOP/s (two per multiply-add,
+// Q K^T and P V over every row's keys).
 #include "bench_common.hpp"
 
 namespace edgerun::cuda_orin::bench {
@@ -102,11 +109,101 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
     }
 }
 
+void bench_prefill_attention(Bench& b, const char* model, int n_head, int n_kv, int dim) {
+    constexpr int kRows = 512;
+    const int rows_per_tile = tiled_attention_rows_per_tile(n_head / n_kv);
+    for (int depth : {4096, 32768}) {
+        for (int32_t type : {kKvF16, kKvQ8}) {
+            KvCacheLayer shape;
+            shape.type = type;
+            shape.n_ctx = depth + kRows;
+            shape.n_head_kv = n_kv;
+            shape.head_dim = dim;
+            const double cache_bytes = 2.0 * (kv_values_bytes(shape) + kv_scales_bytes(shape));
+            std::vector<KvCacheLayer> layers(b.copies_for(cache_bytes), shape);
+            for (KvCacheLayer& c : layers) {  // constant finite values, as above
+                c.k = device_alloc(kv_values_bytes(c));
+                c.v = device_alloc(kv_values_bytes(c));
+                check(cudaMemset(c.k, type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
+                check(cudaMemset(c.v, type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
+                if (type == kKvQ8) {
+                    c.k_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
+                    c.v_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
+                    check(cudaMemset(c.k_scales, 0x2C, kv_scales_bytes(c)), "fill");
+                    check(cudaMemset(c.v_scales, 0x2C, kv_scales_bytes(c)), "fill");
+                }
+            }
+            std::vector<int32_t> lengths(kRows), row_seq(kRows, 0), tile_rows(kRows);
+            double products = 0;  // multiply-adds
+            for (int r = 0; r < kRows; ++r) {
+                lengths[size_t(r)] = depth + r + 1;
+                products += 2.0 * lengths[size_t(r)] * dim * n_head;
+            }
+            AttentionParams p;
+            p.n_rows = kRows;
+            p.n_tiles = max_attention_tiles(kRows, 1, rows_per_tile);
+            std::vector<int32_t> tiles(size_t(2 * p.n_tiles));
+            fill_attention_tiles(row_seq.data(), kRows, 1, rows_per_tile, tiles.data(), tile_rows.data(), p.n_tiles);
+            const auto upload = [](const std::vector<int32_t>& v) {
+                int32_t* d = static_cast<int32_t*>(device_alloc(v.size() * 4));
+                check(cudaMemcpy(d, v.data(), v.size() * 4, cudaMemcpyHostToDevice), "upload");
+                return d;
+            };
+            p.kv_len = upload(lengths);
+            p.tiles = upload(tiles);
+            p.tile_rows = upload(tile_rows);
+            p.q = static_cast<float*>(device_alloc(size_t(kRows) * n_head * dim * 4));
+            check(cudaMemset(const_cast<float*>(p.q), 0, size_t(kRows) * n_head * dim * 4), "q");
+            p.n_head = n_head;
+            p.scale = 1.0f / std::sqrt(float(dim));
+            p.n_splits = choose_tiled_kv_splits(p.n_tiles, n_kv, shape.n_ctx, b.n_sms);
+            p.workspace =
+                static_cast<float*>(device_alloc(attention_workspace_floats(kRows * n_head, dim, p.n_splits) * 4));
+            p.out = device_alloc(size_t(kRows) * n_head * dim * 4);
+            double one_stage_us = 0;
+            for (int stages : {1, 2}) {
+                p.tile_stages = stages;
+                const double us = b.time_us(int(layers.size()), b.reps(), [&](int i) {
+                    p.cache = layers[size_t(i)];
+                    check(launch_attention(p, b.stream), "tiled attention");
+                });
+                if (stages == 1) one_stage_us = us;
+                char note[96];
+                std::snprintf(note, sizeof note, "%.1f TFLOP/s, %d splits", 2.0 * products / (us * 1e-6) / 1e12, p.n_splits);
+                std::string text = note;
+                if (stages == 2) {
+                    std::snprintf(note, sizeof note, "; %.2fx the speed with one", one_stage_us / us);
+                    text += note;
+                }
+                b.add("prefill attention",
+                      std::string(model) + " " + std::to_string(n_head) + "/" + std::to_string(n_kv) + "x" +
+                          std::to_string(dim) + " pp512 @ d" + std::to_string(depth),
+                      std::string(type == kKvF16 ? "f16 cache" : "int8 cache") + ", " + std::to_string(stages) +
+                          (stages == 1 ? " stage" : " stages"),
+                      us, cache_bytes, text);
+            }
+            for (KvCacheLayer& c : layers) {
+                cudaFree(c.k);
+                cudaFree(c.v);
+                cudaFree(c.k_scales);
+                cudaFree(c.v_scales);
+            }
+            for (const void* d : {static_cast<const void*>(p.kv_len), static_cast<const void*>(p.tiles),
+                                  static_cast<const void*>(p.tile_rows), static_cast<const void*>(p.q)})
+                cudaFree(const_cast<void*>(d));
+            cudaFree(p.workspace);
+            cudaFree(p.out);
+        }
+    }
+}
+
 }  // namespace
 
 void bench_attention(Bench& b) {
     bench_attention_model(b, "Qwen3-4B", 32, 8, 128);
     bench_attention_model(b, "Llama-3.2-1B", 32, 8, 64);
+    bench_prefill_attention(b, "Qwen3-4B", 32, 8, 128);
+    bench_prefill_attention(b, "Llama-3.2-1B", 32, 8, 64);
 }
 
 }  // namespace edgerun::cuda_orin::bench
