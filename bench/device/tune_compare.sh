@@ -10,10 +10,13 @@
 #      fastest sets in turn until one passes: the choice;
 #   3. compare.sh with EDGERUN_OPTIONS=the choice: issue 18's side-by-side table against
 #      llama.cpp's CUDA build (its conformance run skipped when the tuner's passed);
-#   4. a launch profile (profile=1) of Qwen3-4B's and Llama-3.2-1B's decode with the choice,
-#      and of Qwen3-4B's prefill at depth 32768.
-# TUNE_SECONDS (default: what the DEADLINE leaves after COMPARE_SECONDS=170 and
-# PROFILE_SECONDS=50) bounds step 2, TUNE_RESERVE (100) of it kept for conformance. Exit
+#   4. a launch profile (profile=1) of Qwen3-4B's and Llama-3.2-1B's decode with the choice
+#      (and of Qwen3-4B's with four tasks in flight, unless the choice sets that), and of
+#      Qwen3-4B's prefill at depth 32768;
+#   5. tiled_attention_stages=2 against 1: the suite's ATTENTION cases through the tiled
+#      kernel with two stages, then Qwen3-4B's and Qwen3-0.6B's pp512 at depth 32768 both ways.
+# TUNE_SECONDS (default: what the DEADLINE leaves after COMPARE_SECONDS=170,
+# PROFILE_SECONDS=65 and STAGES_SECONDS=60) bounds step 2, TUNE_RESERVE (100) of it kept for conformance. Exit
 # status 0 when a choice passed conformance and every comparison run went well.
 # A bench run gets 30 s and a conformance run 120 (each takes a few seconds and under a
 # minute on an H200): an option whose kernel hangs costs no more. tests/bench's
@@ -33,8 +36,8 @@ done
 wait
 echo "models at $((SECONDS - t0)) s: $(ls build-models)" | tee -a $L/summary.txt
 M1=build-models/llama3.2-1b-Q4_K_M.gguf M4=build-models/qwen3-4b-Q4_K_M.gguf
-COMPARE_SECONDS=${COMPARE_SECONDS:-170} PROFILE_SECONDS=${PROFILE_SECONDS:-50}
-TUNE_SECONDS=${TUNE_SECONDS:-$(( $(left) - COMPARE_SECONDS - PROFILE_SECONDS ))}
+COMPARE_SECONDS=${COMPARE_SECONDS:-170} PROFILE_SECONDS=${PROFILE_SECONDS:-65} STAGES_SECONDS=${STAGES_SECONDS:-60}
+TUNE_SECONDS=${TUNE_SECONDS:-$(( $(left) - COMPARE_SECONDS - PROFILE_SECONDS - STAGES_SECONDS ))}
 TAILN=30 run tune $((TUNE_SECONDS + 20)) python3 bench/tune_options.py --edgerun $E --test $M1 --test $M4 --test $M1@4096 \
   --candidates-file bench/device/candidates.txt --deadline $TUNE_SECONDS --reserve ${TUNE_RESERVE:-100} \
   --timeout 30 --conformance-timeout 120 \
@@ -46,7 +49,7 @@ CHOSEN=$( [ -f $L/chosen ] && cat $L/chosen )
 echo "chosen: ${CHOSEN:-(the defaults)}; conformance $([ $TUNED -eq 0 ] && echo passed || echo 'not passed: compare.sh reruns it')" |
   tee -a $L/summary.txt
 pack
-EDGERUN_OPTIONS=$CHOSEN CONFORMED=$([ $TUNED -eq 0 ] && echo 1) DEADLINE=$(( $(left) - PROFILE_SECONDS )) \
+EDGERUN_OPTIONS=$CHOSEN CONFORMED=$([ $TUNED -eq 0 ] && echo 1) DEADLINE=$(( $(left) - PROFILE_SECONDS - STAGES_SECONDS )) \
   bash bench/device/compare.sh
 COMPARED=$?
 # Where a decode step's time goes with the choice: every launch timed (profile=1), per
@@ -55,10 +58,34 @@ for m in $M4 $M1; do
   TAILN=14 run "profile_$(basename $m .gguf)" 40 $E --backend cuda_orin --backend-options profile=1${CHOSEN:+,$CHOSEN} \
     --log-level info -m $m -p "Hello" -n 64 --temp 0
 done
+# The same for Qwen3-4B with four tasks of weights in flight a lane. The kernel bench's
+# GEMVs take about 1 us per task a lane walks in turn (Qwen3-4B's ffn_down: 9.5 tasks,
+# 11.4 us; H200, 2026-11-25), which four in flight would cut, yet decode end to end was
+# 10-18% slower with them (H100, 2026-11-27): per launch, this says where that went.
+case ",$CHOSEN," in *,gemv_tasks_in_flight=*) ;; *)
+  TAILN=14 run profile_qwen3-4b_in_flight4 40 $E --backend cuda_orin \
+    --backend-options profile=1${CHOSEN:+,$CHOSEN},gemv_tasks_in_flight=4 --log-level info -m $M4 -p "Hello" -n 64 --temp 0 ;;
+esac
 # Qwen3's prefill with 32768 tokens cached, where it trails llama.cpp most (0.60x on the
 # H200, 2026-11-27): one table for the 65 steps of 512 rows that fill the cache and then
 # measure, so the attention's share is that of an average depth of about 16k.
 TAILN=14 run profile_prefill_32k 40 $E bench --backend cuda_orin --backend-options profile=1${CHOSEN:+,$CHOSEN} \
   --log-level info -m $M4 -c 33792 -d 32768 -p 512 -n 0 -r 1
-echo "T done at $((SECONDS - t0)) s: tune exit $TUNED, compare exit $COMPARED"
+# The tiled attention with the next K/V tile copied while this one is computed (cp.async),
+# never run on a GPU before: first its correctness through the suite's attention cases (the
+# kernel tests compare it with one stage bit for bit, tests/cuda/gpu), then its speed where
+# one stage trails llama.cpp (Qwen3's head dim 128; pp512 at depth 32768, 2 repetitions).
+run stages_conformance 30 $B/edgerun-conformance run --candidate cuda_orin \
+  --candidate-options tiled_attention=2,tiled_attention_stages=2${CHOSEN:+,$CHOSEN} --levels ops --ops ATTENTION \
+  --kv f16,q8 --require-full
+STAGED=$?
+if [ $STAGED -eq 0 ]; then
+  for m in $M4 build-models/qwen3-0.6b-Q4_K_M.gguf; do
+    for stages in 1 2; do
+      TAILN=4 run "prefill32k_$(basename $m .gguf)_stages$stages" 25 $E bench --backend cuda_orin \
+        --backend-options tiled_attention_stages=$stages${CHOSEN:+,$CHOSEN} -m $m -c 33792 -d 32768 -p 512 -n 0 -r 2
+    done
+  done
+fi
+echo "T done at $((SECONDS - t0)) s: tune exit $TUNED, compare exit $COMPARED, two-stage attention conformance exit $STAGED"
 [ $TUNED -eq 0 ] && [ $COMPARED -eq 0 ]
