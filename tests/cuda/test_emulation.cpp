@@ -1,9 +1,12 @@
 // The CPU emulation of the CUDA execution model catches what a GPU would: shared memory
-// left from another block, an order of threads a kernel must not rely on, misaligned
-// vector loads, and (under pdl=1) a kernel that reads before the prior grid has finished.
+// left from another block, an order of threads a kernel must not rely on (a warp run far
+// ahead of the others included), misaligned vector loads, cp.async copies read too early
+// or never waited for, and (under pdl=1) a kernel that reads before the prior grid has
+// finished.
 // The kernels' own checks (test_kernels_emulated.cpp) rely on each of these.
 #include "emu/cuda_emulation.hpp"
 
+#include "async_copy.cuh"
 #include "device_math.hpp"
 #include "grid_dependency.cuh"
 
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -81,6 +85,67 @@ TEST_CASE("emulation: a misaligned vector load aborts, as it faults on a GPU") {
     CHECK(aborts([&] { load_2B(bytes + 1); }));
     CHECK_FALSE(aborts([&] { load_16B(bytes + 16); }));
     CHECK_FALSE(aborts([&] { load_8B(bytes + 8); }));
+}
+
+namespace {
+
+// Warp 1 reads what warp 0 wrote to shared memory after a shuffle (a warp-level sync) but
+// with no __syncthreads between: per block, whether warp 1 saw warp 0's value.
+void unsynced_kernel(int* saw) {
+    __shared__ float s[1];
+    ER_SHARED_ARRAY(s);
+    if (threadIdx.x == 0) s[0] = 1.0f;
+    const float v = __shfl_sync(0xFFFFFFFFu, float(threadIdx.x), 0);
+    if (threadIdx.x == 32) saw[blockIdx.x] = s[0] == 1.0f && v == 32.0f;
+}
+
+// Thread t copies src[t] (zeros where t is odd: not valid) into shared memory by
+// cp.async; before its wait it records whether the copy was there yet, after the wait
+// what it holds.
+void copy_kernel(const int32_t* src, int32_t* before, int32_t* after) {
+    alignas(16) __shared__ int32_t s[64];
+    ER_SHARED_ARRAY(s);
+    const int t = int(threadIdx.x);
+    copy_async<4>(&s[t], &src[t], t % 2 == 0);
+    commit_async_copies();
+    before[t] = s[t];
+    wait_async_copies<0>();
+    after[t] = s[t];
+}
+
+}  // namespace
+
+TEST_CASE("emulation: a warp may run ahead of the others up to a barrier, so a missing __syncthreads shows") {
+    std::vector<int> saw(16, -1);
+    emu::launch(dim3(16), dim3(64), [&] { unsynced_kernel(saw.data()); });
+    CHECK(std::count(saw.begin(), saw.end(), 0) > 0);  // warp 1 before warp 0, in some block
+    CHECK(std::count(saw.begin(), saw.end(), 1) > 0);  // and after, in another
+}
+
+TEST_CASE("emulation: cp.async copies land when issued or at their wait, and only a wait makes them sure") {
+    std::vector<int32_t> src(64), before(64, 0), after(64, 0);
+    for (int i = 0; i < 64; ++i) src[size_t(i)] = 1000 + i;
+    emu::launch(dim3(1), dim3(64), [&] { copy_kernel(src.data(), before.data(), after.data()); });
+    for (int t = 0; t < 64; ++t) CHECK(after[size_t(t)] == (t % 2 == 0 ? 1000 + t : 0));
+    const auto landed_early = std::count_if(before.begin(), before.end(), [](int32_t v) { return v != -1; });
+    CHECK(landed_early > 0);   // some copies were there before the wait
+    CHECK(landed_early < 64);  // and some not (shared memory's -1 bytes)
+    // A thread that ends with a copy it never waited for aborts the run (a GPU would leave
+    // what it reads there undefined).
+    const pid_t child = fork();
+    if (child == 0) {
+        if (!std::freopen("/dev/null", "w", stderr)) std::_Exit(2);
+        emu::launch(dim3(1), dim3(64), [&] {
+            alignas(16) __shared__ int32_t s[64];
+            ER_SHARED_ARRAY(s);
+            for (int i = 0; i < 8; ++i) copy_async<4>(&s[threadIdx.x], &src[threadIdx.x], true);  // some deferred
+            commit_async_copies();
+        });
+        std::_Exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT));
 }
 
 namespace {

@@ -423,6 +423,8 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dyn
         // NaNs, even behind a warp-level sync (the other blocks interleave every thread
         // between any two blocking points).
         const bool warp_at_a_time = schedule_rng()() % 2 == 0;
+        std::vector<std::vector<int>> warp_lanes((size_t(n) + 31) / 32);  // each warp's threads, in `order`
+        for (int i : order) warp_lanes[size_t(i / 32)].push_back(i);
         const auto run_fiber = [&](int i) {
             Fiber& f = b.fibers[i];
             if (f.state != State::Ready) return false;
@@ -437,10 +439,11 @@ void launch(dim3 grid, dim3 block, const std::function<void()>& body, size_t dyn
                     ran = run_fiber(i) || ran;
                     continue;
                 }
-                if (i % 32 != 0) continue;  // the warp of thread i, once, in the shuffled order
+                const std::vector<int>& lanes = warp_lanes[size_t(i / 32)];
+                if (i != lanes.front()) continue;  // each warp once, where its first thread comes in `order`
                 do {
-                    for (int lane = i; lane < std::min(n, i + 32); ++lane) ran = run_fiber(lane) || ran;
-                } while (release_warp_barrier(b, i));
+                    for (int lane : lanes) ran = run_fiber(lane) || ran;
+                } while (release_warp_barrier(b, i / 32 * 32));
             }
             const bool all_done = std::all_of(b.fibers.begin(), b.fibers.end(),
                                               [](const Fiber& f) { return f.state == State::Done; });
