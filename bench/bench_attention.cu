@@ -20,6 +20,35 @@ namespace edgerun::cuda_orin::bench {
 
 namespace {
 
+// Distinct caches of `shape` that together fill at least 4x the L2, each holding constant
+// finite values: 0x3C3C is about 1.06 as a half, INT8 0x11 (17) times the scale 0x2C2C
+// (about 0.065) about 1.1.
+std::vector<KvCacheLayer> filled_caches(Bench& b, const KvCacheLayer& shape) {
+    std::vector<KvCacheLayer> layers(b.copies_for(2.0 * (kv_values_bytes(shape) + kv_scales_bytes(shape))), shape);
+    for (KvCacheLayer& c : layers) {
+        c.k = device_alloc(kv_values_bytes(c));
+        c.v = device_alloc(kv_values_bytes(c));
+        check(cudaMemset(c.k, c.type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
+        check(cudaMemset(c.v, c.type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
+        if (c.type == kKvQ8) {
+            c.k_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
+            c.v_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
+            check(cudaMemset(c.k_scales, 0x2C, kv_scales_bytes(c)), "fill");
+            check(cudaMemset(c.v_scales, 0x2C, kv_scales_bytes(c)), "fill");
+        }
+    }
+    return layers;
+}
+
+void free_caches(std::vector<KvCacheLayer>& layers) {
+    for (KvCacheLayer& c : layers) {
+        cudaFree(c.k);
+        cudaFree(c.v);
+        cudaFree(c.k_scales);
+        cudaFree(c.v_scales);
+    }
+}
+
 void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, int dim) {
     for (int kv_len : {4096, 16384, 32768}) {
         // Quick: 32k (issue 18's goal) and 4096, where decode fell furthest behind llama.cpp.
@@ -32,21 +61,8 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
             shape.n_head_kv = n_kv;
             shape.head_dim = dim;
             const double cache_bytes = 2.0 * (kv_values_bytes(shape) + kv_scales_bytes(shape));
-            const int n_layers = b.copies_for(cache_bytes);
-            std::vector<KvCacheLayer> layers(n_layers, shape);
-            for (KvCacheLayer& c : layers) {
-                // Constant finite values: 0x3C3C is about 1.06 as a half, 0x2C2C about 0.06.
-                c.k = device_alloc(kv_values_bytes(c));
-                c.v = device_alloc(kv_values_bytes(c));
-                check(cudaMemset(c.k, type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
-                check(cudaMemset(c.v, type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
-                if (type == kKvQ8) {
-                    c.k_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
-                    c.v_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
-                    check(cudaMemset(c.k_scales, 0x2C, kv_scales_bytes(c)), "fill");
-                    check(cudaMemset(c.v_scales, 0x2C, kv_scales_bytes(c)), "fill");
-                }
-            }
+            std::vector<KvCacheLayer> layers = filled_caches(b, shape);
+            const int n_layers = int(layers.size());
             const int splits = choose_kv_splits(kv_len, n_kv, b.n_sms);
             AttentionParams p;
             p.q = static_cast<float*>(device_alloc(size_t(n_head) * dim * 4));
@@ -95,12 +111,7 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
                       us, bytes, note);
             }
             cudaFree(tickets);
-            for (KvCacheLayer& c : layers) {
-                cudaFree(c.k);
-                cudaFree(c.v);
-                cudaFree(c.k_scales);
-                cudaFree(c.v_scales);
-            }
+            free_caches(layers);
             cudaFree(const_cast<float*>(p.q));
             cudaFree(len);
             cudaFree(p.workspace);
@@ -120,19 +131,7 @@ void bench_prefill_attention(Bench& b, const char* model, int n_head, int n_kv, 
             shape.n_head_kv = n_kv;
             shape.head_dim = dim;
             const double cache_bytes = 2.0 * (kv_values_bytes(shape) + kv_scales_bytes(shape));
-            std::vector<KvCacheLayer> layers(b.copies_for(cache_bytes), shape);
-            for (KvCacheLayer& c : layers) {  // constant finite values, as above
-                c.k = device_alloc(kv_values_bytes(c));
-                c.v = device_alloc(kv_values_bytes(c));
-                check(cudaMemset(c.k, type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
-                check(cudaMemset(c.v, type == kKvF16 ? 0x3C : 0x11, kv_values_bytes(c)), "fill");
-                if (type == kKvQ8) {
-                    c.k_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
-                    c.v_scales = static_cast<uint16_t*>(device_alloc(kv_scales_bytes(c)));
-                    check(cudaMemset(c.k_scales, 0x2C, kv_scales_bytes(c)), "fill");
-                    check(cudaMemset(c.v_scales, 0x2C, kv_scales_bytes(c)), "fill");
-                }
-            }
+            std::vector<KvCacheLayer> layers = filled_caches(b, shape);
             std::vector<int32_t> lengths(kRows), row_seq(kRows, 0), tile_rows(kRows);
             double products = 0;  // multiply-adds
             for (int r = 0; r < kRows; ++r) {
@@ -182,12 +181,7 @@ void bench_prefill_attention(Bench& b, const char* model, int n_head, int n_kv, 
                           (stages == 1 ? " stage" : " stages"),
                       us, cache_bytes, text);
             }
-            for (KvCacheLayer& c : layers) {
-                cudaFree(c.k);
-                cudaFree(c.v);
-                cudaFree(c.k_scales);
-                cudaFree(c.v_scales);
-            }
+            free_caches(layers);
             for (const void* d : {static_cast<const void*>(p.kv_len), static_cast<const void*>(p.tiles),
                                   static_cast<const void*>(p.tile_rows), static_cast<const void*>(p.q)})
                 cudaFree(const_cast<void*>(d));

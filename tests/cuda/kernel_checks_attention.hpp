@@ -101,30 +101,37 @@ inline void check_merge_in_last_blocks(DeviceApi& api, const Report& report, Att
     }
 }
 
-// The tensor-core split kernel's launch `p` (its output `out`) run again with each warp
-// asking L2 for its next tile ahead (prefetch_next_tile), into an output of NaNs: a
-// prefetch changes no value, so the same output bit for bit.
-inline void check_prefetch_next_tile(DeviceApi& api, const Report& report, AttentionParams p, const std::vector<float>& out,
-                                     const std::string& name) {
-    p.prefetch_next_tile = 1;
+// Launch `p` (its output `out`) run again as `variant` changes it, into an output of NaNs:
+// a variant that changes no value gives the same output bit for bit.
+template <class Variant>
+inline void check_same_output(DeviceApi& api, const Report& report, AttentionParams p, const std::vector<float>& out,
+                              const std::string& name, Variant&& variant) {
+    const std::string what = variant(p);
     const std::vector<float> nans(out.size(), std::nanf(""));
     api.upload(p.out, nans.data(), out.size() * 4);
     api.attention(p);
-    const std::vector<float> prefetched = api.download_vector(static_cast<const float*>(p.out), out.size());
-    report({name + ", next tiles prefetched: largest difference", largest_difference(prefetched, out), 0.0});
+    const std::vector<float> again = api.download_vector(static_cast<const float*>(p.out), out.size());
+    report({name + ", " + what + ": largest difference", largest_difference(again, out), 0.0});
 }
 
-// The tiled kernel's launch `p` (its output `out`) run again with two K/V tiles in flight
-// (tile_stages = 2: the next tile's copies on their way while this one is computed), into
-// an output of NaNs: the same tiles in the same order, so the same output bit for bit.
-inline void check_tile_stages(DeviceApi& api, const Report& report, AttentionParams p, const std::vector<float>& out,
+// The tensor-core split kernel with each warp asking L2 for its next tile ahead: a
+// prefetch changes no value.
+inline void check_prefetch_next_tile(DeviceApi& api, const Report& report, const AttentionParams& p,
+                                     const std::vector<float>& out, const std::string& name) {
+    check_same_output(api, report, p, out, name, [](AttentionParams& q) {
+        q.prefetch_next_tile = 1;
+        return "next tiles prefetched";
+    });
+}
+
+// The tiled kernel with two K/V tiles in flight (the next tile's copies on their way while
+// this one is computed): the same tiles in the same order.
+inline void check_tile_stages(DeviceApi& api, const Report& report, const AttentionParams& p, const std::vector<float>& out,
                               const std::string& name) {
-    p.tile_stages = 2;
-    const std::vector<float> nans(out.size(), std::nanf(""));
-    api.upload(p.out, nans.data(), out.size() * 4);
-    api.attention(p);
-    const std::vector<float> staged = api.download_vector(static_cast<const float*>(p.out), out.size());
-    report({name + ", two tiles in flight: largest difference", largest_difference(staged, out), 0.0});
+    check_same_output(api, report, p, out, name, [](AttentionParams& q) {
+        q.tile_stages = 2;
+        return "two tiles in flight";
+    });
 }
 
 // Runs the split attention over `cache` and returns the output [n_head][dim] (merged by

@@ -323,9 +323,9 @@ template __global__ void attention_mma_kernel<128, kKvQ8, true>(const AttentionP
 #if !defined(__CUDACC_RTC__)
 template <bool kPrefetch>
 auto attention_mma_kernel_of(const AttentionParams& p) {
-    if (p.cache.head_dim == 64)
-        return p.cache.type == kKvF16 ? attention_mma_kernel<64, kKvF16, kPrefetch> : attention_mma_kernel<64, kKvQ8, kPrefetch>;
-    return p.cache.type == kKvF16 ? attention_mma_kernel<128, kKvF16, kPrefetch> : attention_mma_kernel<128, kKvQ8, kPrefetch>;
+    return for_attention_shape(p, [](auto dim, auto kv) {
+        return attention_mma_kernel<decltype(dim)::value, decltype(kv)::value, kPrefetch>;
+    });
 }
 
 // The instantiation that takes launch p (the CUDA launcher's and the emulation's).

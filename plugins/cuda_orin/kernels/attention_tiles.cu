@@ -358,9 +358,9 @@ ER_TILED_ATTENTION(128, kKvQ8)
 #if !defined(__CUDACC_RTC__)
 template <int kStages>
 auto attention_tiles_kernel_of(const AttentionParams& p) {
-    if (p.cache.head_dim == 64)
-        return p.cache.type == kKvF16 ? attention_tiles_kernel<64, kKvF16, kStages> : attention_tiles_kernel<64, kKvQ8, kStages>;
-    return p.cache.type == kKvF16 ? attention_tiles_kernel<128, kKvF16, kStages> : attention_tiles_kernel<128, kKvQ8, kStages>;
+    return for_attention_shape(p, [](auto dim, auto kv) {
+        return attention_tiles_kernel<decltype(dim)::value, decltype(kv)::value, kStages>;
+    });
 }
 
 // The instantiation that takes launch p (the CUDA launcher's and the emulation's).

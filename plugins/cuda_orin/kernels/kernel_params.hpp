@@ -401,6 +401,25 @@ ER_HD bool split_attention_supports(int head_dim, int32_t kv_type) {
     return (head_dim == 64 || head_dim == 128) && (kv_type == kKvF16 || kv_type == kKvQ8);
 }
 
+#if !defined(__CUDACC_RTC__)
+template <int V>
+struct IntConstant {
+    static constexpr int value = V;
+};
+
+// pick(dim, kv) for launch p's head dim and cache type (each a compile-time value:
+// decltype(dim)::value), one of those split_attention_supports: the attention kernels'
+// one switch from a launch to an instantiation, the CUDA launchers' and the emulation's.
+template <class Pick>
+auto for_attention_shape(const AttentionParams& p, Pick&& pick) {
+    if (p.cache.head_dim == 64)
+        return p.cache.type == kKvF16 ? pick(IntConstant<64>{}, IntConstant<kKvF16>{})
+                                      : pick(IntConstant<64>{}, IntConstant<kKvQ8>{});
+    return p.cache.type == kKvF16 ? pick(IntConstant<128>{}, IntConstant<kKvF16>{})
+                                  : pick(IntConstant<128>{}, IntConstant<kKvQ8>{});
+}
+#endif
+
 // Whether an attention launch ends with the merge kernel: the split kernel's unless its
 // blocks merge (merge_tickets), the tiled one's when it splits (with one split it writes
 // the output itself).
