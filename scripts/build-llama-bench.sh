@@ -11,7 +11,7 @@
 #   --cpu              GGML_CUDA=OFF: proves the source tree configures and builds where
 #                      there is no GPU (the check done on the development machine)
 #   --configure-only   stop after CMake's configure step
-#   ARCHIVE            default .device-carry/llama.cpp-*-src.tar.xz
+#   ARCHIVE            default .llama-src/llama.cpp-*-src.tar.xz
 #   BUILD_DIR          default build-llama-bench-<arch>/ (git-ignored by /build*/). Kept:
 #                      a second call resumes the build (ninja), so a build cut short by a
 #                      device call's time limit continues in the next call.
@@ -36,10 +36,10 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-archive=${1:-$(ls "$root"/.device-carry/llama.cpp-*-src.tar.xz 2>/dev/null | tail -n 1)}
+archive=${1:-$(ls "$root"/.llama-src/llama.cpp-*-src.tar.xz 2>/dev/null | tail -n 1)}
 if [ -z "$archive" ] || [ ! -f "$archive" ]; then
   echo "build-llama-bench: no source archive (run scripts/llamacpp-cuda-source.sh here and carry" \
-       ".device-carry to the GPU machine)" >&2
+       ".llama-src to the GPU machine)" >&2
   exit 1
 fi
 flavour=$([ $cuda = ON ] && echo "cuda$arch" || echo cpu)

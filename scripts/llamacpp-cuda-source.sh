@@ -2,7 +2,7 @@
 # Packs llama.cpp's source, as llama-cpp-python's source distribution carries it, small
 # enough to be carried to the GPU machine, and prints the archive's path.
 #
-#   scripts/llamacpp-cuda-source.sh [OUT_DIR]     default OUT_DIR: .device-carry (git-ignored)
+#   scripts/llamacpp-cuda-source.sh [OUT_DIR]     default OUT_DIR: .llama-src (git-ignored)
 #
 # Why. The GPU comparison (bench/compare_llamacpp_gpu.py) measures llama.cpp's CUDA build
 # with its own llama-bench, built on the GPU machine by scripts/build-llama-bench.sh. That
@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/venv.sh"
 
 version=0.3.36
-out=${1:-$root/.device-carry}
+out=${1:-$root/.llama-src}
 archive=$out/llama.cpp-$version-src.tar.xz
 
 if [ -f "$archive" ]; then

@@ -13,8 +13,9 @@
 #                                          and benchmarks; ptx87/ a cuda_orin with compute_87
 #                                          PTX only (build-ptx87/); the Debian libraries they
 #                                          need (shared/tools/device-bundle); COMMIT
-#     .device-carry/llama.cpp-*-src.tar.xz llama.cpp's source, to build llama-bench there
-#                                          if the binary built here does not load
+#     .llama-src/llama.cpp-*-src.tar.xz    llama.cpp's source, to build llama-bench there
+#                                          if the binary built here does not load (a call
+#                                          of its own: beside the bundle it went over 64 MiB)
 #     .smol-a/smolpart-aa, .smol-b/smolpart-ab   the real SmolLM2 Q4_1 (scripts/fetch-model.sh),
 #                                          xz-compressed, in two pieces (no call carries both)
 #   bench/device/prepare.sh --llama-bench  llama-bench alone, for sm_90, 16-29 min on 2
@@ -94,7 +95,7 @@ pack_model() {
 
 # llama-bench, stripped (41 MB compressed: calls 6 and tune_compare.sh carry it with the slim bundle).
 pack_llama_bench() {
-  scripts/llamacpp-cuda-source.sh .device-carry > /dev/null
+  scripts/llamacpp-cuda-source.sh .llama-src > /dev/null
   local bin=$(JOBS=$jobs scripts/build-llama-bench.sh)
   cp "$bin" "$work/llama-bench" && strip "$work/llama-bench"
   rm -rf .smol-c && mkdir -p .smol-c
@@ -104,7 +105,7 @@ pack_llama_bench() {
 
 if [ $mode = bundle ]; then
   make_bundle
-  scripts/llamacpp-cuda-source.sh .device-carry > /dev/null
+  scripts/llamacpp-cuda-source.sh .llama-src > /dev/null
   pack_model
 else
   pack_llama_bench
@@ -124,6 +125,7 @@ check() {
   [ "$n" -le $((64 << 20)) ] || { say "call $call is over the limit"; status=1; }
 }
 check "1 and 3" .device-carry
+check "llama-bench built there" .llama-src
 check 4 .smol-a
 check 5 .smol-b
 check "6, tune_compare.sh" .smol-c .slim-carry
