@@ -184,7 +184,6 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
     alignas(16) __shared__ TileBuffers<Dim, kHalfTiles, kAsync && Kv == kKvQ8> tiles;
     ER_SHARED_ARRAY(tiles);
     const auto k_tiles = tiles.k, v_tiles = tiles.v;
-    const auto raw_tiles = [&](int i) { return tiles.raw(i); };
 
     const int split = blockIdx.x, kv_head = blockIdx.y, tile = blockIdx.z;
     const int32_t* rows = p.tile_rows + p.tiles[2 * tile];
@@ -231,7 +230,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
 
     float o[Dim / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     if constexpr (kAsync) {  // the first tile on its way
-        if (begin < end) copy_keys_async<Dim, Kv>(cache, kv_head, begin, end, k_tiles[0], v_tiles[0], raw_tiles(0));
+        if (begin < end) copy_keys_async<Dim, Kv>(cache, kv_head, begin, end, k_tiles[0], v_tiles[0], tiles.raw(0));
         commit_async_copies();
     }
     for (int first = begin; first < end; first += kKeys) {
@@ -240,10 +239,10 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
         if constexpr (kAsync) {
             if (first + kKeys < end)
                 copy_keys_async<Dim, Kv>(cache, kv_head, first + kKeys, end, k_tiles[(buffer + 1) % kHalfTiles],
-                                         v_tiles[(buffer + 1) % kHalfTiles], raw_tiles((buffer + 1) % 2));
+                                         v_tiles[(buffer + 1) % kHalfTiles], tiles.raw((buffer + 1) % 2));
             commit_async_copies();
             wait_async_copies<1>();  // this thread's copies of this tile are in
-            if constexpr (Kv == kKvQ8) convert_raw_keys<Dim>(*raw_tiles(buffer), k_tiles[0], v_tiles[0]);
+            if constexpr (Kv == kKvQ8) convert_raw_keys<Dim>(*tiles.raw(buffer), k_tiles[0], v_tiles[0]);
         } else {
             stage_keys<Dim, Kv>(cache, kv_head, first, end, k_tiles[0], v_tiles[0]);
         }

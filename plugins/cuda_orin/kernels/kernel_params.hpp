@@ -12,6 +12,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#if !defined(__CUDACC_RTC__)
+#include <type_traits>  // for_attention_shape
+#endif
 
 // The host-side launch code of a kernel source is compiled only by nvcc (NVRTC and the
 // CPU emulation take the kernels alone).
@@ -402,21 +405,17 @@ ER_HD bool split_attention_supports(int head_dim, int32_t kv_type) {
 }
 
 #if !defined(__CUDACC_RTC__)
-template <int V>
-struct IntConstant {
-    static constexpr int value = V;
-};
-
 // pick(dim, kv) for launch p's head dim and cache type (each a compile-time value:
 // decltype(dim)::value), one of those split_attention_supports: the attention kernels'
 // one switch from a launch to an instantiation, the CUDA launchers' and the emulation's.
 template <class Pick>
 auto for_attention_shape(const AttentionParams& p, Pick&& pick) {
+    using std::integral_constant;
     if (p.cache.head_dim == 64)
-        return p.cache.type == kKvF16 ? pick(IntConstant<64>{}, IntConstant<kKvF16>{})
-                                      : pick(IntConstant<64>{}, IntConstant<kKvQ8>{});
-    return p.cache.type == kKvF16 ? pick(IntConstant<128>{}, IntConstant<kKvF16>{})
-                                  : pick(IntConstant<128>{}, IntConstant<kKvQ8>{});
+        return p.cache.type == kKvF16 ? pick(integral_constant<int, 64>{}, integral_constant<int32_t, kKvF16>{})
+                                      : pick(integral_constant<int, 64>{}, integral_constant<int32_t, kKvQ8>{});
+    return p.cache.type == kKvF16 ? pick(integral_constant<int, 128>{}, integral_constant<int32_t, kKvF16>{})
+                                  : pick(integral_constant<int, 128>{}, integral_constant<int32_t, kKvQ8>{});
 }
 #endif
 
