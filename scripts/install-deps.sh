@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/venv.sh"
 
 libraries=(
-  libboost-dev libboost-program-options-dev libboost-filesystem-dev
+  libboost-dev libboost-program-options-dev libboost-filesystem-dev libboost-context-dev
   libspdlog-dev libtomlplusplus-dev doctest-dev libopenblas-dev
   nlohmann-json3-dev
 )
