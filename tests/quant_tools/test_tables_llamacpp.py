@@ -10,12 +10,13 @@
     test_tables_llamacpp.py --edgerun BIN --plugin-dir DIR --smollm2 MODEL|@fetch:REPO_ROOT [--slow]
 
 Exit 0 pass, 1 fail, 77 skipped (llama-cpp-python or gguf missing). --slow (or
-EDGERUN_SLOW_TESTS=1) covers every preset and more file types.
+EDGERUN_SLOW_TESTS=1) covers every preset and more file types of them.
 """
 import argparse
 import atexit
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,9 +31,11 @@ try:
 except ImportError as e:  # pragma: no cover
     sys.exit(f"missing test reference: {e}: run scripts/install-deps.sh --test and use its .venv")
 
-# llama.cpp logs every tensor it quantizes; keep the test output readable.
-_QUIET = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
-llama_cpp.llama_log_set(_QUIET, ctypes.c_void_p(0))
+# llama.cpp logs every tensor it quantizes: kept from the test's output, and read by
+# llama_plan (a dry run's only output).
+_LOG = []
+_KEEP_LOG = llama_cpp.llama_log_callback(lambda level, text, user_data: _LOG.append(text.decode(errors="replace")))
+llama_cpp.llama_log_set(_KEEP_LOG, ctypes.c_void_p(0))
 
 FILE_TYPES = {"F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q4_K_S": 14, "Q4_K_M": 15,
               "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18}
@@ -46,6 +49,28 @@ def llama_quantize(src, dst, file_type, pure=False):
     params.pure = pure
     if llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params)) != 0:
         raise RuntimeError(f"llama.cpp failed to quantize {src} to {file_type}")
+
+
+# A dry run's line per tensor: "[  3/ 21]  token_embd.weight - [ 2048, 128256, 1, 1], type =
+# f16, size = 501.000 MiB -> 205.43 MiB (q6_K)"; a tensor kept as it is has no "(type)".
+_PLAN_LINE = re.compile(r"\[\s*\d+/\s*(\d+)\]\s+(\S+)\s+- \[[^\]]*\], type =\s*(\w+), size =[^\n(]*(?:\((\w+)\))?\n")
+
+
+def llama_plan(src, file_type, pure=False):
+    """The type llama.cpp's quantizer chooses for each tensor, from its dry run (no file is
+    quantized or written: a real run of the larger presets took most of this test's time)."""
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = FILE_TYPES[file_type]
+    params.allow_requantize = True
+    params.pure = pure
+    params.dry_run = True
+    _LOG.clear()
+    if llama_cpp.llama_model_quantize(src.encode(), os.devnull.encode(), ctypes.byref(params)) != 0:
+        raise RuntimeError(f"llama.cpp failed to plan {src} as {file_type}")
+    lines = _PLAN_LINE.findall("".join(_LOG))
+    if not lines or len(lines) != int(lines[0][0]):
+        raise RuntimeError(f"read {len(lines)} tensor lines of llama.cpp's dry run of {src}; its log format changed?")
+    return {name: (new or old).upper() for _, name, old, new in lines}
 
 
 def table(path):
@@ -118,21 +143,21 @@ def main():
     atexit.register(shutil.rmtree, work, True)  # half a GB of models: gone however the run ends
     theirs_path = os.path.join(work, "llama.gguf")
 
-    # 1. The real model, every file type (plan only) and one real file.
-    file_types = list(FILE_TYPES) if args.slow else ["Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"]
-    for ft in file_types:
-        llama_quantize(args.smollm2, theirs_path, ft)
-        theirs = {n: t for n, (t, _) in table(theirs_path).items()}
+    # 1. The real model, every file type (both sides' dry runs) and one real file.
+    for ft in FILE_TYPES:
+        theirs = llama_plan(args.smollm2, ft)
         check.same_tables(f"SmolLM2 {ft}", dry_run_table(args.edgerun, plugin_args, args.smollm2, ["--type", ft]), theirs)
     for pure in ["Q4_K", "Q8_0"]:
-        llama_quantize(args.smollm2, theirs_path, {"Q4_K": "Q4_K_M", "Q8_0": "Q8_0"}[pure], pure=True)
-        theirs = {n: t for n, (t, _) in table(theirs_path).items()}
+        theirs = llama_plan(args.smollm2, {"Q4_K": "Q4_K_M", "Q8_0": "Q8_0"}[pure], pure=True)
         check.same_tables(f"SmolLM2 --pure {pure}", dry_run_table(args.edgerun, plugin_args, args.smollm2, ["--pure", pure]), theirs)
 
     ours_path = os.path.join(work, "ours.gguf")
     subprocess.run([args.edgerun, "quantize", *plugin_args, args.smollm2, ours_path, "--type", "Q4_K_M"], check=True)
     llama_quantize(args.smollm2, theirs_path, "Q4_K_M")
     check.same_tables("SmolLM2 Q4_K_M written file", table(ours_path), table(theirs_path))
+    # The dry run read above is what the real run writes.
+    check.same_tables("llama.cpp's Q4_K_M dry run against its written file", llama_plan(args.smollm2, "Q4_K_M"),
+                      {n: t for n, (t, _) in table(theirs_path).items()})
     if meta(ours_path) != meta(theirs_path):
         check.failures += 1
         a, b = meta(ours_path), meta(theirs_path)
@@ -154,8 +179,9 @@ def main():
         subprocess.run([args.edgerun, "synth", *plugin_args, "--preset", preset, "--type", "F16", *layer_args, "-o", f16_path], check=True)
         for ft in (["Q4_K_M", "Q6_K", "Q8_0", "Q5_K_M"] if args.slow else ["Q4_K_M"]):
             subprocess.run([args.edgerun, "synth", *plugin_args, "--preset", preset, "--type", ft, *layer_args, "-o", ours_path], check=True)
-            llama_quantize(f16_path, theirs_path, ft)
-            check.same_tables(f"synth {preset} {ft} ({layers or 'all'} layers)", table(ours_path), table(theirs_path))
+            plan, shapes = llama_plan(f16_path, ft), table(f16_path)
+            theirs = {n: (plan.get(n), shape) for n, (_, shape) in shapes.items()}
+            check.same_tables(f"synth {preset} {ft} ({layers or 'all'} layers)", table(ours_path), theirs)
             if ft == "Q4_K_M":
                 check_behaviour(check, f"synth {preset} {ft}", ours_path)
         os.remove(f16_path)
