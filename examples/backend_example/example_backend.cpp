@@ -81,10 +81,15 @@ std::vector<float> dequantize(const Weight& w) {
     return out;
 }
 
+// Eight running sums, not one: each add waits only for its own sum's previous add, so
+// the CPU overlaps them (and the compiler can use vector registers).
 float dot(const float* a, const float* b, int64_t n) {
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-    return sum;
+    float sums[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) sums[k] += a[i + k] * b[i + k];
+    for (; i < n; ++i) sums[0] += a[i] * b[i];
+    return ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]));
 }
 
 // ---------------------------------------------------------------- objects --
@@ -214,6 +219,7 @@ void run_attention(Plan& p, const er_node& node, int32_t n) {
         }
     const int32_t heads_per_kv = ap.n_head / ap.n_head_kv;
     std::vector<float> weights;
+    std::vector<double> acc(static_cast<size_t>(dv));
     for (int32_t r = 0; r < n; ++r) {
         const int32_t seq = p.row_seq[r], n_pos = p.row_pos[r] + 1;
         for (int32_t h = 0; h < ap.n_head; ++h) {
@@ -231,12 +237,14 @@ void run_attention(Plan& p, const er_node& node, int32_t n) {
                 weights[j] = std::exp(weights[j] - max);
                 sum += weights[j];
             }
-            float* out = &p.floats[node.outputs[0]][(int64_t(r) * ap.n_head + h) * dv];
-            for (int64_t i = 0; i < dv; ++i) {
-                double acc = 0.0;
-                for (int32_t j = 0; j < n_pos; ++j) acc += double(weights[j]) * c.v_at(node.layer, seq, j, g)[i];
-                out[i] = float(acc / sum);
+            // Position by position, each a contiguous row of V.
+            std::fill(acc.begin(), acc.end(), 0.0);
+            for (int32_t j = 0; j < n_pos; ++j) {
+                const float* v = c.v_at(node.layer, seq, j, g);
+                for (int64_t i = 0; i < dv; ++i) acc[size_t(i)] += double(weights[j]) * v[i];
             }
+            float* out = &p.floats[node.outputs[0]][(int64_t(r) * ap.n_head + h) * dv];
+            for (int64_t i = 0; i < dv; ++i) out[i] = float(acc[size_t(i)] / sum);
         }
     }
 }
