@@ -41,8 +41,19 @@ if [ -f "$target" ]; then
   rm -f "$target"
 fi
 
-python=$(project_python)  # pip, for the download; nothing is installed with it
 mkdir -p "$cache"
+# One download at a time (tests run in parallel): whoever waited here finds the file the
+# first one verified. Without flock, concurrent runs each download; each keeps a whole file.
+if command -v flock > /dev/null; then
+  exec 9< "$cache"  # the lock is on the directory itself: no file is left behind
+  flock 9
+  if [ -f "$target" ] && [ "$(sha256_of "$target")" = "$expected" ]; then
+    echo "$target"
+    exit 0
+  fi
+fi
+
+python=$(project_python)  # pip, for the download; nothing is installed with it
 # Work beside the target so the final move is a rename on one file system.
 work=$(mktemp -d "$cache/.fetch.XXXXXX")
 trap 'rm -rf "$work"' EXIT
