@@ -52,6 +52,8 @@ make_bundle() {
     scripts/install-deps.sh
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEDGERUN_BUILD_TESTS=ON > /dev/null
   fi
+  # The GPU machine runs the compute_87-PTX-only kernel tests too (off by default without a GPU).
+  cmake -DEDGERUN_CUDA_PTX87_TESTS=ON "$build" > /dev/null
   local archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt")  # none: the project's 87 and 90
   [ -z "$archs" ] || [ "$archs" = "87;90" ] || { say "$build/ is built for CUDA architectures $archs, not 87 and 90"; exit 1; }
   cmake --build "$build" -j "$jobs" --target "${bins[@]}" "${plugins[@]}" > /dev/null ||
