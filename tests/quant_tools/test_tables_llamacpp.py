@@ -37,6 +37,10 @@ _LOG = []
 _KEEP_LOG = llama_cpp.llama_log_callback(lambda level, text, user_data: _LOG.append(text.decode(errors="replace")))
 llama_cpp.llama_log_set(_KEEP_LOG, ctypes.c_void_p(0))
 
+# One thread for llama.cpp: ctest runs another test beside this one, and llama.cpp's
+# threads spin at every barrier, which stalls both when they share a core.
+THREADS = 1
+
 FILE_TYPES = {"F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q4_K_S": 14, "Q4_K_M": 15,
               "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18}
 
@@ -44,7 +48,7 @@ FILE_TYPES = {"F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "
 def llama_quantize(src, dst, file_type, pure=False):
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = FILE_TYPES[file_type]
-    params.nthread = os.cpu_count() or 2
+    params.nthread = THREADS
     params.allow_requantize = True
     params.pure = pure
     if llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params)) != 0:
@@ -117,7 +121,7 @@ def check_behaviour(check, label, path):
     """A synthesized model must give finite logits and a clear top-1 margin when decoding
     greedily (the property backends' greedy comparisons rely on)."""
     import numpy as np
-    model = llama_cpp.Llama(model_path=path, n_ctx=256, verbose=False, logits_all=True)
+    model = llama_cpp.Llama(model_path=path, n_ctx=256, n_threads=THREADS, verbose=False, logits_all=True)
     out = model.create_completion("The quick brown fox jumps over the lazy dog", max_tokens=16, temperature=0,
                                   top_k=1, repeat_penalty=1.0, logprobs=2)
     gaps = [sorted(d.values())[-1] - sorted(d.values())[-2] for d in out["choices"][0]["logprobs"]["top_logprobs"]]
@@ -164,7 +168,7 @@ def main():
         print("FAIL SmolLM2 Q4_K_M metadata differs:", sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))
     else:
         print("ok   SmolLM2 Q4_K_M metadata: same keys, types and values as llama.cpp's output")
-    model = llama_cpp.Llama(model_path=ours_path, n_ctx=128, verbose=False)
+    model = llama_cpp.Llama(model_path=ours_path, n_ctx=128, n_threads=THREADS, verbose=False)
     text = model("The capital of France is", max_tokens=8, temperature=0)["choices"][0]["text"]
     print(f"ok   llama.cpp loads our Q4_K_M file and generates {text!r}")
     del model
