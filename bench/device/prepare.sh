@@ -79,10 +79,18 @@ make_bundle() {
   say "bundle at $commit: $(du -sh .device-bundle | cut -f1) unpacked, $(du -h .device-carry/bundle.tar.xz | cut -f1) carried"
   # What compare.sh needs (edgerun, the plugins, edgerun-conformance to check the build
   # first), small enough to travel with llama-bench when no earlier call left the bundle
-  # on the machine: no GPU tests or benchmarks, no compute_87 build.
+  # on the machine: no GPU tests or benchmarks, no compute_87 build, and a cuda_orin with
+  # the GPU machine's sm_90 code alone (a third of the size of the sm_87 + sm_90 + PTX one).
+  cmake -S . -B build-sm90 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
+    -DEDGERUN_BUILD_TESTS=OFF > /dev/null
+  cmake --build build-sm90 -j "$jobs" --target cuda_orin > /dev/null
+  local slim=$work/slim/.device-bundle
+  mkdir -p "$slim/bin"
+  cp -r .device-bundle/COMMIT .device-bundle/env.sh .device-bundle/plugins .device-bundle/syslib "$slim/"
+  cp .device-bundle/bin/edgerun .device-bundle/bin/edgerun-conformance "$slim/bin/"
+  cp build-sm90/plugins/libedgerun_cuda_orin.so "$slim/plugins/" && strip --strip-unneeded "$slim/plugins/libedgerun_cuda_orin.so"
   rm -rf .slim-carry && mkdir -p .slim-carry
-  tar -cf - .device-bundle/COMMIT .device-bundle/env.sh .device-bundle/bin/edgerun .device-bundle/bin/edgerun-conformance \
-    .device-bundle/plugins .device-bundle/syslib | xz -T "$jobs" -6 > .slim-carry/bundle-slim.tar.xz
+  tar -cf - -C "$work/slim" .device-bundle | xz -T "$jobs" -6 > .slim-carry/bundle-slim.tar.xz
 }
 
 # The real SmolLM2, in two pieces.
