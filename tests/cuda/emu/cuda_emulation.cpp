@@ -44,7 +44,7 @@ struct PendingCopy {
 namespace context = boost::context;
 
 struct Fiber {
-    context::fiber context;  // where the thread goes on from; empty once it ended
+    context::fiber continuation;  // where the thread goes on from; empty once it ended
     char* stack = nullptr;
     dim3 index;
     int linear = 0;
@@ -136,7 +136,7 @@ void switch_to_fiber(Fiber& f) {
 #if EMU_ASAN_FIBERS
     __sanitizer_start_switch_fiber(&g_scheduler_fake_stack, f.stack, kStackBytes);
 #endif
-    f.context = std::move(f.context).resume();
+    f.continuation = std::move(f.continuation).resume();
 #if EMU_ASAN_FIBERS
     __sanitizer_finish_switch_fiber(g_scheduler_fake_stack, nullptr, nullptr);
 #endif
@@ -211,8 +211,8 @@ void init_fiber(Fiber& f, int linear, const dim3& block) {
     context::stack_context stack;
     stack.size = kStackBytes;
     stack.sp = f.stack + kStackBytes;  // stacks grow down
-    f.context = context::fiber(std::allocator_arg, context::preallocated(stack.sp, stack.size, stack), KeptStack{},
-                               fiber_main);
+    f.continuation = context::fiber(std::allocator_arg, context::preallocated(stack.sp, stack.size, stack),
+                                    KeptStack{}, fiber_main);
 }
 
 }  // namespace
