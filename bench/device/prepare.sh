@@ -80,7 +80,7 @@ make_bundle() {
   # What compare.sh needs (edgerun, the plugins, edgerun-conformance to check the build
   # first), small enough to travel with llama-bench when no earlier call left the bundle
   # on the machine: no GPU tests or benchmarks, no compute_87 build, and a cuda_orin with
-  # the GPU machine's sm_90 code alone (a third of the size of the sm_87 + sm_90 + PTX one).
+  # the GPU machine's sm_90 code alone (9.0 MB against 21.6 with sm_87, sm_90 and their PTX).
   cmake -S . -B build-sm90 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
     -DEDGERUN_BUILD_TESTS=OFF > /dev/null
   cmake --build build-sm90 -j "$jobs" --target cuda_orin > /dev/null
