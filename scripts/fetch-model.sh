@@ -32,6 +32,14 @@ print(h.hexdigest())' "$1"
   fi
 }
 
+mkdir -p "$cache"
+# One fetch at a time (tests run in parallel): whoever waited here finds the file the
+# first one verified. Without flock, concurrent runs each download; each keeps a whole file.
+if command -v flock > /dev/null; then
+  exec 9< "$cache"  # the lock is on the directory itself: no file is left behind
+  flock 9
+fi
+
 if [ -f "$target" ]; then
   if [ "$(sha256_of "$target")" = "$expected" ]; then
     echo "$target"
@@ -39,18 +47,6 @@ if [ -f "$target" ]; then
   fi
   say "$target does not match its checksum; fetching it again"
   rm -f "$target"
-fi
-
-mkdir -p "$cache"
-# One download at a time (tests run in parallel): whoever waited here finds the file the
-# first one verified. Without flock, concurrent runs each download; each keeps a whole file.
-if command -v flock > /dev/null; then
-  exec 9< "$cache"  # the lock is on the directory itself: no file is left behind
-  flock 9
-  if [ -f "$target" ] && [ "$(sha256_of "$target")" = "$expected" ]; then
-    echo "$target"
-    exit 0
-  fi
 fi
 
 python=$(project_python)  # pip, for the download; nothing is installed with it
