@@ -32,8 +32,10 @@
 // computes the previous one.
 //
 // STATUS: one stage run on an H200 (2026-11-25: the GPU kernel tests and conformance
-// pass; pp512 at depth 4096 2.6x the split kernel's block per row). Two stages: the
-// emulation only (2026-11-27), bit for bit one stage's outputs; unrun on a GPU.
+// pass; pp512 at depth 4096 2.6x the split kernel's block per row). One stage with all of
+// a thread's loads of a tile issued before its stores (2026-11-27, stage_keys): the
+// emulation and the SASS only. Two stages: the emulation only (2026-11-27), bit for bit
+// one stage's outputs; unrun on a GPU.
 #include "async_copy.cuh"
 #include "attention_tile_layout.hpp"
 #include "kernel_params.hpp"
@@ -70,32 +72,61 @@ __device__ __forceinline__ Words4 int8_unit_to_halves(const Words2& q, uint32_t 
     return h;
 }
 
-// Eight values (unit u: dims 8u..8u+7) of one cached key and its value, as halves.
+// Eight values (unit u: dims 8u..8u+7) of one cached key and of its value, as loaded:
+// halves (F16 cache), or INT8 bytes with their group's scales; zeros stand for no key.
+template <int Kv>
+struct RawUnit {
+    Words4 k{}, v{};
+    __device__ Words4 k_halves() const { return k; }
+    __device__ Words4 v_halves() const { return v; }
+};
+template <>
+struct RawUnit<kKvQ8> {
+    Words2 k{}, v{};
+    uint32_t k_scale = 0, v_scale = 0;
+    __device__ Words4 k_halves() const { return int8_unit_to_halves(k, k_scale); }
+    __device__ Words4 v_halves() const { return int8_unit_to_halves(v, v_scale); }
+};
+
 template <int Dim, int Kv>
-__device__ void load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u, Words4* k, Words4* v) {
+__device__ __forceinline__ RawUnit<Kv> load_key_unit(const KvCacheLayer& c, int kv_head, int key, int u) {
     const size_t token = size_t(kv_head) * c.n_ctx + key;
+    RawUnit<Kv> r;
     if constexpr (Kv == kKvF16) {
-        *k = load_16B(static_cast<const uint8_t*>(c.k) + (token * Dim + 8 * u) * 2);
-        *v = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + 8 * u) * 2);
+        r.k = load_16B(static_cast<const uint8_t*>(c.k) + (token * Dim + 8 * u) * 2);
+        r.v = load_16B(static_cast<const uint8_t*>(c.v) + (token * Dim + 8 * u) * 2);
     } else {
         const size_t scale = token * (Dim / 32) + u / 4;
-        *k = int8_unit_to_halves(load_8B(static_cast<const uint8_t*>(c.k) + token * Dim + 8 * u), load_2B(c.k_scales + scale));
-        *v = int8_unit_to_halves(load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + 8 * u), load_2B(c.v_scales + scale));
+        r.k = load_8B(static_cast<const uint8_t*>(c.k) + token * Dim + 8 * u);
+        r.v = load_8B(static_cast<const uint8_t*>(c.v) + token * Dim + 8 * u);
+        r.k_scale = load_2B(c.k_scales + scale);
+        r.v_scale = load_2B(c.v_scales + scale);
     }
+    return r;
 }
 
 // Keys [first, first + 32) into k_tile and v_tile (attention_tile_layout.hpp); keys at or
-// past `end` as zeros, so a masked probability (0) never meets a NaN.
+// past `end` as zeros, so a masked probability (0) never meets a NaN. Every load of the
+// thread's units is issued before the first store: a loop of load-then-store waited for
+// one DRAM or L2 round trip per unit, four a tile at head dim 128 (sm_90 SASS of c23497e),
+// where this waits for one.
 template <int Dim, int Kv>
 __device__ void stage_keys(const KvCacheLayer& c, int kv_head, int first, int end, uint16_t (*k_tile)[kTileRowHalves<Dim>],
                            uint16_t (*v_tile)[kTileRowHalves<Dim>]) {
     using Staging = TileStaging<Dim>;
-    for (int i = threadIdx.x; i < Staging::kSteps; i += blockDim.x) {
-        const int j = Staging::key(i), u = Staging::unit(i), key = first + j;
-        Words4 k{}, v{};
-        if (key < end) load_key_unit<Dim, Kv>(c, kv_head, key, u, &k, &v);
-        store_shared(&k_tile[j][8 * u], k);
-        store_shared(&v_tile[j][8 * u], v);
+    constexpr int kThreads = kTileWarps * 32, kUnitsPerThread = Staging::kSteps / kThreads;
+    static_assert(Staging::kSteps % kThreads == 0, "every thread stages as many units");
+    RawUnit<Kv> units[kUnitsPerThread];
+#pragma unroll
+    for (int n = 0; n < kUnitsPerThread; ++n) {
+        const int i = threadIdx.x + n * kThreads, key = first + Staging::key(i);
+        if (key < end) units[n] = load_key_unit<Dim, Kv>(c, kv_head, key, Staging::unit(i));
+    }
+#pragma unroll
+    for (int n = 0; n < kUnitsPerThread; ++n) {
+        const int i = threadIdx.x + n * kThreads, j = Staging::key(i), u = Staging::unit(i);
+        store_shared(&k_tile[j][8 * u], units[n].k_halves());
+        store_shared(&v_tile[j][8 * u], units[n].v_halves());
     }
 }
 
