@@ -5,14 +5,12 @@
 // bench/results/h200-2026-11-25-cuda-orin-acceptance), every kernel here included, the
 // tensor-core attention kernels and programmatic dependent launch too; decode of
 // Llama-3.2-1B and Qwen3-4B at 0.67-0.94x llama.cpp's CUDA build there (bench/results).
-// Since then (e8c7b53 onward) these changes have run only on the emulation: the attention
-// merge (attention.cu; eight splits' loads at once, the default), the GEMV with tasks
-// in flight (gemv.cu, kInFlight 2 and 4; the option gemv_tasks_in_flight), rows split
-// across more warps (the option gemv_warps_per_row), the merge in the split kernel's
-// last blocks (attention_split.cuh; the option attention_merge), the Q/K/V GEMV doing
-// rope_append's work in its last block of each head (gemv.cu, rope_append.cuh; the
-// option rope_append) and the GEMV's staging of x in batches of loads (gemv.cu, the
-// default).
+// Later runs: an H100 (2026-11-27, 79562e5: every option of bench/device/candidates.txt
+// timed, the chosen set through conformance; bench/results/h100-2026-11-27-tune) and an
+// H200 (2026-11-27, 927f131: the defaults against llama.cpp; bench/results). Since 927f131
+// these have run only on the emulation: the tiled attention's two stages (the option
+// tiled_attention_stages=2) and its one stage's loads issued before its stores
+// (attention_tiles.cu), and prepare's loads in batches (prepare.cu).
 // The math the kernels are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp);
 // the kernels themselves also run on the CPU emulation in CI
 // (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
