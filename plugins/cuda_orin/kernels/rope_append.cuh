@@ -43,14 +43,19 @@ __device__ void rope_append_head(const RopeAppendParams& p, int head, float* sha
     const KvCacheLayer cache =
         p.seq ? sequence_cache(p.cache, *p.seq, p.seq_stride_values, p.seq_stride_scales) : p.cache;
 
-    float x = 0.0f;
-    if (in_head)
+    // Every load first: the barriers below keep a load from moving ahead of them, and
+    // each one left there would be a round trip of its own after the last.
+    const float* norm = is_q ? p.q_norm : p.k_norm;
+    float x = 0.0f, v = 0.0f, norm_weight = 1.0f;
+    if (in_head) {
         x = is_q ? load_written<kFromL2>(p.q + size_t(head) * dim + d)
                  : load_written<kFromL2>(p.k + size_t(kv_head) * dim + d);
-    const float* norm = is_q ? p.q_norm : p.k_norm;
+        if (!is_q) v = load_written<kFromL2>(p.v + size_t(kv_head) * dim + d);
+        if (norm) norm_weight = norm[d];
+    }
     if (norm) {
         const float inv_rms = rsqrtf(block_sum(x * x, scratch) / float(dim) + p.norm_eps);
-        if (in_head) x *= inv_rms * norm[d];
+        if (in_head) x *= inv_rms * norm_weight;
     }
 
     if (in_head) row[d] = x;
@@ -75,7 +80,7 @@ __device__ void rope_append_head(const RopeAppendParams& p, int head, float* sha
     }
     if (pos < 0 || pos >= cache.n_ctx) return;  // the whole block agrees: no warp is left half-way
     store_kv(cache, cache.k, cache.k_scales, kv_head, pos, d, x);
-    store_kv(cache, cache.v, cache.v_scales, kv_head, pos, d, load_written<kFromL2>(p.v + size_t(kv_head) * dim + d));
+    store_kv(cache, cache.v, cache.v_scales, kv_head, pos, d, v);
 }
 
 }  // namespace edgerun::cuda_orin
