@@ -222,6 +222,7 @@ TEST_CASE("emulated: RoPE and KV append, both modes, both caches") {
         for (int mode : {kRopeNormal, kRopeNeox}) {
             check_rope_append(dev, doctest_report(), {4, 2, 64, 64, mode, false, false, kv, 5, 9}, seed++);
             check_rope_append(dev, doctest_report(), {2, 1, 128, 64, mode, true, true, kv, 130, 131}, seed++);
+            check_rope_append(dev, doctest_report(), {2, 1, 64, 0, mode, false, true, kv, 7, 9}, seed++);  // no rotation
         }
 }
 

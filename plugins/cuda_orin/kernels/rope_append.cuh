@@ -46,12 +46,15 @@ __device__ void rope_append_head(const RopeAppendParams& p, int head, float* sha
     // Every load first: the barriers below keep a load from moving ahead of them, and
     // each one left there would be a round trip of its own after the last.
     const float* norm = is_q ? p.q_norm : p.k_norm;
-    float x = 0.0f, v = 0.0f, norm_weight = 1.0f;
+    const bool rotates = d < p.rope.n_rot;
+    const int pair = !rotates ? 0 : p.rope.mode == kRopeNeox ? d % (p.rope.n_rot / 2) : d / 2;
+    float x = 0.0f, v = 0.0f, norm_weight = 1.0f, factor = 1.0f;
     if (in_head) {
         x = is_q ? load_written<kFromL2>(p.q + size_t(head) * dim + d)
                  : load_written<kFromL2>(p.k + size_t(kv_head) * dim + d);
         if (!is_q) v = load_written<kFromL2>(p.v + size_t(kv_head) * dim + d);
         if (norm) norm_weight = norm[d];
+        if (rotates && p.rope.freq_factors) factor = p.rope.freq_factors[pair];
     }
     if (norm) {
         const float inv_rms = rsqrtf(block_sum(x * x, scratch) / float(dim) + p.norm_eps);
@@ -60,13 +63,9 @@ __device__ void rope_append_head(const RopeAppendParams& p, int head, float* sha
 
     if (in_head) row[d] = x;
     __syncthreads();
-    const int half_rot = p.rope.n_rot / 2;
-    if (d < p.rope.n_rot) {
-        const bool neox = p.rope.mode == kRopeNeox;
-        const int pair = neox ? d % half_rot : d / 2;
+    if (rotates) {
         int first, second;
         rope_pair_dims(p.rope, pair, &first, &second);
-        const float factor = p.rope.freq_factors ? p.rope.freq_factors[pair] : 1.0f;
         float s, c;
         sincosf(rope_angle(p.rope, pos, pair, factor), &s, &c);
         x = d == first ? row[first] * c - row[second] * s : row[first] * s + row[second] * c;
