@@ -178,15 +178,21 @@ struct WarpFlashDecode {
           t(lane % 4),
           key_chunk(b.cache.k, b.cache.k_scales, b.cache, b.kv_head, kChunk * t),
           value_chunk(b.cache.v, b.cache.v_scales, b.cache, b.kv_head, kChunk * g) {
+        // Every load before the first use: behind a branch per k-step ptxas kept them
+        // one L2 round trip each, eight in a row at head dim 128. Rows past n_q read
+        // head q_head0's values and are zeroed.
+        const bool real = g < b.n_q;
+        const float* q = p.q + (size_t(b.row) * p.n_head + b.q_head0 + (real ? g : 0)) * Dim;
+        Words4 values[kSteps];  // dims key_dim(ks, t) .. + 3: 16 aligned bytes
+#pragma unroll
+        for (int ks = 0; ks < kSteps; ++ks) values[ks] = load_16B(q + key_dim<Dim>(ks, t));
         const float q_scale = p.scale * kLog2e;
 #pragma unroll
         for (int ks = 0; ks < kSteps; ++ks) {
-            qa[ks][0] = qa[ks][1] = qa[ks][2] = qa[ks][3] = 0u;
-            if (g < b.n_q) {
-                const float* q = p.q + (size_t(b.row) * p.n_head + b.q_head0 + g) * Dim + key_dim<Dim>(ks, t);
-                qa[ks][0] = pack_halves(q[0] * q_scale, q[1] * q_scale);
-                qa[ks][2] = pack_halves(q[2] * q_scale, q[3] * q_scale);
-            }
+            const auto scaled = [&](int i) { return quant::bits_to_float(values[ks].w[i]) * q_scale; };
+            qa[ks][0] = real ? pack_halves(scaled(0), scaled(1)) : 0u;
+            qa[ks][2] = real ? pack_halves(scaled(2), scaled(3)) : 0u;
+            qa[ks][1] = qa[ks][3] = 0u;
         }
     }
 
@@ -276,9 +282,11 @@ __global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attent
     ER_SHARED_ARRAY(warp_ml);
 
     const SplitBlock b = split_block(p);
-    if (split_is_empty(p, b)) return;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    // The query's loads need no KV length: issued before the emptiness check, they
+    // overlap its wait for the row's length instead of following it.
     WarpFlashDecode<Dim, Kv> w(p, b, lane);
+    if (split_is_empty(p, b)) return;
     constexpr int kStep = kSplitWarps * kSplitTile;  // from a warp's tile to its next
     const int first_tile = b.begin + warp * kSplitTile;
     constexpr bool kPrefetches = kPrefetch && attention_prefetches(Dim, Kv);
