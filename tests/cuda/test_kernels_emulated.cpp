@@ -204,8 +204,9 @@ TEST_CASE("emulated: activation prepare (residual, RMSNorm, q8)") {
     EmulatedDevice dev;
     check_prepare(dev, doctest_report(), 100, false, PrepareResidual::kInPlace, 60);
     check_prepare(dev, doctest_report(), 1536, true, PrepareResidual::kInPlace, 61);
-    // A residual add over more values than one batch of loads a thread (2048 in the one
-    // block), the last batch and the last group partial.
+    // A residual add over more values than one batch of loads a thread (4096 in the one
+    // block) and more groups than one batch a warp (16), the last of each partial; and
+    // one batch, its last group partial.
     check_prepare(dev, doctest_report(), 4100, false, PrepareResidual::kInPlace, 65);
     check_prepare(dev, doctest_report(), 2570, true, PrepareResidual::kInPlace, 66);
     // Without a residual add: one block (100 values), 6 (1536), 38 with a partial last

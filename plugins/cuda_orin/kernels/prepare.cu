@@ -28,9 +28,10 @@ constexpr int kPrepareWarps = kPrepareThreads / 32;
 // Values a thread loads (pass 1), and groups a warp loads (pass 2), before it uses the
 // first. A loop of one load, its use, then the next waited for one L2 round trip per
 // value: ptxas kept that order (sm_90 SASS of c23497e), ten round trips a pass over a row
-// of 2560 with a residual add, where batched there are two and three.
-constexpr int kPrepareBatch = 8;
-constexpr int kPrepareGroupBatch = 4;
+// of 2560 with a residual add. Batched, a row of up to 4096 values is one round trip a
+// pass, in the one block of a residual add too (16 groups a warp).
+constexpr int kPrepareBatch = 16;
+constexpr int kPrepareGroupBatch = 16;
 
 // The launch's blocks: enough for one group of 32 values a warp, or one with a residual add.
 int prepare_blocks(const PrepareParams& p) {
