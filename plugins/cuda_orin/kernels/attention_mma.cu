@@ -181,8 +181,8 @@ struct WarpFlashDecode {
         // Every load before the first use: behind a branch per k-step ptxas kept them
         // one L2 round trip each, eight in a row at head dim 128. Rows past n_q read
         // head q_head0's values and are zeroed.
-        const bool real = g < b.n_q;
-        const float* q = p.q + (size_t(b.row) * p.n_head + b.q_head0 + (real ? g : 0)) * Dim;
+        const bool own_head = g < b.n_q;
+        const float* q = p.q + (size_t(b.row) * p.n_head + b.q_head0 + (own_head ? g : 0)) * Dim;
         Words4 values[kSteps];  // dims key_dim(ks, t) .. + 3: 16 aligned bytes
 #pragma unroll
         for (int ks = 0; ks < kSteps; ++ks) values[ks] = load_16B(q + key_dim<Dim>(ks, t));
@@ -190,8 +190,8 @@ struct WarpFlashDecode {
 #pragma unroll
         for (int ks = 0; ks < kSteps; ++ks) {
             const auto scaled = [&](int i) { return quant::bits_to_float(values[ks].w[i]) * q_scale; };
-            qa[ks][0] = real ? pack_halves(scaled(0), scaled(1)) : 0u;
-            qa[ks][2] = real ? pack_halves(scaled(2), scaled(3)) : 0u;
+            qa[ks][0] = own_head ? pack_halves(scaled(0), scaled(1)) : 0u;
+            qa[ks][2] = own_head ? pack_halves(scaled(2), scaled(3)) : 0u;
             qa[ks][1] = qa[ks][3] = 0u;
         }
     }

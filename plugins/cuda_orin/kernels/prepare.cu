@@ -46,7 +46,7 @@ __device__ float load_input(const PrepareParams& p, int i) {
 // Pass 1: h = x (+ residual) for values threadIdx.x, + kPrepareThreads, ..., written to
 // residual_out with a residual add, and this thread's sum of h^2 in that order. Each value
 // is read and written by the same thread, so residual_out may alias x or residual.
-__device__ float residual_sum_of_squares(const PrepareParams& p) {
+__device__ float add_residual_and_sum_squares(const PrepareParams& p) {
     float sum_sq = 0.0f;
     for (int first = threadIdx.x; first < p.n; first += kPrepareBatch * kPrepareThreads) {
         float h[kPrepareBatch], r[kPrepareBatch];
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_kernel(const PrepareP
     ER_SHARED_ARRAY(scratch);
     float inv_rms = 1.0f;
     if (p.residual || p.norm_weight) {
-        const float sum_sq = residual_sum_of_squares(p);
+        const float sum_sq = add_residual_and_sum_squares(p);
         if (p.norm_weight) inv_rms = rsqrtf(block_sum(sum_sq, scratch) / float(p.n) + p.norm_eps);
         else __syncthreads();  // residual_out must be visible to every warp before pass 2
     }
