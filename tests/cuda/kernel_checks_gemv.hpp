@@ -430,4 +430,107 @@ inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type
     api.reset();
 }
 
+// A GEMV that also makes the next GEMV's 8-bit x (GemvLaunch::q8_out, option
+// prepare=gemv), then that next GEMV: a GEMV adding a residual (an output or down
+// projection) with the next RMS norm's weight, or gate/up through SwiGLU without a norm.
+// Its bytes and scales must be the q8 rule's on the outputs it stored (times the norm's
+// weight) bit for bit, its norm's scale that of y, its tickets back at zero; the next
+// GEMV, which multiplies its dots by that scale, must meet the reference of
+// W rms_norm(y) as a GEMV of x prepared by `prepare` does, and differ from that one only
+// by rounding.
+inline void check_gemv_q8_out(DeviceApi& api, const Report& report, int32_t type, int32_t next_type, int n_rows,
+                              int n_cols, int n_next, bool swiglu, int warps_per_row, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const std::vector<float> x = random_vector(n_cols, rng);
+    const DeviceActivation a = prepare_on_device(api, x, false);
+    const TestMatrix w0 = make_device_matrix(api, type, n_rows, n_cols, rng);
+    const TestMatrix w1 = make_device_matrix(api, type, swiglu ? n_rows : 1, n_cols, rng);
+    std::vector<float> norm_w = random_vector(n_rows, rng, 0.3f);
+    for (float& e : norm_w) e += 1.0f;
+    const int n_pad = padded_length(n_rows), n_groups = n_pad / kQ8Group;
+    GemvLaunch launch;
+    launch.x = a.view;
+    launch.asked_warps_per_row = warps_per_row;
+    launch.out[0].w = w0.view;
+    launch.out[0].y = api.alloc(size_t(n_rows) * 4);
+    if (swiglu) {
+        launch.n_outputs = 2;
+        launch.epilogue = kEpilogueSwiGLU;
+        launch.out[1].w = w1.view;
+        launch.out[1].y = launch.out[0].y;
+    } else {
+        launch.n_outputs = 1;
+        launch.out[0].residual = api.upload_vector(random_vector(n_rows, rng, 2.0f));
+        launch.q8_out.norm_weight = api.upload_vector(norm_w);
+        launch.q8_out.sums = static_cast<float*>(api.alloc(size_t(n_groups) * 4));
+        launch.q8_out.norm_scale = static_cast<float*>(api.alloc(4));
+        launch.q8_out.norm_eps = 1e-6f;
+    }
+    launch.q8_out.q = static_cast<uint8_t*>(api.alloc(size_t(n_pad)));
+    launch.q8_out.d = static_cast<float*>(api.alloc(size_t(n_groups) * 4));
+    launch.q8_out.tickets = static_cast<int32_t*>(api.alloc(size_t(n_groups + 1) * 4));
+    api.gemv(launch);
+
+    char name[160];
+    std::snprintf(name, sizeof name, "gemv %s %dx%d%s, %d warps a row, making the next x", weight_type_name(type), n_rows,
+                  n_cols, swiglu ? " swiglu" : " +residual, norm's weight", warps_per_row);
+    const std::vector<float> y = read_output(api, launch.out[0].y, n_rows, false);
+    const std::vector<int8_t> q = api.download_vector(reinterpret_cast<const int8_t*>(launch.q8_out.q), n_pad);
+    const std::vector<float> d = api.download_vector(launch.q8_out.d, n_groups);
+    int wrong = 0;
+    double sum_squares = 0.0;
+    for (int g = 0; g < n_groups; ++g) {
+        float u[kQ8Group], amax = 0.0f;
+        double sum = 0.0;
+        for (int j = 0; j < kQ8Group; ++j) {
+            const int i = g * kQ8Group + j;
+            u[j] = i < n_rows ? (swiglu ? y[i] : y[i] * norm_w[i]) : 0.0f;
+            amax = std::max(amax, std::fabs(u[j]));
+            if (i < n_rows) sum += double(y[i]) * y[i];
+        }
+        const float scale = q8_scale(amax);
+        wrong += quant::float_to_bits(scale) != quant::float_to_bits(d[g]);
+        for (int j = 0; j < kQ8Group; ++j) wrong += q[g * kQ8Group + j] != q8_round(u[j], q8_inverse(scale));
+        sum_squares += sum;
+    }
+    report({std::string(name) + ": bytes and scales unlike the q8 rule's on y", double(wrong), 0.0});
+    if (!swiglu) {
+        const double scale = 1.0 / std::sqrt(sum_squares / n_rows + 1e-6);
+        const float got = api.download_vector(launch.q8_out.norm_scale, 1)[0];
+        report({std::string(name) + ": relative error of the norm's scale", std::fabs(got - scale) / scale, 1e-6});
+    }
+    int tickets_left = 0;
+    for (int32_t t : api.download_vector(launch.q8_out.tickets, n_groups + 1)) tickets_left += t != 0;
+    report({std::string(name) + ": tickets not back at zero", double(tickets_left), 0.0});
+
+    // The next GEMV, from the bytes made above and from x prepared from y; when y is as
+    // long as a whole number of its weight type's blocks.
+    if (n_rows % plane_geometry(next_type).block_elems != 0) return api.reset();
+    const TestMatrix next = make_device_matrix(api, next_type, n_next, n_rows, rng);
+    GemvLaunch reader;
+    reader.n_outputs = 1;
+    reader.out[0].w = next.view;
+    reader.out[0].y = api.alloc(size_t(n_next) * 4);
+    reader.x.q8 = {launch.q8_out.q, launch.q8_out.d};
+    reader.x.n = n_rows;
+    reader.x.n_pad = n_pad;
+    reader.x.norm_scale = launch.q8_out.norm_scale;
+    api.gemv(reader);
+    const std::vector<float> got = read_output(api, reader.out[0].y, n_next, false);
+    std::vector<double> xn(y.begin(), y.end());
+    if (!swiglu) xn = ref_rms_norm(xn, norm_w, 1e-6);
+    // SwiGLU's products are heavier-tailed than Gaussian x: a group's largest value makes
+    // the step of the others coarser, so twice the bound (prepare's x does no better).
+    report({std::string(name) + ", then gemv " + weight_type_name(next_type), nmse(got, ref_gemv(next.values, n_next, n_rows, xn)),
+            swiglu ? 2 * kBoundQ8Gemv : kBoundQ8Gemv});
+    GemvLaunch prepared = reader;
+    prepared.x = prepare_on_device(api, y, false, swiglu ? nullptr : api.upload_vector(norm_w)).view;
+    prepared.x.norm_eps = 1e-6f;
+    prepared.out[0].y = api.alloc(size_t(n_next) * 4);
+    api.gemv(prepared);
+    report({std::string(name) + ", then gemv: against x made by prepare",
+            nmse(got, read_output(api, prepared.out[0].y, n_next, false)), 1e-6});
+    api.reset();
+}
+
 }  // namespace edgerun::cuda_orin::testing

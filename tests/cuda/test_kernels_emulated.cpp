@@ -137,6 +137,22 @@ TEST_CASE("emulated: fused Q/K/V of mixed types with RMSNorm folded in, and SwiG
     check_swiglu(dev, doctest_report(), kQ8_0, kQ5_0, 17, 96, 53);
 }
 
+// Groups of 32 rows over 4 to 32 blocks (8, 2 or 1 rows a block: one warp a row, four,
+// eight), whole or not (70 and 131 rows: the bytes only, no weight type takes such an x);
+// the types of Q4_K_M's layers, and two of 32-value blocks.
+TEST_CASE("emulated: GEMV making the next GEMV's 8-bit x (prepare=gemv)") {
+    EmulatedDevice dev;
+    uint32_t seed = 70;
+    for (int warps_per_row : {1, 4, 8}) {
+        check_gemv_q8_out(dev, doctest_report(), kQ4_K, kQ4_K, 256, 256, 40, false, warps_per_row, seed++);
+        check_gemv_q8_out(dev, doctest_report(), kQ6_K, kQ6_K, 512, 256, 24, true, warps_per_row, seed++);
+        check_gemv_q8_out(dev, doctest_report(), kQ4_K, kQ4_K, 70, 256, 8, false, warps_per_row, seed++);
+        check_gemv_q8_out(dev, doctest_report(), kQ6_K, kQ4_K, 131, 512, 8, true, warps_per_row, seed++);
+    }
+    check_gemv_q8_out(dev, doctest_report(), kQ4_K, kQ6_K, 256, 2560, 64, false, 0, seed++);
+    check_gemv_q8_out(dev, doctest_report(), kQ8_0, kQ5_0, 96, 96, 17, true, 0, seed++);
+}
+
 TEST_CASE("emulated: GEMV of several rows of x, every weight type, equal to the one-row kernel") {
     EmulatedDevice dev;
     uint32_t seed = 70;

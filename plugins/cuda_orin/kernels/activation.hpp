@@ -35,6 +35,11 @@ struct Activation {
     // stages it in shared memory (other launches are refused); null: none.
     const float* norm = nullptr;
     float norm_eps = 0.0f;
+    // x.q8 made by the GEMV before (GemvLaunch::q8_out) from a row that an RMS norm
+    // follows: the bytes of the row times the norm's weight, without the norm's scale,
+    // which is here (Q8Out::norm_scale); each output's dot is multiplied by it. Null: x.q8
+    // is x itself.
+    const float* norm_scale = nullptr;
 };
 
 // Where the GEMV puts 16-byte unit u (four floats) of a row of x it stages in shared

@@ -3,7 +3,10 @@
 // the same for up to kGemvMaxRows rows of x at once (gemv_rows_kernel).
 //
 // With GemvLaunch::rope_append_tickets the Q/K/V launch also does rope_append's work, in
-// the block that stores each head's last rows (rope_append_in_last_blocks).
+// the block that stores each head's last rows (rope_append_in_last_blocks); with
+// GemvLaunch::q8_out a launch also makes the next GEMV's 8-bit x, in the block that
+// stores each group of 32 rows (q8_out_in_last_blocks), and a launch reading such x
+// applies its norm's scale to its dots (Activation::norm_scale).
 //
 // Shape: 256-thread blocks of 8 warps. A row is handled by `warps_per_row` warps (1 when
 // there are plenty of rows); each lane walks the row's tasks (32 weights = one 16-byte
@@ -310,10 +313,8 @@ __device__ __forceinline__ int block_output(const GemvLaunch& p, int n_ranges) {
 // block's range: q, k or v) are stored: each head they reach counts them on its ticket,
 // and the block that completes a head (q's head_dim rows, or k's and v's 2 head_dim)
 // does rope_append's work for it from what every block stored, in `shared` (the stage of
-// x, no longer read). Block-uniform, as the barriers in it need. A call, not inlined:
-// inlined, its registers and sincosf's slow-path frame (rope_append.cuh) became the whole
-// kernel's, and ptxas spilled in the task loops of four tasks in flight.
-__device__ __noinline__ void rope_append_in_last_blocks(const GemvLaunch& p, int block_rows, float* shared) {
+// x, no longer read). Block-uniform, as the barriers in it need.
+__device__ __forceinline__ void rope_append_in_last_blocks(const GemvLaunch& p, int block_rows, float* shared) {
     const int o = block_output(p, p.n_outputs);
     const int begin = (int(blockIdx.x) - p.block_begin[o]) * block_rows;
     const RopeAppendParams& r = p.rope_append;
@@ -324,6 +325,52 @@ __device__ __noinline__ void rope_append_in_last_blocks(const GemvLaunch& p, int
         if (takes_last_ticket(p.rope_append_tickets + head, rows, o == 0 ? dim : 2 * dim))
             rope_append_head<true>(r, head, shared);
     }
+}
+
+// GemvLaunch::q8_out, after the block's rows [begin, begin + block_rows) of output 0 are
+// stored: each group of 32 they reach counts them on its ticket, and the block that
+// completes a group quantizes it, a value a lane of warp 0, from what every block stored.
+// With a norm, that block also counts the group on the launch's last ticket, and the
+// block completing the last group turns the groups' sums of squares into the norm's
+// scale (lane-strided sums, then the shuffle tree). Block-uniform (the tickets' barriers).
+__device__ __forceinline__ void q8_out_in_last_blocks(const GemvLaunch& p, int block_rows) {
+    const Q8Out& q8 = p.q8_out;
+    const float* y = static_cast<const float*>(p.out[0].y);
+    const int n = p.out[0].w.n_rows, begin = int(blockIdx.x) * block_rows, end = min(begin + block_rows, n);
+    const int n_groups = (n + kQ8Group - 1) / kQ8Group;
+    for (int g = begin / kQ8Group; g * kQ8Group < end; ++g) {
+        const int first = g * kQ8Group, rows = min(end, first + kQ8Group) - max(begin, first);
+        if (!takes_last_ticket(q8.tickets + g, rows, min(kQ8Group, n - first))) continue;
+        if (threadIdx.x < 32) {
+            const int i = first + int(threadIdx.x);
+            const float v = i < n ? load_f32_l2(y + i) : 0.0f;  // the tail up to 32: zeros
+            const float u = q8.norm_weight && i < n ? v * q8.norm_weight[i] : v;
+            const float d = q8_scale(warp_max(fabsf(u)));
+            q8.q[i] = uint8_t(q8_round(u, q8_inverse(d)));
+            const float sum = warp_sum(v * v);
+            if (threadIdx.x == 0) {
+                q8.d[g] = d;
+                if (q8.norm_scale) q8.sums[g] = sum;
+            }
+        }
+        if (!q8.norm_scale || !takes_last_ticket(q8.tickets + n_groups, 1, n_groups) || threadIdx.x >= 32) continue;
+        float sum = 0.0f;
+        for (int k = int(threadIdx.x); k < n_groups; k += 32) sum += load_f32_l2(q8.sums + k);
+        sum = warp_sum(sum);
+        if (threadIdx.x == 0) *q8.norm_scale = rsqrtf(sum / float(n) + q8.norm_eps);
+    }
+}
+
+// The work a launch's last blocks do after its rows are stored (GemvLaunch::
+// rope_append_tickets or q8_out), in one call, not inlined: inlined, rope_append's
+// registers and sincosf's slow-path frame (rope_append.cuh) became the whole kernel's,
+// and ptxas spilled in the task loops of four tasks in flight. kQ8Out: whether q8_out may
+// be asked for; not by the row loop (plan_gemv gives such launches a row a warp), where
+// the callee's larger code made ptxas spill 4 words of the loop over rows.
+template <bool kQ8Out>
+__device__ __noinline__ void finish_in_last_blocks(const GemvLaunch& p, int block_rows, float* shared) {
+    if (p.rope_append_tickets) rope_append_in_last_blocks(p, block_rows, shared);
+    else if constexpr (kQ8Out) q8_out_in_last_blocks(p, block_rows);
 }
 
 // The launch struct is __grid_constant__ because it is indexed by a run-time output
@@ -401,6 +448,9 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
                                                kLoadAhead ? ahead : nullptr);
             if (swiglu) acc_up = row_slice_dot_any<kInFlight>(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
         }
+        // x.q8 without its norm's scale (not in the row loop, as q8_out: plan_gemv): loaded
+        // by every lane before the sums' shuffles, which then hide some of its round trip.
+        const float x_scale = !kRowLoop && p.x.norm_scale ? *p.x.norm_scale : 1.0f;
         acc = warp_sum(acc);
         if (swiglu) acc_up = warp_sum(acc_up);
 
@@ -420,6 +470,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
         }
         if (slice != 0 || lane != 0 || row >= out.w.n_rows) continue;
 
+        if (!kRowLoop && p.x.norm_scale) {
+            acc *= x_scale;
+            acc_up *= x_scale;
+        }
         float v = acc + (out.bias ? out.bias[row] : 0.0f);
         if (swiglu) {
             const GemvOutput& up = p.out[1];
@@ -428,8 +482,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
         if (out.residual) v += out.residual[row];
         store_output(out, row, v);
     }
-    if (p.rope_append_tickets)
-        rope_append_in_last_blocks(p, rows_per_pass * rows_per_warp, reinterpret_cast<float*>(x_stage));
+    if (p.rope_append_tickets || (!kRowLoop && p.q8_out.q))
+        finish_in_last_blocks<!kRowLoop>(p, rows_per_pass * rows_per_warp, reinterpret_cast<float*>(x_stage));
 }
 
 // ------------------------------------------------------------ several rows of x --

@@ -180,6 +180,25 @@ inline bool valid_tasks_in_flight(int n) { return n == 1 || n == 2 || n == 4; }
 // GemvLaunch::asked_warps_per_row: 0 (the plan's choice) or a power of two up to a block.
 inline bool valid_asked_warps_per_row(int n) { return n == 0 || n == 1 || n == 2 || n == 4 || n == kGemvWarps; }
 
+// The 8-bit input of the next GEMV, made by the GEMV that writes its rows
+// (GemvLaunch::q8_out: the backend's option prepare=gemv, instead of a prepare launch).
+// Per group of 32 rows of output 0: the q8 form (activation.hpp's rule) of y times
+// norm_weight (null: of y). The block that stores a group's last rows quantizes it (a
+// ticket a group, zero before the launch and put back to zero by it). An RMS norm's scale
+// 1/rms(y) is left out: it multiplies the whole row alike, so the bytes do not depend on
+// it (up to rounding); the block that quantizes the last group (one more ticket) writes
+// it to norm_scale from the groups' sums of y^2, and the reading GEMV multiplies its
+// dots by it (Activation::norm_scale).
+struct Q8Out {
+    uint8_t* q = nullptr;  // the rows rounded up to 32, the tail zero
+    float* d = nullptr;    // a scale a group
+    const float* norm_weight = nullptr;
+    float* norm_scale = nullptr;  // with an RMS norm after y: its scale, else null
+    float norm_eps = 0.0f;
+    float* sums = nullptr;        // with norm_scale: a sum of squares a group
+    int32_t* tickets = nullptr;   // a counter a group, one more with norm_scale
+};
+
 // Several outputs sharing one input in one launch; their weight types may differ
 // (Q/K/V of Q4_K_M: Q4_K, Q4_K, Q6_K). Every output's row length equals x.n.
 struct GemvLaunch {
@@ -210,8 +229,9 @@ struct GemvLaunch {
     // Rows each warp of the one-row kernel takes, one after another (1..kGemvMaxRowsPerWarp),
     // so that a block's staging of x serves that many more rows. 0: plan_gemv chooses
     // (choose_rows_per_warp, for quantize_x; 1 otherwise); else kept (the backend's option
-    // gemv_rows_per_warp=N, to compare). The multi-row kernel and rows split across warps
-    // take 1.
+    // gemv_rows_per_warp=N, to compare). The multi-row kernel, rows split across warps, x
+    // without its norm's scale (Activation::norm_scale) and q8_out take 1 (gemv.cu: the row
+    // loop has no code for the last two, which made ptxas spill there).
     int32_t rows_per_warp = 0;
     // Tasks of weights each lane of the one-row kernel loads before it dots the first of
     // them (row_slice_dot's kInFlight: 1, 2 or 4): more loads waiting on DRAM at once, for
@@ -238,6 +258,9 @@ struct GemvLaunch {
     // rope_append=gemv, one launch fewer a layer. One row of x and the store epilogue only.
     int32_t* rope_append_tickets = nullptr;
     RopeAppendParams rope_append{};
+    // With q8_out.q, output 0 (the one output, or SwiGLU's) is also written as the next
+    // GEMV's 8-bit x (Q8Out). One row of x; an F32 output; not with rope_append_tickets.
+    Q8Out q8_out{};
     // Filled by launch_gemv: split-K width, the first block of each output, the shared
     // memory the staged rows of x take (0: read in place), and a block's dynamic shared
     // memory: the stage, or rope_append's (after the stage's last use) if that is more.
@@ -262,6 +285,14 @@ inline bool valid_gemv_rope_append(const GemvLaunch& launch) {
         if (o.y != ys[i] || o.y_is_f16 || o.residual || o.w.n_rows != rows[i]) return false;
     }
     return true;
+}
+
+// The launch that also makes the next GEMV's 8-bit x (GemvLaunch::q8_out).
+inline bool valid_gemv_q8_out(const GemvLaunch& launch) {
+    const Q8Out& q = launch.q8_out;
+    const bool one_output = launch.n_outputs == 1 && launch.epilogue == kEpilogueStore;
+    return q.q && q.d && q.tickets && (!q.norm_scale || q.sums) && (one_output || launch.epilogue == kEpilogueSwiGLU) &&
+           launch.n_x_rows == 1 && !launch.out[0].y_is_f16 && !launch.rope_append_tickets;
 }
 
 // Validates a GEMV launch and fills warps_per_row and block_begin for a device with
@@ -306,6 +337,9 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         launch.x_stage_bytes = stage ? float_stage(launch.n_x_rows, launch.x.n_pad).bytes : 0;
     }
     if (launch.rope_append_tickets && !valid_gemv_rope_append(launch)) return 0;
+    if (launch.q8_out.q && !valid_gemv_q8_out(launch)) return 0;
+    // x.q8 without its norm's scale: every output must read it (no float x, no stage).
+    if (launch.x.norm_scale && (reads_float_x || launch.x.norm || launch.n_x_rows != 1 || launch.quantize_x)) return 0;
     if (launch.rows_per_warp < 0 || launch.rows_per_warp > kGemvMaxRowsPerWarp) return 0;
     if (!valid_tasks_in_flight(launch.tasks_in_flight)) return 0;
     if (launch.n_x_rows > 1) {  // the multi-row kernel's own loop
@@ -314,7 +348,8 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     }
     if (launch.tasks_in_flight > 1) launch.load_ahead = 0;  // they load ahead in any case
     if ((launch.tasks_in_flight > 1 || launch.load_ahead) && launch.rows_per_warp > 1) return 0;  // no such kernel
-    if (launch.warps_per_row > 1 || launch.n_x_rows > 1 || launch.tasks_in_flight > 1 || launch.load_ahead) {
+    if (launch.warps_per_row > 1 || launch.n_x_rows > 1 || launch.tasks_in_flight > 1 || launch.load_ahead ||
+        launch.x.norm_scale || launch.q8_out.q) {
         launch.rows_per_warp = 1;
     } else if (launch.rows_per_warp == 0) {
         int64_t rows[kMaxGemvOutputs] = {};

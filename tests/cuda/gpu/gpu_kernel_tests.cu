@@ -147,6 +147,16 @@ int main(int argc, char** argv) {
         check_prepare(dev, report, s.n_ff, false, PrepareResidual::kNone, seed++);
     }
     check_gemv_fused(dev, report, {kQ8_0, kF16, kQ4_1, kQ5_K}, {100, 7, 64, 300}, 512, seed++);
+    // A GEMV making the next one's 8-bit x (option prepare=gemv), at the layer's shapes:
+    // down (+ residual, the next attention norm) then Q, gate/up (SwiGLU) then down, O
+    // (+ residual, the FFN norm) then gate; a row split over four warps too.
+    for (const Shape& s : kModels) {
+        if (quick && s.n_embd > 600) continue;
+        const int32_t t = s.n_embd % 256 == 0 ? kQ4_K : kQ5_0, t6 = s.n_embd % 256 == 0 ? kQ6_K : kQ8_0;
+        check_gemv_q8_out(dev, report, t6, t, s.n_embd, s.n_ff, s.n_q, false, 0, seed++);
+        check_gemv_q8_out(dev, report, t, t6, s.n_ff, s.n_embd, s.n_embd, true, 0, seed++);
+        check_gemv_q8_out(dev, report, t, t, s.n_embd, s.n_q, s.n_ff, false, 4, seed++);
+    }
 
     // --- RoPE + append --------------------------------------------------------------
     for (int32_t kv : {kKvF16, kKvQ8})
