@@ -160,6 +160,14 @@ struct Backend {
     // stores each head's last rows (GemvLaunch::rope_append_tickets): one launch a layer
     // fewer, the same bits. Off until a GPU measures it.
     bool rope_append_in_gemv = false;
+    // Option prepare=launch|gemv: a one-row GEMV's 8-bit x made by a prepare launch of its
+    // own, or, where another GEMV writes that x (the residual stream after the output or
+    // down projection, SwiGLU's product), by that GEMV's blocks that store each group of 32
+    // (GemvLaunch::q8_out), with the next norm's weight but not its scale, which the
+    // reading GEMV applies to its dots (Activation::norm_sums): up to four launches a layer
+    // fewer, for a fence and an atomic per block; the bytes of prepare's rule up to
+    // rounding. Off until a GPU measures it.
+    bool prepare_in_gemv = false;
     // Option gemm=f16 (default) or gemm=f32: the GEMM's inputs. F16 (weights dequantized to
     // halves, x rounded to halves, F32 accumulation) runs on tensor cores; F32 is plain
     // SGEMM, the reference's products to float rounding. The suite's bounds hold for both.

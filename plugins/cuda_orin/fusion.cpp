@@ -110,6 +110,52 @@ AttentionFusion find_attention_fusion(const ValueUse& use, int32_t a) {
     return {q.rope, k.rope, q.norm, k.norm, q.source, k.source, from_qkv ? qkv : -1};
 }
 
+bool is_gemv(const er_node& node) {
+    return node.op == ER_OP_MATMUL || node.op == ER_OP_MATMUL_MULTI || node.op == ER_OP_LOGITS;
+}
+
+// What GEMV i multiplies: its input, or its norm's.
+int32_t gemv_x(const er_graph& g, const Fusions& f, int32_t i) {
+    const int32_t norm = f.gemv[size_t(i)].norm;
+    return norm >= 0 ? g.nodes[norm].inputs[0] : g.nodes[i].inputs[0];
+}
+
+// The GEMV whose launch writes v: through its residual or SwiGLU epilogue, or as its one
+// product without one; -1 when none does.
+int32_t gemv_writing(const ValueUse& use, const Fusions& f, int32_t v) {
+    const int32_t p = use.producer[size_t(v)];
+    if (p < 0) return -1;
+    const er_node& node = use.graph.nodes[p];
+    if (node.op == ER_OP_ADD || node.op == ER_OP_SWIGLU) {
+        const int32_t by = f.absorbed_by[size_t(p)];
+        return by >= 0 && f.gemv[size_t(by)].consumer == p ? by : -1;
+    }
+    return node.op == ER_OP_MATMUL && node.n_outputs == 1 && f.gemv[size_t(p)].kind == GemvFusion::kNone ? p : -1;
+}
+
+// Pairs of a GEMV and the one GEMV reading what it writes, in node order, each given the
+// slot of buffers whose last reader ran before it; a pair that finds none is left out.
+void find_q8_handoffs(const ValueUse& use, Fusions& f) {
+    const er_graph& g = use.graph;
+    std::vector<int32_t> gemv_readers(size_t(g.n_values), 0);
+    for (int32_t i = 0; i < g.n_nodes; ++i)
+        if (is_gemv(g.nodes[i])) ++gemv_readers[size_t(gemv_x(g, f, i))];
+    int32_t slot_read_until[2] = {-1, -1};
+    for (int32_t reader = 0; reader < g.n_nodes; ++reader) {
+        if (!is_gemv(g.nodes[reader])) continue;
+        const int32_t x = gemv_x(g, f, reader);
+        const int32_t maker = gemv_writing(use, f, x);
+        if (gemv_readers[size_t(x)] != 1 || maker < 0 || maker >= reader || f.gemv[size_t(maker)].q8_reader >= 0)
+            continue;
+        const int32_t slot = slot_read_until[0] < maker ? 0 : slot_read_until[1] < maker ? 1 : -1;
+        if (slot < 0) continue;
+        slot_read_until[slot] = reader;
+        f.gemv[size_t(maker)].q8_reader = reader;
+        f.gemv[size_t(maker)].q8_slot = slot;
+        f.gemv[size_t(reader)].q8_maker = maker;
+    }
+}
+
 }  // namespace
 
 Fusions find_fusions(const er_graph& graph) {
@@ -129,6 +175,7 @@ Fusions find_fusions(const er_graph& graph) {
         for (int32_t absorbed : {attention.q_rope, attention.k_rope, attention.q_norm, attention.k_norm})
             if (absorbed >= 0) f.absorbed_by[size_t(absorbed)] = i;
     }
+    find_q8_handoffs(use, f);
     return f;
 }
 

@@ -5,6 +5,9 @@
 //     ADD (added to each output) or a SWIGLU of its gate/up pair.
 //   - GEMV prologue: a one-row MATMUL, MATMUL_MULTI or LOGITS normalises its own input,
 //     doing the whole-row RMS_NORM before it (while staging x, or in `prepare`).
+//   - 8-bit x: a one-row GEMV whose input (before its norm, if it absorbs one) another
+//     GEMV writes, through its epilogue or as its one product, and no other GEMV reads,
+//     can take that input's 8-bit form from the writer's launch instead of `prepare`'s.
 //   - Decode attention: the ROPEs of q and k and Qwen3's per-head RMS_NORMs before them run
 //     in one rope_append launch with the KV append, q rotated in place; or (option
 //     rope_append=gemv) in the launch of the Q/K/V MATMUL_MULTI whose three outputs are
@@ -29,6 +32,11 @@ struct GemvFusion {
     int32_t residual = -1;  // kResidual: the ADD's other input, added to each output
     int32_t norm = -1;      // the RMS_NORM node whose work the GEMV's input does, or -1
     int32_t rope_append = -1;  // the ATTENTION whose rope_append work this Q/K/V GEMV can do, or -1
+    // The 8-bit x of a GEMV made by the GEMV that writes it (option prepare=gemv): the
+    // GEMV this one's launch can make it for, and the buffers' slot (0 or 1: a reader's
+    // slot is never written again before it has read it); the GEMV that can make this
+    // one's. -1: none.
+    int32_t q8_reader = -1, q8_slot = -1, q8_maker = -1;
 };
 
 // Per ATTENTION node (q_rope < 0: nothing fused).

@@ -114,6 +114,15 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t act_q_bytes = uint64_t(n_pad) * uint64_t(gemv_slots_);
     const uint64_t act_d_bytes = uint64_t(n_pad) / 32 * 4 * uint64_t(gemv_slots_);
     const uint64_t act_bytes = act_f_bytes + act_q_bytes + act_d_bytes;
+    // Option prepare=gemv: two slots of 8-bit x handed from GEMV to GEMV (fusion.hpp), each
+    // the bytes, then a scale and a sum of squares per 32 values and the norm's scale
+    // (Q8Out); a ticket per 32 rows, and one more.
+    fusions_ = find_fusions(graph);
+    const bool handoffs = std::any_of(fusions_.gemv.begin(), fusions_.gemv.end(),
+                                      [](const GemvFusion& g) { return g.q8_reader >= 0; });
+    const uint64_t q8_slot_bytes =
+        backend.prepare_in_gemv && handoffs ? uint64_t(n_pad) + uint64_t(n_pad) / 32 * 8 + 16 : 0;
+    const uint64_t q8_ticket_bytes = q8_slot_bytes ? (uint64_t(n_pad) / 32 + 1) * 4 : 0;
     // The matrix-matrix path (steps of at least gemm_rows rows): a tile of dequantized
     // weight rows, at most gemm_tile_bytes, at least one row of the widest matrix; for F16
     // GEMMs the tile is halves (twice the rows in the same bytes: Qwen3-4B's FFN matrices
@@ -129,9 +138,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     }
     const uint64_t gemm_x_bytes =
         gemm_tile_values_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
-    const uint64_t fixed = act_bytes + split_bytes + ticket_bytes + rope_ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
+    const uint64_t fixed = act_bytes + 2 * q8_slot_bytes + q8_ticket_bytes + split_bytes + ticket_bytes + rope_ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
                            gemm_tile_values_ * gemm_value_bytes + gemm_x_bytes;
-    fusions_ = find_fusions(graph);
     // Checks values + fixed before allocating.
     assign_buffers(graph, extend_fused_lifetimes(graph, fusions_, checked.last_use), fixed);
     uint64_t need = 0;
@@ -140,6 +148,10 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
         act_f_ = DeviceBuffer(device_, act_f_bytes);
         act_q_ = DeviceBuffer(device_, act_q_bytes);
         act_d_ = DeviceBuffer(device_, act_d_bytes);
+    }
+    if (q8_slot_bytes) {
+        for (DeviceBuffer& slot : q8_slots_) slot = DeviceBuffer(device_, q8_slot_bytes);
+        q8_tickets_ = DeviceBuffer(device_, q8_ticket_bytes);  // zero-filled, as the GEMV needs
     }
     if (split_bytes) split_workspace_ = DeviceBuffer(device_, split_bytes);
     if (ticket_bytes) merge_tickets_ = DeviceBuffer(device_, ticket_bytes);  // zero-filled, as the kernels need

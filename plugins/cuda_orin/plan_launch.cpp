@@ -76,6 +76,61 @@ RopeAppendParams Plan::rope_append_params(size_t attention) const {
     return p;
 }
 
+namespace {
+
+bool all_of_quantized(const std::vector<const DeviceWeight*>& weights) {
+    return std::all_of(weights.begin(), weights.end(),
+                       [](const DeviceWeight* w) { return plain_value_bytes(w->packed.type) == 0; });
+}
+
+}  // namespace
+
+bool Plan::reads_q8_x(const std::vector<const DeviceWeight*>& weights) const {
+    int64_t out_rows = 0;
+    for (const DeviceWeight* w : weights) out_rows += w->rows;
+    return ctx_.model->backend->q8_activations && out_rows >= kQ8ActivationsMinRows;
+}
+
+// Both GEMVs one-row launches (the reader's norm, if it has one, done in its launch), the
+// maker's epilogue fused where it writes through one, and the reader's x 8-bit.
+bool Plan::q8_handed(size_t maker, int32_t n) const {
+    const GemvFusion& m = fusions_.gemv[maker];
+    if (!ctx_.model->backend->prepare_in_gemv || m.q8_reader < 0 || !q8_tickets_.data() || n != 1 || takes_gemm(n) ||
+        (m.kind != GemvFusion::kNone && !epilogue_fused(maker, n)))
+        return false;
+    const size_t reader = size_t(m.q8_reader);
+    const er_node& node = nodes_[reader];
+    if (node.op == ER_OP_LOGITS && n_logit_rows_ != 1) return false;
+    float eps = 0.0f;
+    if (fusions_.gemv[reader].norm >= 0 && !norm_fused(reader, n, &eps)) return false;
+    std::vector<const DeviceWeight*> weights;
+    for (int32_t k = 0; k < node.n_outputs; ++k) weights.push_back(&weight(node.weights[k]));
+    return reads_q8_x(weights) && all_of_quantized(weights);  // plain weights read float x
+}
+
+Q8Out Plan::q8_slot(size_t maker, int32_t n) const {
+    const GemvFusion& m = fusions_.gemv[maker];
+    const int64_t n_pad = padded_length(int32_t(max_gemv_width_));
+    uint8_t* bytes = q8_slots_[m.q8_slot].as<uint8_t>();
+    Q8Out slot;
+    slot.q = bytes;
+    slot.d = reinterpret_cast<float*>(bytes + n_pad);
+    slot.tickets = q8_tickets_.as<int32_t>();
+    if ((slot.norm_weight = norm_fused(size_t(m.q8_reader), n, &slot.norm_eps))) {
+        slot.sums = slot.d + n_pad / 32;
+        slot.norm_scale = slot.sums + n_pad / 32;
+    }
+    return slot;
+}
+
+Plan::GemvQ8Handoff Plan::q8_handoff(size_t gemv, int32_t n) const {
+    GemvQ8Handoff h;
+    if ((h.makes = q8_handed(gemv, n))) h.out = q8_slot(gemv, n);
+    const int32_t maker = fusions_.gemv[gemv].q8_maker;
+    if ((h.reads = maker >= 0 && q8_handed(size_t(maker), n))) h.in = q8_slot(size_t(maker), n);
+    return h;
+}
+
 bool Plan::absorbed(size_t index, int32_t n) const {
     const int32_t by = fusions_.absorbed_by[index];
     if (by < 0) return false;
@@ -172,16 +227,11 @@ void Plan::launch_node(size_t index, int32_t n) {
 void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
                      const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
                      const int32_t* row_index, const float* residual, int32_t epilogue,
-                     const RopeAppendParams* rope_append) {
+                     const RopeAppendParams* rope_append, const GemvQ8Handoff& handoff) {
     const int64_t width = in.width;
     const int32_t n_pad = padded_length(int32_t(width));
-    int64_t out_rows = 0;
-    bool all_quantized = true;
-    for (const DeviceWeight* w : weights) {
-        out_rows += w->rows;
-        all_quantized = all_quantized && plain_value_bytes(w->packed.type) == 0;
-    }
-    const bool q8 = ctx_.model->backend->q8_activations && out_rows >= kQ8ActivationsMinRows;
+    const bool all_quantized = all_of_quantized(weights);
+    const bool q8 = reads_q8_x(weights);
     const bool stage_x = ctx_.model->backend->stages_x();
     for (int32_t first = 0; first < n_rows; first += gemv_slots_) {
         const int32_t group = std::min(gemv_slots_, n_rows - first);
@@ -189,10 +239,12 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
         bool consecutive = true;
         for (int32_t j = 1; j < group && row_index; ++j) consecutive = consecutive && row_index[first + j] == first_row + j;
         const bool readable = n_pad == width && consecutive && (!in.norm || group == 1);
-        const bool quantize_x = q8 && stage_x && all_quantized && readable && gemv_q8_stage_fits(group, n_pad);
+        const Q8Out* handed = handoff.reads ? &handoff.in : nullptr;  // one row: one group
+        const bool quantize_x =
+            !handed && q8 && stage_x && all_quantized && readable && gemv_q8_stage_fits(group, n_pad);
         const bool float_in_place = !q8 && readable && (!in.norm || (stage_x && gemv_stage_fits(1, n_pad)));
         const bool in_place = quantize_x || float_in_place;
-        for (int32_t j = 0; j < group && !in_place; ++j) {
+        for (int32_t j = 0; j < group && !in_place && !handed; ++j) {
             const int64_t r = row_index ? row_index[first + j] : first + j;
             PrepareParams prep;
             prep.x = in.x + r * width;
@@ -235,6 +287,13 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
             g.rope_append = *rope_append;
             g.rope_append_tickets = rope_append_tickets_.as<int32_t>();
         }
+        if (handed) {  // the bytes of the norm's input times its weight (Activation::norm_scale)
+            g.x.q8 = {handed->q, handed->d};
+            g.x.f = in.x;
+            g.x.norm = nullptr;
+            g.x.norm_scale = handed->norm_scale;
+        }
+        if (handoff.makes) g.q8_out = handoff.out;
         device_.gemv(g);
     }
 }
@@ -325,14 +384,15 @@ void Plan::launch_matmul(size_t index, int32_t n) {
         outs.push_back(values_[node.outputs[k]].f32);
     }
     const GemvInput in = gemv_input(index, n);
+    const GemvQ8Handoff handoff = q8_handoff(index, n);
     if (const int32_t attention = fusions_.gemv[index].rope_append;
         attention >= 0 && rope_append_in_gemv(size_t(attention), n)) {
         const RopeAppendParams rope_append = rope_append_params(size_t(attention));
-        gemv_rows(in, weights, biases, outs, n, nullptr, nullptr, kEpilogueStore, &rope_append);
+        gemv_rows(in, weights, biases, outs, n, nullptr, nullptr, kEpilogueStore, &rope_append, handoff);
         return;
     }
     if (!epilogue_fused(index, n)) {
-        gemv_rows(in, weights, biases, outs, n, nullptr);
+        gemv_rows(in, weights, biases, outs, n, nullptr, nullptr, kEpilogueStore, nullptr, handoff);
         return;
     }
     // The consumer's output instead of the products: with its residual added, or gate and
@@ -340,16 +400,17 @@ void Plan::launch_matmul(size_t index, int32_t n) {
     const GemvFusion& fusion = fusions_.gemv[index];
     float* fused_out = values_[nodes_[size_t(fusion.consumer)].outputs[0]].f32;
     if (fusion.kind == GemvFusion::kResidual)
-        gemv_rows(in, weights, biases, {fused_out}, n, nullptr, values_[fusion.residual].f32);
+        gemv_rows(in, weights, biases, {fused_out}, n, nullptr, values_[fusion.residual].f32, kEpilogueStore, nullptr,
+                  handoff);
     else
-        gemv_rows(in, weights, biases, {fused_out, fused_out}, n, nullptr, nullptr, kEpilogueSwiGLU);
+        gemv_rows(in, weights, biases, {fused_out, fused_out}, n, nullptr, nullptr, kEpilogueSwiGLU, nullptr, handoff);
 }
 
 void Plan::launch_logits(size_t index, int32_t n) {
     if (n_logit_rows_ == 0) return;
     const er_node& node = nodes_[index];
     gemv_rows(gemv_input(index, n), {&weight(node.weights[0])}, {nullptr}, {values_[node.outputs[0]].f32},
-              n_logit_rows_, logit_rows_.data());
+              n_logit_rows_, logit_rows_.data(), nullptr, kEpilogueStore, nullptr, q8_handoff(index, n));
 }
 
 // A step's attention: first its keys and values into the cache, by rope_append (one-row

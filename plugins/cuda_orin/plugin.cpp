@@ -179,6 +179,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "attention_prefetch=0") backend->attention_prefetch = false;
             else if (item == "rope_append=kernel") backend->rope_append_in_gemv = false;
             else if (item == "rope_append=gemv") backend->rope_append_in_gemv = true;
+            else if (item == "prepare=launch") backend->prepare_in_gemv = false;
+            else if (item == "prepare=gemv") backend->prepare_in_gemv = true;
             else if (item == "pdl=1") backend->pdl = true;
             else if (item == "pdl=0") backend->pdl = false;
             else if (item == "weights=shared") weights_shared = true;
@@ -188,7 +190,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                                    "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
                                    "gemm_tile_kib=N, tiled_attention=N, tiled_attention_stages=1|2, mma_attention=0|1, "
                                    "attention_merge=kernel|last_block, attention_prefetch=0|1, "
-                                   "rope_append=kernel|gemv, "
+                                   "rope_append=kernel|gemv, prepare=launch|gemv, "
                                    "gemv_rows_per_warp=N, gemv_warps_per_row=0|1|2|4|8, gemv_tasks_in_flight=1|2|4, "
                                    "gemv_load_ahead=0|1, "
                                    "profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "

@@ -18,6 +18,8 @@ and checks what the plan logs when it ends:
     embedding and the logits, and the prepares; 6 with attention_merge=last_block
     (no merge kernel), 5 with rope_append=gemv too (the Q/K/V GEMV, labelled
     "+ rope_append", does its work); with fuse=0 one kv_append per layer and no rope_append;
+    with prepare=gemv a prepare only for the first Q/K/V and each O projection (the other
+    GEMVs' x made by the GEMV before them);
   - the bytes each launch must move (GEMVs and attention; other kinds show "-"): the rows'
     MB per step add up to the "bytes per step" line, and a decode step's GEMVs move the
     model's weights once, plus x and y (the model's embedding is tied, so every weight but
@@ -99,7 +101,7 @@ def check_bytes(kind, rows, step_mb, weight_bytes, output):
 
 
 def check_table(kind, steps, rows, total, step_mb, layers, prepared, fused, output, merge_kernel=True,
-                rope_in_gemv=False):
+                rope_in_gemv=False, prepare_in_gemv=False):
     where = f"{kind} table"
     if total is None or not rows:
         fail(f"{where}: no rows or no 'launches per step' line", output)
@@ -155,7 +157,9 @@ def check_table(kind, steps, rows, total, step_mb, layers, prepared, fused, outp
         if count("embed") != 1:
             fail(f"{where}: {count('embed')} embed launches per step, not 1", output)
         # Every GEMV of this model has 32 outputs or more and quantized weights: all read 8-bit x.
-        expected = sum(gemv.values()) if prepared else 0
+        # With prepare=gemv the GEMV writing a GEMV's x makes it; the attention's output
+        # (for O) and the embedding (for the first Q/K/V) still take a prepare.
+        expected = (layers + 1 if prepare_in_gemv else sum(gemv.values())) if prepared else 0
         if count("prepare") != expected:
             fail(f"{where}: {count('prepare')} prepare launches per step for {sum(gemv.values())} GEMVs "
                  f"with {'8-bit x prepared' if prepared else 'x read in place'}; expected {expected}", output)
@@ -170,17 +174,18 @@ def main():
     ap.add_argument("--tokens", type=int, default=2)
     args = ap.parse_args()
 
-    for options, prepared, fused, merge_kernel, rope_in_gemv in (
-            ("profile=1,activations=f32", False, True, True, False),
-            ("profile=1,activations=q8,stage_x=1", False, True, True, False),
-            ("profile=1,fuse=0", True, False, True, False),
-            ("profile=1,attention_merge=last_block", True, True, False, False),
-            ("profile=1,rope_append=gemv,attention_merge=last_block", True, True, False, True)):
+    for options, prepared, fused, merge_kernel, rope_in_gemv, prepare_in_gemv in (
+            ("profile=1,activations=f32", False, True, True, False, False),
+            ("profile=1,activations=q8,stage_x=1", False, True, True, False, False),
+            ("profile=1,fuse=0", True, False, True, False, False),
+            ("profile=1,attention_merge=last_block", True, True, False, False, False),
+            ("profile=1,rope_append=gemv,attention_merge=last_block", True, True, False, True, False),
+            ("profile=1,prepare=gemv", True, True, True, False, True)):
         other = run(args, options, args.tokens)
         if not any(t[0] == "decode" for t in parse_tables(other)):
             fail(f"no decode table in the profiled run's output with {options}", other)
         for table in parse_tables(other):
-            check_table(*table, args.layers, prepared, fused, other, merge_kernel, rope_in_gemv)
+            check_table(*table, args.layers, prepared, fused, other, merge_kernel, rope_in_gemv, prepare_in_gemv)
 
     output = run(args, "profile=1", args.tokens)
     tables = parse_tables(output)

@@ -250,3 +250,71 @@ TEST_CASE("rope_append in the Q/K/V GEMV: only when one GEMV's outputs 0, 1, 2 a
     }
     for (const GemvFusion& g : f.gemv) CHECK(g.rope_append == -1);
 }
+
+TEST_CASE("8-bit x handed from GEMV to GEMV: the one GEMV reading what another writes") {
+    const std::vector<er_node> nodes = {
+        norm(0, 1, 0, 64),                               // 0: fused into 1
+        graph_node(ER_OP_MATMUL, {1}, {2}),              // 1: makes 2's x
+        graph_node(ER_OP_MATMUL, {2}, {3}),              // 2: fused with 3; makes 5's x (through 4)
+        graph_node(ER_OP_ADD, {3, 0}, {4}),              // 3
+        norm(4, 5, 0, 64),                               // 4: fused into 5
+        graph_node(ER_OP_MATMUL_MULTI, {5}, {6, 7}),     // 5: SwiGLU 6; makes 7's x
+        graph_node(ER_OP_SWIGLU, {6, 7}, {8}),           // 6
+        graph_node(ER_OP_MATMUL, {8}, {9}),              // 7: fused with 8; makes 10's x (through 9)
+        graph_node(ER_OP_ADD, {9, 4}, {10}),             // 8
+        norm(10, 11, 0, 64),                             // 9: fused into 10
+        graph_node(ER_OP_LOGITS, {11}, {12}),            // 10
+        // Not handed: x read by two GEMVs, and a GEMV of two outputs without SwiGLU.
+        graph_node(ER_OP_MATMUL, {0}, {13}),             // 11
+        graph_node(ER_OP_MATMUL, {13}, {14}),            // 12
+        graph_node(ER_OP_MATMUL, {13}, {15}),            // 13
+        graph_node(ER_OP_MATMUL_MULTI, {0}, {16, 17}),   // 14
+        graph_node(ER_OP_MATMUL, {16}, {18}),            // 15
+    };
+    std::vector<er_value_desc> values(19, er_value_desc{ER_VALUE_F32, 0, 64});
+    values[0].flags = ER_VALUE_INPUT;
+    for (int v : {12, 14, 15, 17, 18}) values[size_t(v)].flags = ER_VALUE_OUTPUT;
+    const er_graph graph{sizeof(er_graph), 1, int32_t(nodes.size()), nodes.data(), int32_t(values.size()), values.data()};
+
+    const Fusions f = find_fusions(graph);
+    struct Pair {
+        int32_t maker, reader, slot;
+    };
+    // Each maker writes the slot its reader reads, never one a reader still has to read:
+    // here they alternate, as a layer's GEMVs follow one another.
+    const Pair pairs[] = {{1, 2, 0}, {2, 5, 1}, {5, 7, 0}, {7, 10, 1}};
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        CAPTURE(i);
+        int32_t reader = -1, slot = -1, maker = -1;
+        for (const Pair& p : pairs) {
+            if (p.maker == int32_t(i)) reader = p.reader, slot = p.slot;
+            if (p.reader == int32_t(i)) maker = p.maker;
+        }
+        CHECK(f.gemv[i].q8_reader == reader);
+        CHECK(f.gemv[i].q8_slot == slot);
+        CHECK(f.gemv[i].q8_maker == maker);
+    }
+}
+
+TEST_CASE("8-bit x handed from GEMV to GEMV: a pair whose slots are both still to be read is left out") {
+    // 0 makes 3's x and 1 makes 2's: both slots are taken until 2 and 3 have read them, so
+    // 2, which would make 4's, finds none.
+    const std::vector<er_node> nodes = {
+        graph_node(ER_OP_MATMUL, {0}, {1}),  // 0
+        graph_node(ER_OP_MATMUL, {0}, {2}),  // 1
+        graph_node(ER_OP_MATMUL, {2}, {3}),  // 2
+        graph_node(ER_OP_MATMUL, {1}, {4}),  // 3
+        graph_node(ER_OP_MATMUL, {3}, {5}),  // 4
+    };
+    std::vector<er_value_desc> values(6, er_value_desc{ER_VALUE_F32, 0, 64});
+    values[0].flags = ER_VALUE_INPUT;
+    values[4].flags = values[5].flags = ER_VALUE_OUTPUT;
+    const er_graph graph{sizeof(er_graph), 1, int32_t(nodes.size()), nodes.data(), int32_t(values.size()), values.data()};
+    const Fusions f = find_fusions(graph);
+    CHECK(f.gemv[1].q8_reader == 2);
+    CHECK(f.gemv[1].q8_slot == 0);
+    CHECK(f.gemv[0].q8_reader == 3);
+    CHECK(f.gemv[0].q8_slot == 1);
+    CHECK(f.gemv[2].q8_reader == -1);
+    CHECK(f.gemv[4].q8_maker == -1);
+}
