@@ -11,8 +11,9 @@
 // these have run only on the emulation: the tiled attention's two stages (the option
 // tiled_attention_stages=2) and its one stage's loads issued before its stores
 // (attention_tiles.cu), prepare's loads in batches (prepare.cu), rope_append's loads all
-// before its first barrier (rope_append.cuh) and the tensor-core flash-decode's query
-// loaded at once (attention_mma.cu).
+// before its first barrier (rope_append.cuh), the tensor-core flash-decode's query
+// loaded at once (attention_mma.cu), and the GEMV that makes the next GEMV's 8-bit x
+// (GemvLaunch::q8_out, option prepare=gemv; gemv.cu).
 // The math the kernels are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp);
 // the kernels themselves also run on the CPU emulation in CI
 // (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
