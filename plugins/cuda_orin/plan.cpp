@@ -138,7 +138,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     }
     const uint64_t gemm_x_bytes =
         gemm_tile_values_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
-    const uint64_t fixed = act_bytes + 2 * q8_slot_bytes + q8_ticket_bytes + split_bytes + ticket_bytes + rope_ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
+    const uint64_t fixed = act_bytes + 2 * q8_slot_bytes + q8_ticket_bytes + split_bytes + ticket_bytes +
+                           rope_ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
                            gemm_tile_values_ * gemm_value_bytes + gemm_x_bytes;
     // Checks values + fixed before allocating.
     assign_buffers(graph, extend_fused_lifetimes(graph, fusions_, checked.last_use), fixed);

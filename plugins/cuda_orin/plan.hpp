@@ -84,7 +84,6 @@ private:
         float norm_eps = 0.0f;
     };
     GemvInput gemv_input(size_t matmul, int32_t n) const;
-    // residual: added to output 0 (rows of its width); epilogue: GemvLaunch's.
     // 8-bit x handed between one-row GEMVs (option prepare=gemv): the launch makes its
     // reader's (`out`), and reads its own from its maker (`in`) instead of a prepare's.
     struct GemvQ8Handoff {
@@ -92,6 +91,7 @@ private:
         Q8Out out, in;
     };
     GemvQ8Handoff q8_handoff(size_t gemv, int32_t n) const;
+    // residual: added to output 0 (rows of its width); epilogue: GemvLaunch's.
     void gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
                    const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,
                    const int32_t* row_index, const float* residual, int32_t epilogue,
@@ -103,7 +103,8 @@ private:
     // Option prepare=gemv: whether, in a step of n rows, GEMV `maker`'s launch makes the
     // 8-bit x of its q8_reader (fusion.hpp), which then takes it instead of a prepare's.
     bool q8_handed(size_t maker, int32_t n) const;
-    // The buffers of maker's slot, with its reader's norm weight (and sums) if it has one.
+    // The buffers of maker's slot, with its reader's norm weight (and the sums and the scale
+    // they make) if it has one.
     Q8Out q8_slot(size_t maker, int32_t n) const;
 
     Context& ctx_;
@@ -139,7 +140,8 @@ private:
     // n_pad apart; one GEMV launch multiplies them all.
     DeviceBuffer act_f_, act_q_, act_d_;
     // Option prepare=gemv: two slots of a GEMV's 8-bit x made by the GEMV before it (the
-    // bytes, then a scale and a sum of squares per 32 values), and one ticket per 32 rows.
+    // bytes, then a scale and a sum of squares per 32 values, then the norm's scale), and
+    // a ticket per 32 rows and one more.
     DeviceBuffer q8_slots_[2], q8_tickets_;
     // With activations=q8, GEMV launches of fewer outputs than this still read float x.
     // Such a launch is a few blocks, bound by latency, not by the bytes that 8-bit x saves;
