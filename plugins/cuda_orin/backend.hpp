@@ -164,7 +164,7 @@ struct Backend {
     // own, or, where another GEMV writes that x (the residual stream after the output or
     // down projection, SwiGLU's product), by that GEMV's blocks that store each group of 32
     // (GemvLaunch::q8_out), with the next norm's weight but not its scale, which the
-    // reading GEMV applies to its dots (Activation::norm_sums): up to four launches a layer
+    // reading GEMV applies to its dots (Activation::norm_scale): three launches a layer
     // fewer, for a fence and an atomic per block; the bytes of prepare's rule up to
     // rounding. Off until a GPU measures it.
     bool prepare_in_gemv = false;
