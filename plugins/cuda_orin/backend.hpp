@@ -135,10 +135,10 @@ struct Backend {
     int32_t tiled_attention_rows = 16;
     // Option tiled_attention_stages=1|2: the tiled attention's K/V tiles in flight in a
     // block (AttentionParams::tile_stages): with 2 the next tile's copies (cp.async) are on
-    // their way while this one is computed; the same values. Qwen3's prefill at depth
-    // 32768 (head dim 128, two blocks an SM) ran 0.56-0.63x llama.cpp with 1 on the H200
-    // (2026-11-27). Off until a GPU measures it.
-    int32_t tiled_attention_stages = 1;
+    // their way while this one is computed; the same values. Qwen3-4B's pp512 at depth
+    // 32768 (F16 cache) on the H100 (2026-11-28, 847a064): 6244 tok/s with 1, 6989 with 2;
+    // Qwen3-0.6B's 14884 and 16832 (bench/results/h100-2026-11-28-847a064).
+    int32_t tiled_attention_stages = 2;
     // Option mma_attention=0|1: steps the tiled attention does not take run the split
     // kernel's blocks on tensor cores (kernels/attention_mma.cu: a static 93 SASS
     // instructions per KB of INT8 K+V at head dim 128 against 236, the query rounded to

@@ -1,0 +1,42 @@
+#!/bin/bash
+# A second call after tune_compare.sh (a fresh or warm machine; carry .slim-carry and
+# .smol-c): what that call's figures leave open.
+#   1. conformance (every level, --require-full) with tiled_attention_stages=2, which gained
+#      1.12-1.13x in Qwen3's pp512 at depth 32768 on the H100 (tune_compare.sh's step 5
+#      ran only the suite's ATTENTION cases with it);
+#   2. the side-by-side table at depth 32768 (compare_llamacpp_gpu.py, Qwen3-4B, then
+#      Llama-3.2-1B), edgerun with tiled_attention_stages=2: issue 18's prefill goal;
+#   3. ncu_decode.sh's first step, shortened: Nsight Compute over one decode launch of each
+#      kind (graphs=0), for why the FFN GEMVs stream at about 40% of the copy peak.
+set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-440}; L=/tmp/logsD  # packed into $OUT/logsD.tar.gz (common.sh)
+mkdir -p $L
+source bench/device/common.sh
+[ -d .device-bundle ] || tar -xJf .slim-carry/bundle-slim.tar.xz
+source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; E=$B/edgerun; O=tiled_attention_stages=2
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $L/device.txt
+echo "commit $(cat .device-bundle/COMMIT)" | tee -a $L/device.txt
+mkdir -p build-models /tmp/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /tmp/lb
+for m in llama3.2-1b qwen3-4b; do
+  f=build-models/$m-Q4_K_M.gguf
+  [ -f $f ] || $E synth --preset $m --type Q4_K_M -o $f > $L/synth_$m.log 2>&1 &
+done
+wait
+TAILN=4 run conformance_stages2 100 $B/edgerun-conformance run --candidate cuda_orin --candidate-options $O --require-full -t 8
+J=$L/gpu-compare-32k.json
+for m in qwen3-4b llama3.2-1b; do
+  [ $(left) -lt 150 ] && break
+  (PYTHONUNBUFFERED=1 timeout $(( $(left) - 110 )) python3 bench/compare_llamacpp_gpu.py --edgerun $E \
+    --llama-bench /tmp/lb/llama-bench --model-dir build-models --synth $m:Q4_K_M --depths 32768 -r 3 --timeout 150 \
+    --commit "$(cat .device-bundle/COMMIT)" --backend-options $O --out $J --append) > $L/compare_$m.log 2>&1
+  echo "compare_$m: exit $? at $((SECONDS - t0)) s" | tee -a $L/summary.txt; tail -4 $L/compare_$m.log
+  cp $J ${J%.json}.md $OUT/ 2>/dev/null; pack
+done
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -z "$NCU" ]; then echo "no ncu on this machine" | tee -a $L/summary.txt; exit 0; fi
+SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
+M=build-models/qwen3-4b-Q4_K_M.gguf
+TAILN=20 run ncu_decode $(( $(left) - 15 )) $NCU --clock-control none --target-processes all $SECTIONS --launch-skip 600 --launch-count 12 \
+  --export $L/qwen3-4b-decode --force-overwrite $E --backend cuda_orin --backend-options graphs=0 -m $M -p "Hello" -n 4 --temp 0
+[ -f $L/qwen3-4b-decode.ncu-rep ] && $NCU --import $L/qwen3-4b-decode.ncu-rep --page details --print-units base > $L/qwen3-4b-decode-details.txt 2>&1
+grep -hE '^  [a-z_]+kernel|DRAM Throughput|Achieved Occupancy|Registers Per Thread|Grid Size|Duration|Stall' $L/*-details.txt | head -120
+echo "D done at $((SECONDS - t0)) s"
