@@ -102,6 +102,11 @@ struct Backend {
     // Option gemv_load_ahead=1: with one task in flight, each lane's first task is loaded
     // before the wait for the previous launch and the staging of x (GemvLaunch::load_ahead).
     bool gemv_load_ahead = false;
+    // Option gemv_kernels=generic|typed|typed_4_blocks: one-row GEMVs run the kernel of
+    // every type, or a kernel built for their weight type where there is one
+    // (GemvLaunch::typed_kernel), at 3 blocks an SM or 4 (typed_blocks_per_sm).
+    bool gemv_typed_kernels = true;
+    int32_t gemv_typed_blocks_per_sm = 3;
     // Option gemv_warps_per_row=1|2|4|8: warps sharing each GEMV row in every launch
     // (GemvLaunch::asked_warps_per_row); 0, the default: the plan chooses per launch.
     int32_t gemv_warps_per_row = 0;

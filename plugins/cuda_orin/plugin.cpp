@@ -156,6 +156,11 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             }
             else if (item == "gemv_load_ahead=1") backend->gemv_load_ahead = true;
             else if (item == "gemv_load_ahead=0") backend->gemv_load_ahead = false;
+            else if (item == "gemv_kernels=generic") backend->gemv_typed_kernels = false;
+            else if (item == "gemv_kernels=typed" || item == "gemv_kernels=typed_4_blocks") {
+                backend->gemv_typed_kernels = true;
+                backend->gemv_typed_blocks_per_sm = item == "gemv_kernels=typed" ? 3 : 4;
+            }
             else if (item.substr(0, 19) == "gemv_warps_per_row=") {
                 const std::string_view value = item.substr(19);
                 if (value.size() != 1 || !valid_asked_warps_per_row(value[0] - '0'))
@@ -187,14 +192,12 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "weights=device") weights_shared = false;
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
-                                   "' (known: graphs=0|1, activations=f32|q8, gemm_rows=N, gemm=f16|f32, "
-                                   "gemm_tile_kib=N, tiled_attention=N, tiled_attention_stages=1|2, mma_attention=0|1, "
-                                   "attention_merge=kernel|last_block, attention_prefetch=0|1, "
-                                   "rope_append=kernel|gemv, prepare=launch|gemv, "
-                                   "gemv_rows_per_warp=N, gemv_warps_per_row=0|1|2|4|8, gemv_tasks_in_flight=1|2|4, "
-                                   "gemv_load_ahead=0|1, "
-                                   "profile=0|1, stage_x=0|1, fuse=0|1, prefetch=0|1, "
-                                   "pdl=0|1, weights=shared|device)");
+                                   "' (known: graphs, fuse, pdl, prefetch, profile, stage_x, mma_attention, "
+                                   "attention_prefetch, gemv_load_ahead =0|1; activations=f32|q8, gemm=f16|f32, "
+                                   "gemm_rows=N, gemm_tile_kib=N, tiled_attention=N, tiled_attention_stages=1|2, "
+                                   "attention_merge=kernel|last_block, rope_append=kernel|gemv, prepare=launch|gemv, "
+                                   "gemv_rows_per_warp=N, gemv_warps_per_row=N, gemv_tasks_in_flight=1|2|4, "
+                                   "gemv_kernels=generic|typed|typed_4_blocks, weights=shared|device)");
         }
         // Options with several rows a warp that no GEMV kernel takes: one line naming both.
         auto refuse_with_rows_per_warp = [&](const char* option, int32_t value, bool taken, const char* why) {

@@ -284,12 +284,13 @@ __device__ __forceinline__ auto with_x_reader(const Activation& x, XForm form, c
     return use(GlobalFloatX{x.f});
 }
 
-// One row's dot in the launch's form of x; `ahead`: row_slice_dot's.
-template <int kInFlight>
+// One row's dot in the launch's form of x; `ahead`: row_slice_dot's. kBuiltType: the weight
+// type the kernel was built for (visit_weight_type_of).
+template <int kInFlight, int32_t kBuiltType = kAnyWeightType>
 __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, XForm form,
                                                    const Words4* stage, int first_task, int stride,
                                                    const TaskBytes* ahead = nullptr) {
-    return visit_weight_type(w.type, 0.0f, [&](auto type) {
+    return visit_weight_type_of<kBuiltType>(w.type, 0.0f, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
         return with_x_reader<kType>(x, form, stage, 1, [&](const auto& xr) {
             return row_slice_dot<kType, kInFlight>(w, row, xr, first_task, stride, ahead);
@@ -393,8 +394,14 @@ __device__ __noinline__ void finish_in_last_blocks(const GemvLaunch& p, int bloc
 // the wait for the previous launch and the staging of x. Always with several in flight;
 // with one, GemvLaunch::load_ahead (the same 80 registers, and one word more spilled:
 // stored before the staging of x, reloaded once a row; bench/spill_places.py).
-template <bool kRowLoop, int kInFlight, bool kLoadAhead = (kInFlight > 1)>
-__global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
+//
+// kBuiltType: every output's weight type, when the kernel is built for one
+// (gemv_kernel_for), else kAnyWeightType. kMinBlocks: blocks an SM; 4 (64 registers) only
+// for a kernel of one type, where ptxas spills one word before the loops (two words and
+// seven reloads for Q5_K, which keeps 3).
+template <bool kRowLoop, int kInFlight, bool kLoadAhead = (kInFlight > 1), int32_t kBuiltType = kAnyWeightType,
+          int kMinBlocks = (kInFlight == 1 ? 3 : 2)>
+__global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
     gemv_kernel(const __grid_constant__ GemvLaunch p) {
     static_assert(!(kRowLoop && kLoadAhead), "the row loop loads each row's tasks as it reaches it");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -419,7 +426,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
     // the staging of x, where otherwise nothing of this block's weights was on its way.
     TaskBytes ahead[kTasksAhead];
     if constexpr (kLoadAhead)
-        visit_weight_type(out.w.type, false, [&](auto type) {
+        visit_weight_type_of<kBuiltType>(out.w.type, false, [&](auto type) {
             constexpr int kCount = kInFlight < kTasksAhead ? kInFlight : kTasksAhead;
             load_first_tasks<decltype(type)::value, kCount>(out.w, first_row, first_task, stride, ahead);
             return true;
@@ -444,9 +451,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kInFlight == 1 ? 3 : 2)
         }
         float acc = 0.0f, acc_up = 0.0f;
         if (row < out.w.n_rows) {
-            acc = row_slice_dot_any<kInFlight>(out.w, row, p.x, form, x_stage, first_task, stride,
-                                               kLoadAhead ? ahead : nullptr);
-            if (swiglu) acc_up = row_slice_dot_any<kInFlight>(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
+            acc = row_slice_dot_any<kInFlight, kBuiltType>(out.w, row, p.x, form, x_stage, first_task, stride,
+                                                      kLoadAhead ? ahead : nullptr);
+            if (swiglu)
+                acc_up = row_slice_dot_any<kInFlight, kBuiltType>(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
         }
         // x.q8 without its norm's scale (not in the row loop, as q8_out: plan_gemv): loaded
         // by every lane before the sums' shuffles, which then hide some of its round trip.
@@ -619,19 +627,58 @@ __global__ void __launch_bounds__(kGemvWarps * 32, 2) gemv_rows_kernel(const __g
         }
 }
 
+// The weight type of all of a launch's matrices, or kAnyWeightType where they differ (a
+// Q/K/V launch of Q4_K_M, whose V is Q6_K in some layers).
+inline int32_t launch_weight_type(const GemvLaunch& l) {
+    const int n = l.epilogue == kEpilogueSwiGLU ? 2 : l.n_outputs;
+    for (int o = 1; o < n; ++o)
+        if (l.out[o].w.type != l.out[0].w.type) return kAnyWeightType;
+    return l.out[0].w.type;
+}
+
+// The weight type launch l's kernel is built for: that of all its matrices where the
+// default one-row form (one task in flight, a row a warp) has a kernel for it (the
+// K-quants of Q4_K_M and Q5_K_M, Q8_0, Q4_0), else kAnyWeightType (the kernel of every type).
+inline int32_t gemv_built_type(const GemvLaunch& l) {
+    if (!l.typed_kernel || l.n_x_rows > 1 || l.rows_per_warp > 1 || l.tasks_in_flight > 1 || l.load_ahead)
+        return kAnyWeightType;
+    const int32_t type = launch_weight_type(l);
+    return type == kQ4_K || type == kQ5_K || type == kQ6_K || type == kQ8_0 || type == kQ4_0 ? type : kAnyWeightType;
+}
+
+// The kernel built for weight type `type` (gemv_built_type's), at kBlocks blocks an SM.
+template <int kBlocks>
+auto typed_gemv_kernel(int32_t type) {
+    switch (type) {
+        case kQ4_K: return gemv_kernel<false, 1, false, kQ4_K, kBlocks>;
+        case kQ5_K: return gemv_kernel<false, 1, false, kQ5_K, 3>;
+        case kQ6_K: return gemv_kernel<false, 1, false, kQ6_K, kBlocks>;
+        case kQ8_0: return gemv_kernel<false, 1, false, kQ8_0, kBlocks>;
+        case kQ4_0: return gemv_kernel<false, 1, false, kQ4_0, kBlocks>;
+        default: return gemv_kernel<false, 1>;  // not one of gemv_built_type's
+    }
+}
+
+// The instantiation that takes launch l (the CUDA launcher's and the emulation's).
+inline auto gemv_kernel_for(const GemvLaunch& l) {
+    if (const int32_t type = gemv_built_type(l); type != kAnyWeightType)
+        return l.typed_blocks_per_sm == 4 ? typed_gemv_kernel<4>(type) : typed_gemv_kernel<3>(type);
+    if (l.n_x_rows > 1) return gemv_rows_kernel;
+    if (l.rows_per_warp > 1) return gemv_kernel<true, 1>;
+    if (l.tasks_in_flight == 2) return gemv_kernel<false, 2>;
+    if (l.tasks_in_flight == 4) return gemv_kernel<false, 4>;
+    if (l.load_ahead) return gemv_kernel<false, 1, true>;
+    return gemv_kernel<false, 1>;
+}
+
 }  // namespace
 
 #if ER_KERNEL_LAUNCHERS
 cudaError_t launch_gemv(GemvLaunch launch, int n_sms, LaunchStream stream) {
     const int n_blocks = plan_gemv(launch, n_sms);
     if (n_blocks == 0) return cudaErrorInvalidValue;
-    const auto kernel = launch.n_x_rows > 1        ? gemv_rows_kernel
-                        : launch.rows_per_warp > 1 ? gemv_kernel<true, 1>
-                        : launch.tasks_in_flight == 2 ? gemv_kernel<false, 2>
-                        : launch.tasks_in_flight == 4 ? gemv_kernel<false, 4>
-                        : launch.load_ahead        ? gemv_kernel<false, 1, true>
-                                                   : gemv_kernel<false, 1>;
-    return launch_kernel(kernel, dim3(n_blocks), dim3(kGemvWarps * 32), size_t(launch.shared_bytes), stream, launch);
+    return launch_kernel(gemv_kernel_for(launch), dim3(n_blocks), dim3(kGemvWarps * 32), size_t(launch.shared_bytes),
+                         stream, launch);
 }
 
 bool kernels_wait_for_prior_grids(std::string* why) {

@@ -245,6 +245,12 @@ struct GemvLaunch {
     // option gemv_load_ahead=1, to compare; one row of x and a row a warp only. The results
     // are the same.
     int32_t load_ahead = 0;
+    // 1: the default one-row form runs the kernel built for the launch's weight type where
+    // it has one (gemv.cu, gemv_kernel_for); 0: the kernel of every type. With 1, that
+    // kernel's blocks an SM: 3 (80 registers) or 4 (64). The backend's option
+    // gemv_kernels=generic|typed|typed_4_blocks, to compare. The results are the same.
+    int32_t typed_kernel = 1;
+    int32_t typed_blocks_per_sm = 3;
     // Warps that share each row (split-K inside a block: 1, 2, 4 or 8). 0: plan_gemv
     // chooses (choose_warps_per_row: split only when there are too few rows to fill the
     // GPU); else kept (the backend's option gemv_warps_per_row=N, to compare: more warps a

@@ -35,4 +35,18 @@ __device__ __forceinline__ Result visit_weight_type(int32_t type, Result fallbac
     }
 }
 
+// A kernel built for one weight type passes it as kType and its visits cost nothing;
+// kAnyWeightType switches at run time (visit_weight_type). One type a kernel is less code a
+// warp fetches: the GEMV holding every type's task loop, its warps of a decode step stalled
+// on instruction fetch about as long as on DRAM (ncu, H100, bench/README.md).
+inline constexpr int32_t kAnyWeightType = -1;
+
+template <int32_t kType, class Result, class Visitor>
+__device__ __forceinline__ Result visit_weight_type_of(int32_t type, Result fallback, Visitor&& f) {
+    if constexpr (kType == kAnyWeightType)
+        return visit_weight_type(type, fallback, f);
+    else
+        return f(TypeTag<kType>{});
+}
+
 }  // namespace edgerun::cuda_orin

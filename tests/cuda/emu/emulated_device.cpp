@@ -101,10 +101,11 @@ public:
                      "attention launches: %lld split, %lld split on mma, %lld tiled, %lld merged in their last blocks, "
                      "%lld prefetching next tiles, %lld tiled with two tiles in flight; "
                      "one-row GEMV launches with several tasks in flight: %lld, doing rope_append: %lld, "
-                     "loading one task ahead: %lld, making the next 8-bit x: %lld, applying x's norm scale: %lld\n",
+                     "loading one task ahead: %lld, making the next 8-bit x: %lld, applying x's norm scale: %lld, "
+                     "by a kernel of one weight type: %lld\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
                      tiled_attention_, merged_in_last_blocks_, prefetching_, two_tiles_in_flight_, several_in_flight_, rope_appending_,
-                     one_ahead_, making_q8_, norm_scaled_);
+                     one_ahead_, making_q8_, norm_scaled_, typed_);
     }
     void add_gemm() { ++gemms_; }
     // `l` as plan_gemv left it.
@@ -119,6 +120,7 @@ public:
             one_ahead_ += l.tasks_in_flight == 1 && l.load_ahead;
             making_q8_ += l.q8_out.q != nullptr;
             norm_scaled_ += l.x.norm_scale != nullptr;
+            typed_ += gemv_built_type(l) != kAnyWeightType;
         }
     }
     void add_attention(const AttentionParams& p) {
@@ -130,7 +132,7 @@ public:
 
 private:
     long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0, rope_appending_ = 0,
-              one_ahead_ = 0, making_q8_ = 0, norm_scaled_ = 0;
+              one_ahead_ = 0, making_q8_ = 0, norm_scaled_ = 0, typed_ = 0;
     long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0, prefetching_ = 0,
               two_tiles_in_flight_ = 0;
 };

@@ -13,14 +13,8 @@ inline void prepare(const PrepareParams& p) {
 
 // `l` as plan_gemv filled it in; `blocks` what it returned.
 inline void gemv(const GemvLaunch& l, int blocks) {
-    emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] {
-        if (l.n_x_rows > 1) gemv_rows_kernel(l);
-        else if (l.rows_per_warp > 1) gemv_kernel<true, 1>(l);
-        else if (l.tasks_in_flight == 2) gemv_kernel<false, 2>(l);
-        else if (l.tasks_in_flight == 4) gemv_kernel<false, 4>(l);
-        else if (l.load_ahead) gemv_kernel<false, 1, true>(l);
-        else gemv_kernel<false, 1>(l);
-    }, size_t(l.shared_bytes), l.n_x_rows > 1 ? "gemv_rows" : "gemv");
+    emu::launch(dim3(blocks), dim3(kGemvWarps * 32), [&] { gemv_kernel_for(l)(l); }, size_t(l.shared_bytes),
+                l.n_x_rows > 1 ? "gemv_rows" : "gemv");
 }
 
 // The split flash-decode kernel (on tensor cores with p.mma), or with p.tiles the tiled
