@@ -25,7 +25,7 @@ IFS=';' read -ra SETS <<< "${CANDIDATES:-gemv_kernels=generic}"
 ARGS=(); for s in "${SETS[@]}"; do ARGS+=(--candidate "$s"); done
 T=$(( $(left) - ${NCU_SECONDS:-35} ))
 TAILN=12 run tune $((T + 15)) python3 bench/tune_options.py --edgerun $E --test build-models/llama3.2-1b-Q4_K_M.gguf \
-  --test build-models/qwen3-4b-Q4_K_M.gguf "${ARGS[@]}" --deadline $T --reserve 80 --timeout 30 --conformance-timeout 90 \
+  --test build-models/qwen3-4b-Q4_K_M.gguf "${ARGS[@]}" --deadline $T --reserve ${TUNE_RESERVE:-45} --timeout 30 --conformance-timeout 60 \
   --conformance "$B/edgerun-conformance run --candidate cuda_orin --require-full -t 8" \
   --commit "$(cat .device-bundle/COMMIT)" --out $L/tune.json --chosen $L/chosen
 cp $L/tune.json $L/tune.md $OUT/ 2>/dev/null
