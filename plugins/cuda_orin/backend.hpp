@@ -104,8 +104,11 @@ struct Backend {
     bool gemv_load_ahead = false;
     // Option gemv_kernels=generic|typed|typed_4_blocks: one-row GEMVs run the kernel of
     // every type, or a kernel built for their weight type where there is one
-    // (GemvLaunch::typed_kernel), at 3 blocks an SM or 4 (typed_blocks_per_sm).
-    bool gemv_typed_kernels = true;
+    // (GemvLaunch::typed_kernel), at 3 blocks an SM or 4 (typed_blocks_per_sm). Each
+    // typed launch ran 11-14% faster alone under Nsight Compute, yet decode on the H100
+    // (2026-11-28, 9badf87) was 0.95x generic with typed and 1.005x with typed_4_blocks
+    // (bench/results/h100-2026-11-28-9badf87): generic stays the default.
+    bool gemv_typed_kernels = false;
     int32_t gemv_typed_blocks_per_sm = 3;
     // Option gemv_warps_per_row=1|2|4|8: warps sharing each GEMV row in every launch
     // (GemvLaunch::asked_warps_per_row); 0, the default: the plan chooses per launch.

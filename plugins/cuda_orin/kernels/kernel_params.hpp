@@ -249,7 +249,7 @@ struct GemvLaunch {
     // it has one (gemv.cu, gemv_kernel_for); 0: the kernel of every type. With 1, that
     // kernel's blocks an SM: 3 (80 registers) or 4 (64). The backend's option
     // gemv_kernels=generic|typed|typed_4_blocks, to compare. The results are the same.
-    int32_t typed_kernel = 1;
+    int32_t typed_kernel = 0;
     int32_t typed_blocks_per_sm = 3;
     // Warps that share each row (split-K inside a block: 1, 2, 4 or 8). 0: plan_gemv
     // chooses (choose_warps_per_row: split only when there are too few rows to fill the

@@ -7,13 +7,13 @@
 // Llama-3.2-1B and Qwen3-4B at 0.67-0.94x llama.cpp's CUDA build there (bench/results).
 // Later runs: an H100 (2026-11-27, 79562e5: every option of bench/device/candidates.txt
 // timed, the chosen set through conformance; bench/results/h100-2026-11-27-tune) and an
-// H200 (2026-11-27, 927f131: the defaults against llama.cpp; bench/results). Since 927f131
-// these have run only on the emulation: the tiled attention's two stages (the option
-// tiled_attention_stages=2) and its one stage's loads issued before its stores
-// (attention_tiles.cu), prepare's loads in batches (prepare.cu), rope_append's loads all
-// before its first barrier (rope_append.cuh), the tensor-core flash-decode's query
-// loaded at once (attention_mma.cu), and the GEMV that makes the next GEMV's 8-bit x
-// (GemvLaunch::q8_out, option prepare=gemv; gemv.cu).
+// H200 (2026-11-27, 927f131: the defaults against llama.cpp; bench/results). On an H100
+// (2026-11-28, 847a064 and 9badf87; bench/results/h100-2026-11-28-*) the backend's
+// conformance passed at every level with the defaults (the loads of the tiled attention,
+// prepare, rope_append and the flash-decode query issued together since 927f131), with
+// tiled_attention_stages=2 and with gemv_kernels=typed_4_blocks; the GEMV making the next
+// GEMV's 8-bit x (GemvLaunch::q8_out, option prepare=gemv) and gemv_kernels=typed ran
+// there in decode benchmarks only, not through conformance.
 // The math the kernels are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp);
 // the kernels themselves also run on the CPU emulation in CI
 // (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance

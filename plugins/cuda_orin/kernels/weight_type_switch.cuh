@@ -36,9 +36,10 @@ __device__ __forceinline__ Result visit_weight_type(int32_t type, Result fallbac
 }
 
 // A kernel built for one weight type passes it as kType and its visits cost nothing;
-// kAnyWeightType switches at run time (visit_weight_type). One type a kernel is less code a
-// warp fetches: the GEMV holding every type's task loop, its warps of a decode step stalled
-// on instruction fetch about as long as on DRAM (ncu, H100, bench/README.md).
+// kAnyWeightType switches at run time (visit_weight_type). One type a kernel is less code
+// for a warp to fetch: alone under Nsight Compute the GEMV's typed launches waited far less
+// on instruction fetch and ran 11-14% faster, though not in a replayed decode step
+// (option gemv_kernels; bench/results/h100-2026-11-28-9badf87).
 inline constexpr int32_t kAnyWeightType = -1;
 
 template <int32_t kType, class Result, class Visitor>
