@@ -6,8 +6,8 @@
 #      ran only the suite's ATTENTION cases with it);
 #   2. the side-by-side table at depth 32768 (compare_llamacpp_gpu.py, Qwen3-4B, then
 #      Llama-3.2-1B), edgerun with tiled_attention_stages=2: issue 18's prefill goal;
-#   3. ncu_decode.sh's first step, shortened: Nsight Compute over one decode launch of each
-#      kind (graphs=0), for why the FFN GEMVs stream at about 40% of the copy peak.
+#   3. ncu_decode.sh's first step: Nsight Compute over decode layer 1's four GEMVs of
+#      Qwen3-4B (graphs=0), for why the FFN GEMVs stream at about 40% of the copy peak.
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-440}; L=/tmp/logsD  # packed into $OUT/logsD.tar.gz (common.sh)
 mkdir -p $L
 source bench/device/common.sh
@@ -35,8 +35,8 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 if [ -z "$NCU" ]; then echo "no ncu on this machine" | tee -a $L/summary.txt; exit 0; fi
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
 M=build-models/qwen3-4b-Q4_K_M.gguf
-TAILN=20 run ncu_decode $(( $(left) - 15 )) $NCU --clock-control none --target-processes all $SECTIONS --launch-skip 600 --launch-count 12 \
-  --export $L/qwen3-4b-decode --force-overwrite $E --backend cuda_orin --backend-options graphs=0 -m $M -p "Hello" -n 4 --temp 0
+TAILN=20 run ncu_decode $(( $(left) - 15 )) $NCU --clock-control none --target-processes all $SECTIONS \
+  --kernel-name regex:gemv_kernel --launch-skip 5 --launch-count 4 --export $L/qwen3-4b-decode --force-overwrite $E --backend cuda_orin --backend-options graphs=0 -m $M -p "Hello" -n 4 --temp 0
 [ -f $L/qwen3-4b-decode.ncu-rep ] && $NCU --import $L/qwen3-4b-decode.ncu-rep --page details --print-units base > $L/qwen3-4b-decode-details.txt 2>&1
 grep -hE '^  [a-z_]+kernel|DRAM Throughput|Achieved Occupancy|Registers Per Thread|Grid Size|Duration|Stall' $L/*-details.txt | head -120
 echo "D done at $((SECONDS - t0)) s"
