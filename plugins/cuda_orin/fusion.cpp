@@ -54,10 +54,14 @@ void find_epilogue(const ValueUse& use, int32_t i, GemvFusion& fusion) {
     }
 }
 
+bool is_gemv(const er_node& node) {
+    return node.op == ER_OP_MATMUL || node.op == ER_OP_MATMUL_MULTI || node.op == ER_OP_LOGITS;
+}
+
 // The whole-row RMS_NORM whose result only this GEMV reads.
 int32_t find_norm_prologue(const ValueUse& use, int32_t i) {
     const er_node& node = use.graph.nodes[i];
-    if (node.op != ER_OP_MATMUL && node.op != ER_OP_MATMUL_MULTI && node.op != ER_OP_LOGITS) return -1;
+    if (!is_gemv(node)) return -1;
     const int32_t x = node.inputs[0];
     const int32_t norm = use.producer_of(x, ER_OP_RMS_NORM);
     if (norm < 0 || use.only_reader(x) != i) return -1;
@@ -108,10 +112,6 @@ AttentionFusion find_attention_fusion(const ValueUse& use, int32_t a) {
     const bool from_qkv = qkv >= 0 && g.nodes[qkv].n_outputs == 3 && g.nodes[qkv].outputs[0] == q.source &&
                           g.nodes[qkv].outputs[1] == k.source && g.nodes[qkv].outputs[2] == v;
     return {q.rope, k.rope, q.norm, k.norm, q.source, k.source, from_qkv ? qkv : -1};
-}
-
-bool is_gemv(const er_node& node) {
-    return node.op == ER_OP_MATMUL || node.op == ER_OP_MATMUL_MULTI || node.op == ER_OP_LOGITS;
 }
 
 // What GEMV i multiplies: its input, or its norm's.

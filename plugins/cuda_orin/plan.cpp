@@ -114,14 +114,13 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t act_q_bytes = uint64_t(n_pad) * uint64_t(gemv_slots_);
     const uint64_t act_d_bytes = uint64_t(n_pad) / 32 * 4 * uint64_t(gemv_slots_);
     const uint64_t act_bytes = act_f_bytes + act_q_bytes + act_d_bytes;
-    // Option prepare=gemv: two slots of 8-bit x handed from GEMV to GEMV (fusion.hpp), each
-    // the bytes, then a scale and a sum of squares per 32 values and the norm's scale
-    // (Q8Out); a ticket per 32 rows, and one more.
+    // Option prepare=gemv: two slots of 8-bit x handed from GEMV to GEMV (fusion.hpp,
+    // q8_slot_layout); a ticket per 32 rows, and one more.
     fusions_ = find_fusions(graph);
     const bool handoffs = std::any_of(fusions_.gemv.begin(), fusions_.gemv.end(),
                                       [](const GemvFusion& g) { return g.q8_reader >= 0; });
     const uint64_t q8_slot_bytes =
-        backend.prepare_in_gemv && handoffs ? uint64_t(n_pad) + uint64_t(n_pad) / 32 * 8 + 16 : 0;
+        backend.prepare_in_gemv && handoffs ? uint64_t(q8_slot_layout(n_pad).bytes) : 0;
     const uint64_t q8_ticket_bytes = q8_slot_bytes ? (uint64_t(n_pad) / 32 + 1) * 4 : 0;
     // The matrix-matrix path (steps of at least gemm_rows rows): a tile of dequantized
     // weight rows, at most gemm_tile_bytes, at least one row of the widest matrix; for F16

@@ -22,6 +22,18 @@ inline bool takes_split_attention(const er_attention_params& a, int32_t kv_type)
     return split_attention_supports(a.head_dim_k, kv_type);
 }
 
+// One slot of 8-bit x handed between one-row GEMVs (option prepare=gemv; Q8Out), for rows
+// of n_pad values: the bytes, then a scale and a sum of squares per 32 values, then the
+// norm's scale (16 bytes kept for it). Byte offsets, and the slot's size.
+struct Q8SlotLayout {
+    int64_t d, sums, norm_scale, bytes;
+};
+
+inline Q8SlotLayout q8_slot_layout(int64_t n_pad) {
+    const int64_t groups = n_pad / 32;
+    return {n_pad, n_pad + 4 * groups, n_pad + 8 * groups, n_pad + 8 * groups + 16};
+}
+
 class Plan {
 public:
     Plan(Context& ctx, const er_graph& graph);  // throws sdk::Failure

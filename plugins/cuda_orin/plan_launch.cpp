@@ -110,15 +110,15 @@ bool Plan::q8_handed(size_t maker, int32_t n) const {
 
 Q8Out Plan::q8_slot(size_t maker, int32_t n) const {
     const GemvFusion& m = fusions_.gemv[maker];
-    const int64_t n_pad = padded_length(int32_t(max_gemv_width_));
+    const Q8SlotLayout at = q8_slot_layout(padded_length(int32_t(max_gemv_width_)));
     uint8_t* bytes = q8_slots_[m.q8_slot].as<uint8_t>();
     Q8Out slot;
     slot.q = bytes;
-    slot.d = reinterpret_cast<float*>(bytes + n_pad);
+    slot.d = reinterpret_cast<float*>(bytes + at.d);
     slot.tickets = q8_tickets_.as<int32_t>();
     if ((slot.norm_weight = norm_fused(size_t(m.q8_reader), n, &slot.norm_eps))) {
-        slot.sums = slot.d + n_pad / 32;
-        slot.norm_scale = slot.sums + n_pad / 32;
+        slot.sums = reinterpret_cast<float*>(bytes + at.sums);
+        slot.norm_scale = reinterpret_cast<float*>(bytes + at.norm_scale);
     }
     return slot;
 }
