@@ -30,10 +30,12 @@ TYPES = {2: ("Q4_0", 18), 3: ("Q4_1", 20), 6: ("Q5_0", 22), 7: ("Q5_1", 24), 8: 
          14: ("Q6_K", 210 / 8)}
 
 # Input forms (gemv_task_loops.cu): float x staged; 8-bit x prepared in global memory;
-# 8-bit x quantized into the stage by the GEMV itself.
-FORMS = ("f32", "q8", "q8s")
+# 8-bit x quantized into the stage by the GEMV itself; prepared 8-bit x against two rows
+# at once (SwiGLU's gate and up walked together), an iteration being a task of each.
+FORMS = ("f32", "q8", "q8s", "q8pair")
+TASKS_AN_ITERATION = {"q8pair": 2}
 
-KERNEL = re.compile(r"task_loop_(f32|q8s|q8)ILi(\d+)E")
+KERNEL = re.compile(r"task_loop_(f32|q8s|q8pair|q8)ILi(\d+)E")
 
 
 def loop_instructions(found):
@@ -70,10 +72,10 @@ def main(argv):
         print("|---|---|---:|---:|" + "---:|" * len(GPUS))
         for type_id, (name, task_bytes) in TYPES.items():
             for form in FORMS:
-                n = counts[(form, type_id)]
-                # A warp's iteration of n instructions takes 32 lanes' tasks.
+                n = counts[(form, type_id)] / TASKS_AN_ITERATION.get(form, 1)
+                # A warp's iteration of n instructions a task takes 32 lanes' tasks.
                 cells = ceiling_cells(32 * task_bytes / n)
-                print(f"| {name} | {form} | {n} | {n / 32:.1f} | " + " | ".join(cells) + " |")
+                print(f"| {name} | {form} | {n:g} | {n / 32:.1f} | " + " | ".join(cells) + " |")
     return 0
 
 

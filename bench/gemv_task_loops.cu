@@ -32,11 +32,26 @@ __global__ void __launch_bounds__(256, 3) task_loop_q8s(const __grid_constant__ 
     out[threadIdx.x] = row_slice_dot<Type>(w, blockIdx.x, StagedQ8X::in_stage(stage, 1, n_pad), threadIdx.x, 32);
 }
 
+// Two rows walked together against 8-bit x prepared in global memory (row_pair_slice_dot:
+// GemvLaunch::swiglu_pairs and row_pairs): one iteration is a task of each row.
+template <int32_t Type>
+__global__ void __launch_bounds__(256, 3)
+    task_loop_q8pair(const __grid_constant__ PackedMatrix w, const __grid_constant__ PackedMatrix w2,
+                     const __grid_constant__ ActivationQ8 x, float* out) {
+    float a, b;
+    row_pair_slice_dot<Type>(w, blockIdx.x, w2, blockIdx.x, GlobalQ8X{x}, threadIdx.x, 32, a, b);
+    out[threadIdx.x] = a;
+    out[threadIdx.x + 256] = b;
+}
+
 #define TASK_LOOPS(T)                                                                    \
     template __global__ void task_loop_f32<T>(const __grid_constant__ PackedMatrix, int, float*); \
     template __global__ void task_loop_q8<T>(const __grid_constant__ PackedMatrix,           \
                                              const __grid_constant__ ActivationQ8, float*);  \
-    template __global__ void task_loop_q8s<T>(const __grid_constant__ PackedMatrix, int, float*);
+    template __global__ void task_loop_q8s<T>(const __grid_constant__ PackedMatrix, int, float*); \
+    template __global__ void task_loop_q8pair<T>(const __grid_constant__ PackedMatrix,        \
+                                                 const __grid_constant__ PackedMatrix,        \
+                                                 const __grid_constant__ ActivationQ8, float*);
 TASK_LOOPS(kQ4_0)
 TASK_LOOPS(kQ4_1)
 TASK_LOOPS(kQ5_0)

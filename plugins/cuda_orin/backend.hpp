@@ -110,6 +110,12 @@ struct Backend {
     // (bench/results/h100-2026-11-28-9badf87): generic stays the default.
     bool gemv_typed_kernels = false;
     int32_t gemv_typed_blocks_per_sm = 3;
+    // Option gemv_pairs=none|swiglu|all: lanes of one-row GEMVs walk two rows at once
+    // (GemvLaunch::swiglu_pairs, row_pairs): SwiGLU's gate and up rows, and with `all`
+    // two rows of every other launch's output a warp. none until a GPU measures them
+    // (2026-11-28: run on the CPU emulation only).
+    bool gemv_swiglu_pairs = false;
+    bool gemv_row_pairs = false;
     // Option gemv_warps_per_row=1|2|4|8: warps sharing each GEMV row in every launch
     // (GemvLaunch::asked_warps_per_row); 0, the default: the plan chooses per launch.
     int32_t gemv_warps_per_row = 0;

@@ -161,6 +161,10 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                 backend->gemv_typed_kernels = true;
                 backend->gemv_typed_blocks_per_sm = item == "gemv_kernels=typed" ? 3 : 4;
             }
+            else if (item == "gemv_pairs=none" || item == "gemv_pairs=swiglu" || item == "gemv_pairs=all") {
+                backend->gemv_swiglu_pairs = item != "gemv_pairs=none";
+                backend->gemv_row_pairs = item == "gemv_pairs=all";
+            }
             else if (item.substr(0, 19) == "gemv_warps_per_row=") {
                 const std::string_view value = item.substr(19);
                 if (value.size() != 1 || !valid_asked_warps_per_row(value[0] - '0'))
@@ -193,11 +197,12 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else throw Failure(ER_E_INVALID_ARGUMENT,
                                "unknown option '" + std::string(item) +
                                    "' (known: graphs, fuse, pdl, prefetch, profile, stage_x, mma_attention, "
-                                   "attention_prefetch, gemv_load_ahead =0|1; activations=f32|q8, gemm=f16|f32, "
-                                   "gemm_rows=N, gemm_tile_kib=N, tiled_attention=N, tiled_attention_stages=1|2, "
-                                   "attention_merge=kernel|last_block, rope_append=kernel|gemv, prepare=launch|gemv, "
-                                   "gemv_rows_per_warp=N, gemv_warps_per_row=N, gemv_tasks_in_flight=1|2|4, "
-                                   "gemv_kernels=generic|typed|typed_4_blocks, weights=shared|device)");
+                                   "attention_prefetch, gemv_load_ahead =0|1; gemm_rows, gemm_tile_kib, tiled_attention, "
+                                   "gemv_rows_per_warp, gemv_warps_per_row =N; activations=f32|q8, gemm=f16|f32, "
+                                   "tiled_attention_stages=1|2, attention_merge=kernel|last_block, rope_append=kernel|gemv, "
+                                   "prepare=launch|gemv, gemv_tasks_in_flight=1|2|4, "
+                                   "gemv_kernels=generic|typed|typed_4_blocks, gemv_pairs=none|swiglu|all, "
+                                   "weights=shared|device)");
         }
         // Options with several rows a warp that no GEMV kernel takes: one line naming both.
         auto refuse_with_rows_per_warp = [&](const char* option, int32_t value, bool taken, const char* why) {

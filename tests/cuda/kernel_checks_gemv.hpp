@@ -23,10 +23,39 @@ inline void check_same_sums(DeviceApi& api, const Report& report, const GemvLaun
     report({what, largest_difference(read_output(api, y, n, y_f16), got), 0.0});
 }
 
+// Rows walked in pairs (GemvLaunch::swiglu_pairs for SwiGLU, row_pairs otherwise) against
+// one at a time, by the kernel of every type and by the kernel of the launch's type (the
+// one at four blocks an SM asked for: pairs run at three). The plan must keep them where
+// x is 8-bit and every matrix quantized (SwiGLU's two of one type), and drop them
+// elsewhere, where the sums are then the same trivially.
+inline void check_pairs(DeviceApi& api, const Report& report, const GemvLaunch& launch, int n, bool y_f16,
+                        const std::vector<float>& got, const std::string& name) {
+    const bool swiglu = launch.epilogue == kEpilogueSwiGLU;
+    auto pair_up = [swiglu](GemvLaunch& l) { (swiglu ? l.swiglu_pairs : l.row_pairs) = 1; };
+    bool applies = launch.x.q8.q || launch.quantize_x;
+    for (int i = 0; i < launch.n_outputs; ++i)
+        applies = applies && plain_value_bytes(launch.out[i].w.type) == 0 && (!swiglu || launch.out[i].w.type == launch.out[0].w.type);
+    GemvLaunch planned = launch;
+    pair_up(planned);
+    const bool kept = plan_gemv(planned, 132) > 0 && (swiglu ? planned.swiglu_pairs : planned.row_pairs);
+    report({name + (applies ? ": rows in pairs dropped by the plan" : ": rows in pairs kept by the plan where they cannot be"),
+            kept == applies ? 0.0 : 1.0, 0.0});
+    check_same_sums(api, report, launch, pair_up, n, y_f16, got,
+                    name + ": largest difference, rows in pairs against one at a time");
+    check_same_sums(api, report, launch,
+                    [&](GemvLaunch& l) {
+                        pair_up(l);
+                        l.typed_kernel = 1;
+                        l.typed_blocks_per_sm = 4;
+                    },
+                    n, y_f16, got, name + ": largest difference, rows in pairs in the kernel of its type");
+}
+
 // What check_same_sums compares a launch with: each warp taking `rows` rows one after
 // another, each lane loading 2 and 4 tasks before dotting them, and its first task before
 // the staging of x; the kernel built for the launch's weight type instead of the one of
-// every type, at three and at four blocks an SM (gemv_kernel_for; other types keep the latter).
+// every type, at three and at four blocks an SM (gemv_kernel_for; other types keep the
+// latter); rows in pairs (check_pairs).
 inline void check_regrouped_sums(DeviceApi& api, const Report& report, const GemvLaunch& launch, int rows, int n,
                                  bool y_f16, const std::vector<float>& got, const std::string& name) {
     const char* count[] = {"", "", "two", "three"};
@@ -46,6 +75,7 @@ inline void check_regrouped_sums(DeviceApi& api, const Report& report, const Gem
                         n, y_f16, got,
                         name + ": largest difference, the kernel of its type at " + std::to_string(blocks) +
                             " blocks an SM against the kernel of every type");
+    check_pairs(api, report, launch, n, y_f16, got, name);
 }
 
 // y = W x (+ bias + residual) for one matrix; x and y in F32 or F16.
@@ -449,7 +479,8 @@ inline void check_swiglu(DeviceApi& api, const Report& report, int32_t gate_type
 // W rms_norm(y) as a GEMV of x prepared by `prepare` does, and differ from that one only
 // by rounding.
 inline void check_gemv_q8_out(DeviceApi& api, const Report& report, int32_t type, int32_t next_type, int n_rows,
-                              int n_cols, int n_next, bool swiglu, int warps_per_row, uint32_t seed) {
+                              int n_cols, int n_next, bool swiglu, int warps_per_row, uint32_t seed,
+                              bool pairs = false) {
     std::mt19937 rng(seed);
     const std::vector<float> x = random_vector(n_cols, rng);
     const DeviceActivation a = prepare_on_device(api, x, false);
@@ -461,6 +492,7 @@ inline void check_gemv_q8_out(DeviceApi& api, const Report& report, int32_t type
     GemvLaunch launch;
     launch.x = a.view;
     launch.asked_warps_per_row = warps_per_row;
+    launch.swiglu_pairs = launch.row_pairs = pairs;
     launch.out[0].w = w0.view;
     launch.out[0].y = api.alloc(size_t(n_rows) * 4);
     if (swiglu) {
@@ -482,8 +514,9 @@ inline void check_gemv_q8_out(DeviceApi& api, const Report& report, int32_t type
     api.gemv(launch);
 
     char name[160];
-    std::snprintf(name, sizeof name, "gemv %s %dx%d%s, %d warps a row, making the next x", weight_type_name(type), n_rows,
-                  n_cols, swiglu ? " swiglu" : " +residual, norm's weight", warps_per_row);
+    std::snprintf(name, sizeof name, "gemv %s %dx%d%s, %d warps a row%s, making the next x", weight_type_name(type),
+                  n_rows, n_cols, swiglu ? " swiglu" : " +residual, norm's weight", warps_per_row,
+                  pairs ? ", rows in pairs" : "");
     const std::vector<float> y = read_output(api, launch.out[0].y, n_rows, false);
     const std::vector<int8_t> q = api.download_vector(reinterpret_cast<const int8_t*>(launch.q8_out.q), n_pad);
     const std::vector<float> d = api.download_vector(launch.q8_out.d, n_groups);
@@ -525,6 +558,7 @@ inline void check_gemv_q8_out(DeviceApi& api, const Report& report, int32_t type
     reader.x.n = n_rows;
     reader.x.n_pad = n_pad;
     reader.x.norm_scale = launch.q8_out.norm_scale;
+    reader.row_pairs = pairs;
     api.gemv(reader);
     const std::vector<float> got = read_output(api, reader.out[0].y, n_next, false);
     std::vector<double> xn(y.begin(), y.end());

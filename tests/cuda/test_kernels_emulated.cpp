@@ -151,6 +151,13 @@ TEST_CASE("emulated: GEMV making the next GEMV's 8-bit x (prepare=gemv)") {
     }
     check_gemv_q8_out(dev, doctest_report(), kQ4_K, kQ6_K, 256, 2560, 64, false, 0, seed++);
     check_gemv_q8_out(dev, doctest_report(), kQ8_0, kQ5_0, 96, 96, 17, true, 0, seed++);
+    // Rows in pairs (16 rows a block at one warp a row): groups of 32 over two blocks, and
+    // a pair whose second row is past the matrix (131 rows).
+    for (int warps_per_row : {1, 4}) {
+        check_gemv_q8_out(dev, doctest_report(), kQ4_K, kQ4_K, 256, 256, 40, false, warps_per_row, seed++, true);
+        check_gemv_q8_out(dev, doctest_report(), kQ6_K, kQ4_K, 131, 512, 8, true, warps_per_row, seed++, true);
+        check_gemv_q8_out(dev, doctest_report(), kQ6_K, kQ4_K, 131, 512, 8, false, warps_per_row, seed++, true);
+    }
 }
 
 TEST_CASE("emulated: GEMV of several rows of x, every weight type, equal to the one-row kernel") {
@@ -257,6 +264,10 @@ TEST_CASE("emulated: rope_append in the Q/K/V GEMV's last blocks, bit for bit") 
                               [](GemvLaunch& g) { g.asked_warps_per_row = 1, g.rows_per_warp = 3; }, seed++);
     check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "eight warps a row"},
                               [](GemvLaunch& g) { g.asked_warps_per_row = 8; }, seed++);
+    check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "rows in pairs"},
+                              [](GemvLaunch& g) { g.row_pairs = 1; }, seed++);
+    check_rope_append_in_gemv(dev, doctest_report(), {llama_like, 96, kQ8_0, kQ5_0, "rows in pairs, two warps a row"},
+                              [](GemvLaunch& g) { g.row_pairs = 1, g.asked_warps_per_row = 2; }, seed++);
     for (int32_t kv : {kKvF16, kKvQ8}) {
         RopeCase rc = llama_like;
         rc.kv_type = kv;

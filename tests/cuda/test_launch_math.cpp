@@ -88,6 +88,50 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         ahead.tasks_in_flight = 4;
         CHECK(plan_gemv(ahead, 132) == 1216);
         CHECK(ahead.load_ahead == 0);
+        // Rows in pairs: SwiGLU's gate and up kept where both matrices have one quantized
+        // type, x is 8-bit and a lane walks one row with one task in flight; two rows of an
+        // output a warp never for SwiGLU. Dropped otherwise.
+        alignas(16) static uint8_t x_q[2560];
+        alignas(16) static float x_d[2560 / 32];
+        GemvLaunch pairs = l;
+        pairs.x.q8 = {x_q, x_d};
+        pairs.swiglu_pairs = pairs.row_pairs = 1;
+        CHECK(plan_gemv(pairs, 132) == 1216);
+        CHECK(pairs.swiglu_pairs == 1);
+        CHECK(pairs.row_pairs == 0);
+        auto check_dropped = [](GemvLaunch launch, void (*vary)(GemvLaunch&)) {
+            vary(launch);
+            CHECK(plan_gemv(launch, 132) > 0);
+            CHECK(launch.swiglu_pairs == 0);
+            CHECK(launch.row_pairs == 0);
+        };
+        check_dropped(pairs, [](GemvLaunch& v) { v.out[1].w.type = kQ6_K; });
+        check_dropped(pairs, [](GemvLaunch& v) { v.rows_per_warp = 2; });
+        check_dropped(pairs, [](GemvLaunch& v) { v.tasks_in_flight = 2; });
+        check_dropped(pairs, [](GemvLaunch& v) { v.load_ahead = 1; });
+        check_dropped(pairs, [](GemvLaunch& v) { v.x.q8 = {nullptr, nullptr}; });  // float x
+        check_dropped(pairs, [](GemvLaunch& v) {
+            v.out[0].w.type = v.out[1].w.type = kF16;
+            v.out[0].w.blocks_per_row = v.out[1].w.blocks_per_row = 80;
+        });
+        // Two rows of one output a warp: 16 rows a block, half the blocks; the plan's warps
+        // a row are the same (2560 rows of 4096 on 132 SMs: two), whatever the pairs.
+        GemvLaunch down = pairs;
+        down.epilogue = kEpilogueStore;
+        down.n_outputs = 1;
+        down.out[0].w.n_rows = 2560;
+        down.out[0].w.n_cols = down.x.n = down.x.n_pad = 4096;
+        down.out[0].w.blocks_per_row = 16;
+        down.row_pairs = 1;  // dropped above for SwiGLU
+        CHECK(plan_gemv(down, 132) == 2560 / 8);
+        CHECK(down.row_pairs == 1);
+        CHECK(down.warps_per_row == 2);
+        down.row_pairs = 0;
+        CHECK(plan_gemv(down, 132) == 2560 / 4);
+        down.row_pairs = 1;
+        down.n_x_rows = 2;  // the multi-row kernel: no pairs
+        down.out[0].y_row_stride = 2560;
+        check_dropped(down, [](GemvLaunch&) {});
         // Warps a row asked for (the option gemv_warps_per_row): kept, a row a warp each,
         // as many blocks as the rows need at 8 / warps rows a block; 3 and 16 refused.
         GemvLaunch split = l;

@@ -13,12 +13,13 @@
 // load of the quant plane, quant_tasks.hpp) with stride 32 * warps_per_row, dotting them
 // with q8 activations through dp4a, or with float activations (plain types always;
 // quantized ones by default). Lane sums are reduced with shuffles, slices of a row
-// through shared memory.
+// through shared memory. With GemvLaunch::swiglu_pairs or row_pairs a lane walks two rows
+// at once (SwiGLU's gate and up, or two rows of its output a warp; row_pair_slice_dot).
 //
-// Float activations are first copied into the block's shared memory (stage_x), when they
-// fit. Read in place they made L1, not DRAM, the limit: a lane's task covers 32
-// consecutive values (128 bytes), so each 16-byte load of a warp touched 32 different
-// lines. Staged, a warp's load is four conflict-free shared-memory wavefronts
+// Float activations are first copied into the block's shared memory (stage_x,
+// gemv_stage.cuh), when they fit. Read in place they made L1, not DRAM, the limit: a
+// lane's task covers 32 consecutive values (128 bytes), so each 16-byte load of a warp
+// touched 32 different lines. Staged, a warp's load is four conflict-free shared-memory wavefronts
 // (staged_unit). The products and their order are the same either way.
 //
 // Before anything else each warp asks L2 for the weight bytes of its row (prefetch_row;
@@ -31,6 +32,7 @@
 #if ER_KERNEL_LAUNCHERS
 #include "launch_kernel.cuh"
 #endif
+#include "gemv_stage.cuh"
 #include "grid_dependency.cuh"
 #include "last_block.cuh"
 #include "quant_tasks.hpp"
@@ -63,203 +65,6 @@ __device__ __forceinline__ int opaque(int v) {
     asm("" : "+r"(v));
 #endif
     return v;
-}
-
-// The sum of a segment's 16 values, a unit (four) per lane of four consecutive lanes
-// aligned to four, added as GlobalFloatX::Segment16::sum adds them: each unit's four in
-// order, then (0 + 1) + (2 + 3). Every lane of the warp calls it.
-__device__ float segment_sum(const Words4& v) {
-    float s = quant::bits_to_float(v.w[0]);
-    for (int j = 1; j < 4; ++j) s += quant::bits_to_float(v.w[j]);
-    s += __shfl_xor_sync(kFullMask, s, 1);
-    return s + __shfl_xor_sync(kFullMask, s, 2);
-}
-
-__device__ float* stage_sums(Words4* stage, int n_x, int n_pad) {
-    return reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(stage) + float_stage(n_x, n_pad).sums_offset);
-}
-
-// kBatch: units of x (16 bytes) a thread loads at once while staging, before it stores
-// the first. With four a stage of 2560 values is one round trip to L2 instead of three,
-// 9728 values three instead of ten; with two, two and five. One unit an iteration, the
-// loads waited one after another: the compiler neither unrolled the loop nor moved the
-// next load ahead of the shared store. Each kernel takes the most its registers allow
-// without a spill (gemv_kernel's kStageBatch).
-
-// Units first, first + blockDim.x, ... (kBatch of them) of a row of n_units 16-byte
-// units, all loads issued before any is used; those past the row are left unset.
-template <int kBatch>
-__device__ __forceinline__ void load_unit_batch(const float* row, int first, int n_units, Words4 (&v)[kBatch]) {
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-        const int u = first + b * blockDim.x;
-        if (u < n_units) v[b] = load_16B(row + 4 * u);
-    }
-}
-
-// Copies n_x rows of float activations into `stage` (FloatStage): each row's 16-byte
-// units at their staged_unit places, then each segment's sum. A lane takes a unit of
-// each of kBatch groups of the block's threads; the loop's bound is the same for the
-// lanes of a warp (shuffles), and whole segments are in or out (a row is a multiple of 8
-// units). Waits for the whole block's copy.
-template <int kBatch>
-__device__ void stage_x(const Activation& x, int n_x, Words4* stage) {
-    const int units_per_row = x.n_pad / 4, n_units = n_x * units_per_row, lane = threadIdx.x % 32;
-    float* sums = stage_sums(stage, n_x, x.n_pad);
-    for (int first = threadIdx.x - lane; first < n_units; first += kBatch * blockDim.x) {
-        Words4 v[kBatch];
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            const int i = first + lane + b * blockDim.x, r = i / units_per_row, u = i % units_per_row;
-            v[b] = i < n_units ? load_16B(x.f + int64_t(r) * x.n_pad + 4 * u) : Words4{};
-        }
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            const int i = first + lane + b * blockDim.x, r = i / units_per_row, u = i % units_per_row;
-            if (i < n_units) store_shared(stage + r * units_per_row + staged_unit(u), v[b]);
-            const float sum = segment_sum(v[b]);
-            if (i < n_units && u % 4 == 0) sums[r * (x.n_pad / 16) + u / 4] = sum;
-        }
-    }
-    __syncthreads();
-}
-
-__device__ float sum_of_squares(const Words4& v) {
-    float s = 0.0f;
-    for (int j = 0; j < 4; ++j) s += quant::bits_to_float(v.w[j]) * quant::bits_to_float(v.w[j]);
-    return s;
-}
-
-// x * rsqrt(mean(x^2) + eps) as rms_norm_kernel forms it, from each thread's sum of the
-// squares of the units u = threadIdx.x, threadIdx.x + blockDim.x, ... of the row: both
-// stages below sum in that order, so they normalise x to the same floats.
-__device__ float staged_inverse_rms(const Activation& x, float sum_sq) {
-    __shared__ float warp_sums[kGemvWarps];
-    ER_SHARED_ARRAY(warp_sums);
-    sum_sq = warp_sum(sum_sq);
-    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum_sq;
-    __syncthreads();
-    float total = 0.0f;
-    for (int w = 0; w < kGemvWarps; ++w) total += warp_sums[w];
-    return rsqrtf(total / float(x.n) + x.norm_eps);
-}
-
-// The one-row kernel's stage_x. With x.norm (a fused RMS_NORM) the row is also normalised:
-// the squares are summed during the copy, and after the barrier the copy needs anyway
-// each thread scales the units it copied and the segments' sums are taken from the
-// scaled values; one more barrier. Every block repeats this
-// over a few KiB, which costs less than a launch of its own and a round trip of the
-// normalised row through memory. (One row only: in the multi-row kernel the same code
-// made ptxas spill in the main loop.)
-template <int kBatch>
-__device__ void stage_x_row(const Activation& x, Words4* stage) {
-    if (!x.norm) return stage_x<kBatch>(x, 1, stage);
-    const int units_per_row = x.n_pad / 4;
-    float sum_sq = 0.0f;
-    for (int first = threadIdx.x; first < units_per_row; first += kBatch * blockDim.x) {
-        Words4 v[kBatch];  // the batch's loads first; the sum in unit order
-        load_unit_batch(x.f, first, units_per_row, v);
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            const int u = first + b * blockDim.x;
-            if (u >= units_per_row) continue;
-            store_shared(stage + staged_unit(u), v[b]);
-            sum_sq += sum_of_squares(v[b]);
-        }
-    }
-    const float inv_rms = staged_inverse_rms(x, sum_sq);
-    float* sums = stage_sums(stage, 1, x.n_pad);
-    const int lane = threadIdx.x % 32;
-    for (int first = threadIdx.x - lane; first < units_per_row; first += kBatch * blockDim.x) {
-        float norm[kBatch][4];  // the norm's weights of the batch's units, loaded at once
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            const int u = first + lane + b * blockDim.x;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) norm[b][j] = u < units_per_row ? load_f32(x.norm + 4 * u + j) : 0.0f;
-        }
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            const int u = first + lane + b * blockDim.x;
-            Words4 v{};
-            if (u < units_per_row) {
-                v = load_shared<Words4>(stage + staged_unit(u));
-                for (int j = 0; j < 4; ++j)
-                    v.w[j] = quant::float_to_bits(quant::bits_to_float(v.w[j]) * inv_rms * norm[b][j]);
-                store_shared(stage + staged_unit(u), v);
-            }
-            const float sum = segment_sum(v);
-            if (u < units_per_row && u % 4 == 0) sums[u / 4] = sum;
-        }
-    }
-    __syncthreads();
-}
-
-// GemvLaunch::quantize_x: n_x rows of float x quantized into the stage (Q8Stage) by
-// prepare's rule, normalised first if x.norm (one row). Every block repeats this over the
-// whole row, so it is kept short: a lane takes four values (one 16-byte load), eight lanes
-// a group of 32, whose largest magnitude three shuffles find; the lane packs its four
-// bytes into one word, and each four lanes' sum (a segment's, for the types with a
-// minimum) takes two more shuffles. A value a lane, as prepare does it, cost about three
-// times the instructions, more than the dp4a loop after it.
-template <int kBatch>
-__device__ void stage_x_q8(const Activation& x, int n_x, uint8_t* stage) {
-    float inv_rms = 1.0f;
-    if (x.norm) {
-        float sum_sq = 0.0f;
-        const int n_units = x.n_pad / 4;
-        for (int first = threadIdx.x; first < n_units; first += kBatch * blockDim.x) {
-            Words4 v[kBatch];  // the batch's loads first; the sum in unit order
-            load_unit_batch(x.f, first, n_units, v);
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b)
-                if (first + b * int(blockDim.x) < n_units) sum_sq += sum_of_squares(v[b]);
-        }
-        inv_rms = staged_inverse_rms(x, sum_sq);
-    }
-    Words2* meta = reinterpret_cast<Words2*>(stage + q8_stage(n_x, x.n_pad).meta_offset);
-    const int quads_per_row = x.n_pad / 4, n_quads = n_x * quads_per_row, lane = threadIdx.x % 32;
-    const int row_bytes = q8_stage_row_units(x.n_pad) * 16;
-    // Quad j of row r, kBatch of them a thread, loaded first; the loop's bound is the
-    // same for the lanes of a warp (shuffles), and whole groups of eight lanes are in or
-    // out (quads_per_row is a multiple of 8).
-    for (int first = threadIdx.x - lane; first < n_quads; first += kBatch * blockDim.x) {
-        float f[kBatch][4];
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            const int i = first + lane + b * blockDim.x, j = i % quads_per_row;
-            const bool active = i < n_quads;
-            const Words4 v = active ? load_16B(x.f + int64_t(i / quads_per_row) * x.n_pad + 4 * j) : Words4{};
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                f[b][k] = quant::bits_to_float(v.w[k]);
-                if (x.norm && active) f[b][k] = f[b][k] * inv_rms * load_f32(x.norm + 4 * j + k);  // prepare's order
-            }
-        }
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            const int i = first + lane + b * blockDim.x, r = i / quads_per_row, j = i % quads_per_row;
-            float amax = 0.0f;
-            for (int k = 0; k < 4; ++k) amax = fmaxf(amax, fabsf(f[b][k]));
-            for (int offset = 4; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, offset));
-            const float scale = q8_scale(amax), inverse = q8_inverse(scale);
-            uint32_t word = 0;
-            int32_t sum = 0;
-            for (int k = 0; k < 4; ++k) {
-                const int8_t q = q8_round(f[b][k], inverse);
-                word |= uint32_t(uint8_t(q)) << (8 * k);
-                sum += q;
-            }
-            for (int offset = 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
-            if (i < n_quads) {
-                uint8_t* at = stage + r * row_bytes + staged_q8_unit(j / 4) * 16 + 4 * (j % 4);
-                *reinterpret_cast<uint32_t*>(at) = word;
-                if (j % 4 == 0)
-                    store_shared<Words2>(meta + r * (x.n_pad / 16) + j / 4, {{quant::float_to_bits(scale), uint32_t(sum)}});
-            }
-        }
-    }
-    __syncthreads();
 }
 
 // Which x a launch's blocks read: float or 8-bit, in global memory or staged.
@@ -298,9 +103,41 @@ __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int ro
     });
 }
 
+// Two rows of one quantized type walked together in the launch's form of 8-bit x
+// (GemvLaunch::swiglu_pairs, row_pairs).
+template <int32_t kBuiltType = kAnyWeightType>
+__device__ __forceinline__ void row_pair_slice_dot_any(const PackedMatrix& wa, int row_a, const PackedMatrix& wb,
+                                                       int row_b, const Activation& x, XForm form, const Words4* stage,
+                                                       int first_task, int stride, float& acc_a, float& acc_b) {
+    visit_weight_type_of<kBuiltType>(wa.type, false, [&](auto type) {
+        constexpr int32_t kType = decltype(type)::value;
+        if constexpr (plain_value_bytes(kType) == 0) {
+            if (form == XForm::kStagedQ8)
+                row_pair_slice_dot<kType>(wa, row_a, wb, row_b, StagedQ8X::in_stage(stage, 1, x.n_pad), first_task,
+                                          stride, acc_a, acc_b);
+            else
+                row_pair_slice_dot<kType>(wa, row_a, wb, row_b, GlobalQ8X{x.q8}, first_task, stride, acc_a, acc_b);
+        }
+        return true;
+    });
+}
+
 __device__ void store_output(const GemvOutput& o, int64_t row, float v) { store_float_or_half(o.y, o.y_is_f16, row, v); }
 
 __device__ float silu(float g) { return g / (1.0f + expf(-g)); }
+
+// Row `row` of output `out` from its summed dot (and SwiGLU's up row's): x's norm scale
+// (1 without one: Activation::norm_scale), the bias, SwiGLU, the residual, the store.
+__device__ __forceinline__ void store_row(const GemvLaunch& p, const GemvOutput& out, int row, float acc, float acc_up,
+                                          float x_scale, bool swiglu) {
+    float v = acc * x_scale + (out.bias ? out.bias[row] : 0.0f);
+    if (swiglu) {
+        const GemvOutput& up = p.out[1];
+        v = silu(v) * (acc_up * x_scale + (up.bias ? up.bias[row] : 0.0f));
+    }
+    if (out.residual) v += out.residual[row];
+    store_output(out, row, v);
+}
 
 // Which output's rows this block computes: the range of block_begin (n_ranges of them)
 // holding blockIdx.x.
@@ -404,9 +241,15 @@ template <bool kRowLoop, int kInFlight, bool kLoadAhead = (kInFlight > 1), int32
 __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
     gemv_kernel(const __grid_constant__ GemvLaunch p) {
     static_assert(!(kRowLoop && kLoadAhead), "the row loop loads each row's tasks as it reaches it");
+    // Rows walked in pairs only where plan_gemv may ask for it (a row a warp, one task in
+    // flight, none loaded ahead), and at 80 registers (at 64 Q6_K's spilled:
+    // gemv_kernel_for gives those launches three blocks an SM): elsewhere its code would
+    // only add to the kernel's registers.
+    constexpr bool kPairs = !kRowLoop && kInFlight == 1 && !kLoadAhead && kMinBlocks == 3;
+    const bool row_pairs = kPairs && p.row_pairs;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warps_per_row = kRowLoop ? 1 : p.warps_per_row;
-    const int rows_per_warp = kRowLoop ? p.rows_per_warp : 1;
+    const int rows_per_warp = kRowLoop ? p.rows_per_warp : row_pairs ? 2 : 1;
     const int rows_per_pass = kGemvWarps / warps_per_row;
 
     const bool swiglu = p.epilogue == kEpilogueSwiGLU;
@@ -443,52 +286,49 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
     else if (form == XForm::kStagedFloat) stage_x_row<kStageBatch>(p.x, x_stage);
 
 #pragma unroll 1
-    for (int k = 0; k < rows_per_warp; ++k) {
-        const int row = first_row + k * rows_per_pass;
-        if (p.prefetch && k + 1 < rows_per_warp) {  // the next row's weights, while this one is read
+    for (int k = 0; k < rows_per_warp; k += row_pairs ? 2 : 1) {
+        const int row = first_row + k * rows_per_pass, pair_row = row + rows_per_pass;
+        if (p.prefetch && k + 1 < rows_per_warp) {  // the next row's weights (a pair's second row: now)
             prefetch_row(out.w, row + rows_per_pass, slice, warps_per_row, lane);
             if (swiglu) prefetch_row(p.out[1].w, row + rows_per_pass, slice, warps_per_row, lane);
         }
-        float acc = 0.0f, acc_up = 0.0f;
-        if (row < out.w.n_rows) {
+        // acc: the row's sum; second: the up row's (SwiGLU) or pair_row's (row_pairs).
+        float acc = 0.0f, second = 0.0f;
+        if (row_pairs && pair_row < out.w.n_rows) {
+            row_pair_slice_dot_any<kBuiltType>(out.w, row, out.w, pair_row, p.x, form, x_stage, first_task, stride, acc,
+                                               second);
+        } else if (row < out.w.n_rows && kPairs && p.swiglu_pairs) {
+            row_pair_slice_dot_any<kBuiltType>(out.w, row, p.out[1].w, row, p.x, form, x_stage, first_task, stride, acc,
+                                               second);
+        } else if (row < out.w.n_rows) {
             acc = row_slice_dot_any<kInFlight, kBuiltType>(out.w, row, p.x, form, x_stage, first_task, stride,
                                                       kLoadAhead ? ahead : nullptr);
             if (swiglu)
-                acc_up = row_slice_dot_any<kInFlight, kBuiltType>(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
+                second = row_slice_dot_any<kInFlight, kBuiltType>(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
         }
         // x.q8 without its norm's scale (not in the row loop, as q8_out: plan_gemv): loaded
         // by every lane before the sums' shuffles, which then hide some of its round trip.
         const float x_scale = !kRowLoop && p.x.norm_scale ? *p.x.norm_scale : 1.0f;
         acc = warp_sum(acc);
-        if (swiglu) acc_up = warp_sum(acc_up);
+        if (swiglu || row_pairs) second = warp_sum(second);
 
         if (warps_per_row > 1) {
             __shared__ float slice_sums[kGemvWarps][2];
             ER_SHARED_ARRAY(slice_sums);
             if (lane == 0) {
                 slice_sums[warp][0] = acc;
-                slice_sums[warp][1] = acc_up;
+                slice_sums[warp][1] = second;
             }
             __syncthreads();
             if (slice == 0 && lane == 0)
                 for (int s = 1; s < warps_per_row; ++s) {
                     acc += slice_sums[warp + s][0];
-                    acc_up += slice_sums[warp + s][1];
+                    second += slice_sums[warp + s][1];
                 }
         }
-        if (slice != 0 || lane != 0 || row >= out.w.n_rows) continue;
-
-        if (!kRowLoop && p.x.norm_scale) {
-            acc *= x_scale;
-            acc_up *= x_scale;
-        }
-        float v = acc + (out.bias ? out.bias[row] : 0.0f);
-        if (swiglu) {
-            const GemvOutput& up = p.out[1];
-            v = silu(v) * (acc_up + (up.bias ? up.bias[row] : 0.0f));
-        }
-        if (out.residual) v += out.residual[row];
-        store_output(out, row, v);
+        if (slice != 0 || lane != 0) continue;
+        if (row < out.w.n_rows) store_row(p, out, row, acc, second, x_scale, swiglu);
+        if (row_pairs && pair_row < out.w.n_rows) store_row(p, out, pair_row, second, 0.0f, x_scale, false);
     }
     if (p.rope_append_tickets || (!kRowLoop && p.q8_out.q))
         finish_in_last_blocks<!kRowLoop>(p, rows_per_pass * rows_per_warp, reinterpret_cast<float*>(x_stage));
@@ -662,7 +502,8 @@ auto typed_gemv_kernel(int32_t type) {
 // The instantiation that takes launch l (the CUDA launcher's and the emulation's).
 inline auto gemv_kernel_for(const GemvLaunch& l) {
     if (const int32_t type = gemv_built_type(l); type != kAnyWeightType)
-        return l.typed_blocks_per_sm == 4 ? typed_gemv_kernel<4>(type) : typed_gemv_kernel<3>(type);
+        return l.typed_blocks_per_sm == 4 && !l.swiglu_pairs && !l.row_pairs ? typed_gemv_kernel<4>(type)
+                                                                         : typed_gemv_kernel<3>(type);
     if (l.n_x_rows > 1) return gemv_rows_kernel;
     if (l.rows_per_warp > 1) return gemv_kernel<true, 1>;
     if (l.tasks_in_flight == 2) return gemv_kernel<false, 2>;

@@ -251,6 +251,17 @@ struct GemvLaunch {
     // gemv_kernels=generic|typed|typed_4_blocks, to compare. The results are the same.
     int32_t typed_kernel = 0;
     int32_t typed_blocks_per_sm = 3;
+    // Rows walked in pairs by each lane of the one-row kernel (row_pair_slice_dot: one
+    // chain of loads for both rows, 8-bit x read once for both). swiglu_pairs: SwiGLU's
+    // gate and up rows; row_pairs: each warp takes two rows of its output, first_row and
+    // first_row + the block's warps' rows, so a launch has half as many warps (Q/K/V,
+    // output and down projections fit in one wave of an H100's). Both where x is 8-bit,
+    // the matrices quantized (both of SwiGLU's of one type), and a warp takes a row with
+    // one task in flight; plan_gemv sets them to 0 elsewhere, row_pairs also for SwiGLU.
+    // The backend's option gemv_pairs=none|swiglu|all, to compare. The results are the
+    // same.
+    int32_t swiglu_pairs = 0;
+    int32_t row_pairs = 0;
     // Warps that share each row (split-K inside a block: 1, 2, 4 or 8). 0: plan_gemv
     // chooses (choose_warps_per_row: split only when there are too few rows to fill the
     // GPU); else kept (the backend's option gemv_warps_per_row=N, to compare: more warps a
@@ -311,11 +322,11 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         return 0;
     int64_t total_rows = 0;
     int min_tasks = 1 << 30;
-    bool reads_float_x = launch.x.q8.q == nullptr;  // plain types read float x in any case
+    bool any_plain = false;
     for (int i = 0; i < launch.n_outputs; ++i) {
         const PackedMatrix& w = launch.out[i].w;
         const PlaneGeometry g = plane_geometry(w.type);
-        reads_float_x = reads_float_x || plain_value_bytes(w.type) != 0;
+        any_plain = any_plain || plain_value_bytes(w.type) != 0;
         if (g.n_planes == 0 || w.n_cols != launch.x.n || w.n_rows <= 0 || !launch.out[i].y || !w.plane[0])
             return 0;
         if (swiglu && w.n_rows != launch.out[0].w.n_rows) return 0;
@@ -327,14 +338,13 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     // warps_per_row depends on the matrices only, never on n_x_rows: the multi-row kernel's
     // sums then split and reduce as the one-row kernel's do.
     const int n_ranges = swiglu ? 1 : launch.n_outputs;
+    const bool reads_float_x = !launch.x.q8.q || any_plain;  // plain types read float x in any case
     if (!valid_asked_warps_per_row(launch.asked_warps_per_row)) return 0;
     launch.warps_per_row = launch.asked_warps_per_row
                                ? launch.asked_warps_per_row
                                : choose_warps_per_row(swiglu ? total_rows / 2 : total_rows, min_tasks, n_sms);
     bool stage = false;
     if (launch.quantize_x) {
-        bool any_plain = false;
-        for (int i = 0; i < launch.n_outputs; ++i) any_plain = any_plain || plain_value_bytes(launch.out[i].w.type) != 0;
         if (launch.x.q8.q || !launch.x.f || any_plain || !gemv_q8_stage_fits(launch.n_x_rows, launch.x.n_pad)) return 0;
         stage = true;
         launch.x_stage_bytes = q8_stage(launch.n_x_rows, launch.x.n_pad).bytes;
@@ -365,7 +375,11 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         const double stage_cost = launch.quantize_x ? kGemvQuantizeStageCost : 0.0;
         launch.rows_per_warp = choose_rows_per_warp(rows, n_ranges, kGemvBlocksPerSm, n_sms, stage_cost);
     }
-    const int rows_per_block = kGemvWarps / launch.warps_per_row * launch.rows_per_warp;
+    const bool pairs_possible = (launch.x.q8.q || launch.quantize_x) && !any_plain && launch.n_x_rows == 1 &&
+                                launch.rows_per_warp == 1 && launch.tasks_in_flight == 1 && !launch.load_ahead;
+    launch.swiglu_pairs = launch.swiglu_pairs && pairs_possible && swiglu && launch.out[1].w.type == launch.out[0].w.type;
+    launch.row_pairs = launch.row_pairs && pairs_possible && !swiglu;
+    const int rows_per_block = kGemvWarps / launch.warps_per_row * launch.rows_per_warp * (launch.row_pairs ? 2 : 1);
     launch.block_begin[0] = 0;
     for (int i = 0; i < kMaxGemvOutputs; ++i) {
         const int rows = launch.out[i].w.n_rows;

@@ -10,18 +10,25 @@
 
 namespace edgerun::cuda_orin {
 
-// Segment · x, with x quantized per 32 values (d_x * qx):
-// d_x * (d * Σ (q - zero) qx - m * Σ qx).
-template <int32_t Type, class X>
-ER_HD float segment_dot(const Segment& s, const X& x) {
+// Whether a type's segment dot needs the sum of x's bytes (Q8Segment::sum).
+ER_HD constexpr bool needs_x_sum(int32_t type) { return has_min(type) || quant_zero(type) != 0; }
+
+// Segment · x, with x quantized per 32 values (d_x * qx), from the segment's 16 values of
+// x as read (xs): d_x * (d * Σ (q - zero) qx - m * Σ qx).
+template <int32_t Type>
+ER_HD float segment_dot(const Segment& s, const Q8Segment& xs) {
     constexpr int kZero = quant_zero(Type);
-    const Q8Segment xs = x.template segment<has_min(Type) || kZero != 0>(s.group, s.offset);
     int32_t qdot = 0;
     for (int i = 0; i < 4; ++i) qdot = dp4a(s.q[i], xs.q.w[i], qdot);
     if constexpr (kZero != 0) qdot -= kZero * xs.sum;  // sum of (q - zero) qx, exactly
     float r = s.d * float(qdot);
     if constexpr (has_min(Type)) r -= s.m * float(xs.sum);
     return xs.d * r;
+}
+
+template <int32_t Type, class X>
+ER_HD float segment_dot(const Segment& s, const X& x) {
+    return segment_dot<Type>(s, x.template segment<needs_x_sum(Type)>(s.group, s.offset));
 }
 
 // A dequantized task dotted with one row of 8-bit activations (GlobalQ8X or StagedQ8X).
@@ -229,6 +236,33 @@ ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first
         }
     }
     return acc;
+}
+
+// Two rows of one quantized type and length walked together with 8-bit x: SwiGLU's gate
+// and up rows (GemvLaunch::swiglu_pairs), or two rows of one matrix (row_pairs). Each
+// iteration loads both rows' task before it dots either, so a lane waits on one chain of
+// DRAM round trips for the pair where row_slice_dot, called for each, makes two one after
+// the other; and x's two segments of the task are read once for both rows (a task's
+// place in a row depends on its index alone). Each task is decoded just before its dots,
+// so that one decoded task is live at a time (two made ptxas spill in the kernel of every
+// type). Each row's sum adds row_slice_dot's products in its order: the same sums bit
+// for bit.
+template <int32_t Type, class X>
+ER_HD void row_pair_slice_dot(const PackedMatrix& wa, int row_a, const PackedMatrix& wb, int row_b, const X& xr,
+                              int first_task, int stride, float& acc_a, float& acc_b) {
+    static_assert(plain_value_bytes(Type) == 0 && X::kQ8, "quantized weights and 8-bit x only");
+    const TaskWalk walk = task_walk(first_task, stride, tasks_per_row(wa));
+    acc_a = acc_b = 0.0f;
+#pragma unroll 1
+    for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups) {
+        const TaskBytes bytes_a = load_task<Type>(wa, row_a, k), bytes_b = load_task<Type>(wb, row_b, k);
+        const Task a = decode_task<Type>(bytes_a, k);
+        const Q8Segment x0 = xr.template segment<needs_x_sum(Type)>(a.seg[0].group, a.seg[0].offset);
+        const Q8Segment x1 = xr.template segment<needs_x_sum(Type)>(a.seg[1].group, a.seg[1].offset);
+        acc_a += segment_dot<Type>(a.seg[0], x0) + segment_dot<Type>(a.seg[1], x1);
+        const Task b = decode_task<Type>(bytes_b, k);
+        acc_b += segment_dot<Type>(b.seg[0], x0) + segment_dot<Type>(b.seg[1], x1);
+    }
 }
 
 // The bytes of the first kCount (at most kTasksAhead) tasks of row_slice_dot's walk (as
