@@ -203,9 +203,9 @@ inline Activation make_activation(Bench& b, int n) {
     p.n = n;
     p.out_f = static_cast<float*>(device_alloc(size_t(n_pad) * 4));
     p.out_q = static_cast<int8_t*>(device_alloc(n_pad));
-    p.out_d = static_cast<float*>(device_alloc(size_t(n_pad) / 8));
+    p.out_segments = static_cast<Words2*>(device_alloc(size_t(n_pad) / 16 * sizeof(Words2)));
     check(launch_prepare(p, b.stream), "prepare");
-    return {{reinterpret_cast<const uint8_t*>(p.out_q), p.out_d}, p.out_f, n, n_pad};
+    return {{reinterpret_cast<const uint8_t*>(p.out_q), p.out_segments}, p.out_f, n, n_pad};
 }
 
 // A GEMV launch reading x in that form: the float rows (q8 null), quantized by the launch
@@ -228,9 +228,9 @@ inline std::vector<ActivationForm> activation_forms(int32_t type) {
 }
 
 // Activation bytes a GEMV reads besides the weights: the float row (also when the launch
-// quantizes it), or int8 values + float scales.
+// quantizes it), or int8 values + a word pair (scale, sum) per 16 (q8_segment_words).
 inline double activation_bytes(const Activation& x, ActivationForm form) {
-    return form != ActivationForm::kQ8Prepared ? x.n_pad * 4.0 : x.n_pad * (1.0 + 4.0 / 32);
+    return form != ActivationForm::kQ8Prepared ? x.n_pad * 4.0 : x.n_pad * (1.0 + double(sizeof(Words2)) / 16);
 }
 
 void bench_attention(Bench& b);  // bench_attention.cu

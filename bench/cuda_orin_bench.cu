@@ -266,9 +266,9 @@ void bench_small(Bench& b) {
     p.norm_weight = w;
     p.out_f = static_cast<float*>(device_alloc(size_t(n) * 4));
     p.out_q = static_cast<int8_t*>(device_alloc(n));
-    p.out_d = static_cast<float*>(device_alloc(size_t(n) / 8));
+    p.out_segments = static_cast<Words2*>(device_alloc(size_t(n) / 16 * sizeof(Words2)));
     b.add("prepare+rmsnorm", "n 9728", "f32", b.time_us(1, 100, [&](int) { check(launch_prepare(p, b.stream), "prepare"); }),
-          n * (4.0 + 4.0 + 4.0 + 1.0) + n / 8.0);
+          n * (4.0 + 4.0 + 4.0 + 1.0) + n / 16.0 * sizeof(Words2));
     RopeAppendParams r;
     r.q = static_cast<float*>(device_alloc(32 * 128 * 4));
     r.n_head = 32;

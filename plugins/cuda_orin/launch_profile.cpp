@@ -75,8 +75,8 @@ LaunchKind gemv_kind(const GemvLaunch& launch) {
     kind.width = launch.x.n;
     kind.rope_appended = launch.rope_append_tickets != nullptr;
     const uint64_t rows_of_x = uint64_t(std::max(launch.n_x_rows, 1));
-    // x once per launch: floats, or bytes and a float scale per 32 (activation.hpp).
-    kind.bytes = rows_of_x * (launch.x.q8.q ? uint64_t(launch.x.n_pad) / 32 * (32 + 4) : uint64_t(launch.x.n_pad) * 4);
+    // x once per launch: floats, or bytes and a word pair per 16 (q8_segment_words).
+    kind.bytes = rows_of_x * (launch.x.q8.q ? uint64_t(launch.x.n_pad) / 16 * (16 + sizeof(Words2)) : uint64_t(launch.x.n_pad) * 4);
     const bool swiglu = launch.epilogue == kEpilogueSwiGLU;  // two weights, one y
     for (int32_t j = 0; j < launch.n_outputs && j < kMaxGemvOutputs; ++j) {
         const GemvOutput& out = launch.out[j];

@@ -112,8 +112,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     gemv_slots_ = std::min<int32_t>(kGemvMaxRows, max_tokens_);
     const uint64_t act_f_bytes = uint64_t(n_pad) * 4 * uint64_t(gemv_slots_);
     const uint64_t act_q_bytes = uint64_t(n_pad) * uint64_t(gemv_slots_);
-    const uint64_t act_d_bytes = uint64_t(n_pad) / 32 * 4 * uint64_t(gemv_slots_);
-    const uint64_t act_bytes = act_f_bytes + act_q_bytes + act_d_bytes;
+    const uint64_t act_segments_bytes = uint64_t(n_pad) / 16 * sizeof(Words2) * uint64_t(gemv_slots_);
+    const uint64_t act_bytes = act_f_bytes + act_q_bytes + act_segments_bytes;
     // Option prepare=gemv: two slots of 8-bit x handed from GEMV to GEMV (fusion.hpp,
     // q8_slot_layout); a ticket per 32 rows, and one more.
     fusions_ = find_fusions(graph);
@@ -147,7 +147,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     if (n_pad > 0) {
         act_f_ = DeviceBuffer(device_, act_f_bytes);
         act_q_ = DeviceBuffer(device_, act_q_bytes);
-        act_d_ = DeviceBuffer(device_, act_d_bytes);
+        act_segments_ = DeviceBuffer(device_, act_segments_bytes);
     }
     if (q8_slot_bytes) {
         for (DeviceBuffer& slot : q8_slots_) slot = DeviceBuffer(device_, q8_slot_bytes);

@@ -23,15 +23,17 @@ inline bool takes_split_attention(const er_attention_params& a, int32_t kv_type)
 }
 
 // One slot of 8-bit x handed between one-row GEMVs (option prepare=gemv; Q8Out), for rows
-// of n_pad values: the bytes, then a scale and a sum of squares per 32 values, then the
-// norm's scale (16 bytes kept for it). Byte offsets, and the slot's size.
+// of n_pad values: the bytes, then a word pair per 16 values (q8_segment_words), then a
+// sum of squares per 32, then the norm's scale (16 bytes kept for it). Byte offsets, and
+// the slot's size.
 struct Q8SlotLayout {
-    int64_t d, sums, norm_scale, bytes;
+    int64_t segments, sums, norm_scale, bytes;
 };
 
 inline Q8SlotLayout q8_slot_layout(int64_t n_pad) {
-    const int64_t groups = n_pad / 32;
-    return {n_pad, n_pad + 4 * groups, n_pad + 8 * groups, n_pad + 8 * groups + 16};
+    const int64_t segments = n_pad, sums = segments + n_pad / 16 * int64_t(sizeof(Words2));
+    const int64_t norm_scale = sums + n_pad / 32 * 4;
+    return {segments, sums, norm_scale, norm_scale + 16};
 }
 
 class Plan {
@@ -150,7 +152,7 @@ private:
     int32_t rows_per_tile_ = 0, max_tiles_ = 0;
     // GEMV input: the q8 and float forms of up to gemv_slots_ rows (prepare's outputs),
     // n_pad apart; one GEMV launch multiplies them all.
-    DeviceBuffer act_f_, act_q_, act_d_;
+    DeviceBuffer act_f_, act_q_, act_segments_;
     // Option prepare=gemv: two slots of a GEMV's 8-bit x made by the GEMV before it (the
     // bytes, then a scale and a sum of squares per 32 values, then the norm's scale), and
     // a ticket per 32 rows and one more.

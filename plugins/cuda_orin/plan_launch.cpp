@@ -114,7 +114,7 @@ Q8Out Plan::q8_slot(size_t maker, int32_t n) const {
     uint8_t* bytes = q8_slots_[m.q8_slot].as<uint8_t>();
     Q8Out slot;
     slot.q = bytes;
-    slot.d = reinterpret_cast<float*>(bytes + at.d);
+    slot.segments = reinterpret_cast<Words2*>(bytes + at.segments);
     slot.tickets = q8_tickets_.as<int32_t>();
     if ((slot.norm_weight = norm_fused(size_t(m.q8_reader), n, &slot.norm_eps))) {
         slot.sums = reinterpret_cast<float*>(bytes + at.sums);
@@ -253,11 +253,11 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
             prep.norm_eps = in.norm_eps;
             prep.out_f = act_f_.as<float>() + int64_t(j) * n_pad;
             prep.out_q = act_q_.as<int8_t>() + int64_t(j) * n_pad;
-            prep.out_d = act_d_.as<float>() + int64_t(j) * (n_pad / 32);
+            prep.out_segments = act_segments_.as<Words2>() + int64_t(j) * (n_pad / 16);
             device_.prepare(prep);
         }
         GemvLaunch g;
-        if (q8 && !quantize_x) g.x.q8 = {act_q_.as<uint8_t>(), act_d_.as<float>()};
+        if (q8 && !quantize_x) g.x.q8 = {act_q_.as<uint8_t>(), act_segments_.as<Words2>()};
         else g.x.q8 = {nullptr, nullptr};
         g.quantize_x = quantize_x;
         g.rows_per_warp = ctx_.model->backend->gemv_rows_per_warp;
@@ -292,7 +292,7 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
             g.rope_append_tickets = rope_append_tickets_.as<int32_t>();
         }
         if (handed) {  // the bytes of the norm's input times its weight (Activation::norm_scale)
-            g.x.q8 = {handed->q, handed->d};
+            g.x.q8 = {handed->q, handed->segments};
             g.x.f = in.x;
             g.x.norm = nullptr;
             g.x.norm_scale = handed->norm_scale;

@@ -41,8 +41,11 @@ ALLOWED = {
     # launch with rope_append=gemv): sincosf's slow path, as in rope_append_kernel above,
     # and a word saved across the call, stored once at the start and reloaded once at the
     # end (bench/spill_places.py lists the slow path's loops among the kernel's: they run
-    # only for angles past about 1e5 radians).
-    "gemv_kernel": (40, 16),
+    # only for angles past about 1e5 radians). The kernel of several rows a warp
+    # (gemv_kernel<true, 1>) since its 8-bit x carries each segment's sum (2026-11-28): one
+    # word stored once a row, before the type switch, and reloaded once a row by the path
+    # of the row's type; ptxas counts the reloads of all ten paths, 40 bytes.
+    "gemv_kernel": (40, 40),
     # The split attention on tensor cores over an INT8 cache at head dim 128, held to 128
     # registers for the four blocks an SM the split count assumes (choose_kv_splits): on
     # sm_90 two words stored and two reloaded once a 32-key tile of about 760 instructions

@@ -78,6 +78,26 @@ inline constexpr double kBoundTensorCoreAttention = 2e-6;
 // INT8 cache against an F16 cache of the same K/V: 8-bit K, V and q together.
 inline constexpr double kBoundQ8VsF16Attention = 2e-3;
 
+// Room on the device for the word pairs of `rows` rows of n_pad values of 8-bit x
+// (ActivationQ8::segments, q8_segment_words).
+inline Words2* alloc_q8_segments(DeviceApi& api, int n_pad, int rows = 1) {
+    return static_cast<Words2*>(api.alloc(size_t(rows) * size_t(n_pad / 16) * sizeof(Words2)));
+}
+
+// The segments of 8-bit x whose word pair (q8_segment_words) is not its group's scale in
+// `d` and the sum of its 16 bytes of `q`.
+inline int q8_segments_differing(const std::vector<Words2>& words, const std::vector<int8_t>& q,
+                                 const std::vector<float>& d) {
+    int wrong = 0;
+    for (size_t s = 0; s < words.size(); ++s) {
+        int32_t sum = 0;
+        for (size_t i = 16 * s; i < 16 * s + 16; ++i) sum += q[i];
+        const Words2 expect = q8_segment_words(d[s / 2], sum);
+        wrong += words[s].w[0] != expect.w[0] || words[s].w[1] != expect.w[1];
+    }
+    return wrong;
+}
+
 // Activations of x on the device, prepared by the kernel (no norm).
 struct DeviceActivation {
     Activation view{};
@@ -99,10 +119,10 @@ inline DeviceActivation prepare_on_device(DeviceApi& api, const std::vector<floa
     p.norm_weight = norm_weight;
     p.out_f = static_cast<float*>(api.alloc(n_pad * 4));
     p.out_q = static_cast<int8_t*>(api.alloc(n_pad));
-    p.out_d = static_cast<float*>(api.alloc(n_pad / 8));
+    p.out_segments = alloc_q8_segments(api, n_pad);
     api.prepare(p);
     DeviceActivation a;
-    a.view.q8 = {reinterpret_cast<const uint8_t*>(p.out_q), p.out_d};
+    a.view.q8 = {reinterpret_cast<const uint8_t*>(p.out_q), p.out_segments};
     a.view.f = p.out_f;
     a.view.n = n;
     a.view.n_pad = n_pad;
@@ -170,7 +190,7 @@ inline void check_prepare(DeviceApi& api, const Report& report, int n, bool x_f1
     p.n = n;
     p.out_f = static_cast<float*>(api.alloc(n_pad * 4));
     p.out_q = static_cast<int8_t*>(api.alloc(n_pad));
-    p.out_d = static_cast<float*>(api.alloc(n_pad / 8));
+    p.out_segments = alloc_q8_segments(api, n_pad);
     api.prepare(p);
     std::vector<double> h(n);
     std::vector<float> h_float(n);  // the new hidden state is a float sum, exactly
@@ -179,21 +199,25 @@ inline void check_prepare(DeviceApi& api, const Report& report, int n, bool x_f1
         h_float[i] = add ? x[i] + residual[i] : x[i];
     }
     const std::vector<double> ref = ref_rms_norm(h, w, 1e-5);
-    const std::vector<float> f = api.download_vector(p.out_f, n_pad), d = api.download_vector(p.out_d, n_pad / 32);
+    const std::vector<float> f = api.download_vector(p.out_f, n_pad);
     const std::vector<int8_t> q = api.download_vector(p.out_q, n_pad);
+    const std::vector<Words2> segments = api.download_vector(p.out_segments, n_pad / 16);
     char name[160];
     std::snprintf(name, sizeof name, "prepare %srmsnorm n=%d x:%s", add ? "residual+" : "", n, x_f16 ? "f16" : "f32");
     // rsqrtf is within 2 ulp; the rest is float rounding.
     report({std::string(name) + " float", nmse(std::vector<float>(f.begin(), f.begin() + n), ref), 1e-10});
     if (add) report({std::string(name) + " hidden", nmse(api.download_vector(p.residual_out, n), h_float), 0.0});
     int wrong = 0;
+    std::vector<float> d(n_pad / 32);
     for (int g = 0; g < n_pad / 32; ++g) {
         int8_t expect[32];
-        const float dg = activation_q8_quantize_group(&f[32 * g], expect);
-        wrong += dg != d[g] || std::memcmp(expect, &q[32 * g], 32) != 0;
+        d[g] = activation_q8_quantize_group(&f[32 * g], expect);
+        wrong += std::memcmp(expect, &q[32 * g], 32) != 0;
         for (int i = n; i < n_pad && g == n_pad / 32 - 1; ++i) wrong += f[i] != 0.0f;
     }
     report({std::string(name) + " q8 groups differing from the q8 rule", double(wrong), 0.0});
+    report({std::string(name) + " q8 segments whose scale or sum differs", double(q8_segments_differing(segments, q, d)),
+            0.0});
     api.reset();
 }
 

@@ -93,7 +93,10 @@ inline void check_rope_append_in_gemv(DeviceApi& api, const Report& report, cons
         const DeviceActivation a = prepare_on_device(api, x, false);
         const int32_t at = rc.pos + step;
         api.upload(pos, &at, 4);
-        for (Path& path : paths) path.g.x = a.view;
+        for (Path& path : paths) {
+            path.g.x = a.view;
+            if (path.g.quantize_x) path.g.x.q8 = {nullptr, nullptr};  // the floats, quantized as staged
+        }
         api.gemv(paths[0].g);
         api.rope_append(paths[0].r);
         api.gemv(paths[1].g);
@@ -158,7 +161,7 @@ inline void check_decode_chain(DeviceApi& api, const Report& report, const Decod
     const int n_max = std::max({s.n_embd, s.n_ff, nq});
     float* act_f = floats(padded_length(n_max));
     auto* act_q = static_cast<int8_t*>(api.alloc(padded_length(n_max)));
-    float* act_d = floats(padded_length(n_max) / 32);
+    Words2* act_segments = alloc_q8_segments(api, padded_length(n_max));
     const KvCacheLayer cache = alloc_cache(api, kv_type, s.n_head_kv, n_ctx, s.head_dim);
     const float *d_attn_norm = api.upload_vector(attn_norm), *d_ffn_norm = api.upload_vector(ffn_norm);
     const float* d_out_norm = api.upload_vector(out_norm);
@@ -171,9 +174,9 @@ inline void check_decode_chain(DeviceApi& api, const Report& report, const Decod
         p.norm_eps = 1e-5f;
         p.out_f = act_f;
         p.out_q = act_q;
-        p.out_d = act_d;
+        p.out_segments = act_segments;
         api.prepare(p);
-        return Activation{{reinterpret_cast<const uint8_t*>(act_q), act_d}, act_f, n, padded_length(n)};
+        return Activation{{reinterpret_cast<const uint8_t*>(act_q), act_segments}, act_f, n, padded_length(n)};
     };
     auto gemv = [&](const Activation& x, std::vector<std::pair<const TestMatrix*, float*>> outs, const float* residual,
                     int epilogue) {

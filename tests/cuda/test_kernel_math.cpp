@@ -109,6 +109,7 @@ struct HostActivation {
     std::vector<float> f;
     std::vector<int8_t> q;
     std::vector<float> d;
+    std::vector<Words2> segments;
     Activation view{};
 };
 
@@ -120,7 +121,12 @@ HostActivation quantize_activation(const std::vector<float>& x) {
     a.q.assign(n_pad, 0);
     a.d.assign(n_pad / 32, 0.0f);
     for (int g = 0; g < n_pad / 32; ++g) a.d[g] = activation_q8_quantize_group(&a.f[32 * g], &a.q[32 * g]);
-    a.view.q8 = {reinterpret_cast<const uint8_t*>(a.q.data()), a.d.data()};
+    for (int s = 0; s < n_pad / 16; ++s) {
+        int32_t sum = 0;
+        for (int i = 16 * s; i < 16 * s + 16; ++i) sum += a.q[i];
+        a.segments.push_back(q8_segment_words(a.d[s / 2], sum));
+    }
+    a.view.q8 = {reinterpret_cast<const uint8_t*>(a.q.data()), a.segments.data()};
     a.view.f = a.f.data();
     a.view.n = int(x.size());
     a.view.n_pad = n_pad;
@@ -382,8 +388,8 @@ TEST_CASE("x quantized as staged: the eight lanes of a quarter-warp load from ei
         }
         for (int n : seen) REQUIRE(n == 1);
         const Q8Stage stage = q8_stage(3, n_pad);
-        CHECK(stage.meta_offset == 3 * n_units * 16);
-        CHECK(stage.bytes == stage.meta_offset + 3 * (n_pad / 16) * 8);
+        CHECK(stage.segments_offset == 3 * n_units * 16);
+        CHECK(stage.bytes == stage.segments_offset + 3 * (n_pad / 16) * 8);
         CHECK(stage.bytes % 16 == 0);
     }
     // A segment's 16 bytes are one unit; lanes 8q..8q+7 load tasks t0..t0+7 (t0 a multiple

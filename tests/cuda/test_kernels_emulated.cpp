@@ -260,8 +260,9 @@ TEST_CASE("emulated: rope_append in the Q/K/V GEMV's last blocks, bit for bit") 
     check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "the plan's shape"}, [](GemvLaunch&) {}, seed++);
     check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "one warp a row"},
                               [](GemvLaunch& g) { g.asked_warps_per_row = 1; }, seed++);
-    check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "three rows a warp"},
-                              [](GemvLaunch& g) { g.asked_warps_per_row = 1, g.rows_per_warp = 3; }, seed++);
+    check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "three rows a warp, x quantized as staged"},
+                              [](GemvLaunch& g) { g.asked_warps_per_row = 1, g.rows_per_warp = 3, g.quantize_x = 1; },
+                              seed++);
     check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "eight warps a row"},
                               [](GemvLaunch& g) { g.asked_warps_per_row = 8; }, seed++);
     check_rope_append_in_gemv(dev, doctest_report(), {qwen_like, 256, kQ4_K, kQ6_K, "rows in pairs"},

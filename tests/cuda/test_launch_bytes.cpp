@@ -38,10 +38,10 @@ TEST_CASE("a GEMV launch moves its weights once, x once and y") {
     // Q4_K: 144 bytes per 256 weights; x floats; y floats.
     CHECK(gemv_kind(one).bytes == 256ull * 2 * 144 + 512 * 4 + 256 * 4);
 
-    SUBCASE("8-bit activations: a byte per value and a float scale per 32") {
+    SUBCASE("8-bit activations: a byte per value and a word pair (scale, sum) per 16") {
         static uint8_t q[512];
         one.x.q8.q = q;
-        CHECK(gemv_kind(one).bytes == 256ull * 2 * 144 + 512 + 512 / 32 * 4 + 256 * 4);
+        CHECK(gemv_kind(one).bytes == 256ull * 2 * 144 + 512 + 512 / 16 * 8 + 256 * 4);
     }
     SUBCASE("gate and up with the SwiGLU epilogue: two weights, one y") {
         GemvLaunch swiglu = one;

@@ -92,9 +92,9 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         // type, x is 8-bit and a lane walks one row with one task in flight; two rows of an
         // output a warp never for SwiGLU. Dropped otherwise.
         alignas(16) static uint8_t x_q[2560];
-        alignas(16) static float x_d[2560 / 32];
+        alignas(16) static Words2 x_segments[2560 / 16];
         GemvLaunch pairs = l;
-        pairs.x.q8 = {x_q, x_d};
+        pairs.x.q8 = {x_q, x_segments};
         pairs.swiglu_pairs = pairs.row_pairs = 1;
         CHECK(plan_gemv(pairs, 132) == 1216);
         CHECK(pairs.swiglu_pairs == 1);
@@ -106,7 +106,20 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
             CHECK(launch.row_pairs == 0);
         };
         check_dropped(pairs, [](GemvLaunch& v) { v.out[1].w.type = kQ6_K; });
-        check_dropped(pairs, [](GemvLaunch& v) { v.rows_per_warp = 2; });
+        // Rows one after another share a block's stage of x: with prepared 8-bit x, where
+        // nothing is staged, a row a warp whatever is asked (and the pairs stay); with x
+        // quantized as staged, several rows a warp, and no pairs.
+        GemvLaunch prepared_rows = pairs;
+        prepared_rows.rows_per_warp = 2;
+        CHECK(plan_gemv(prepared_rows, 132) == 1216);
+        CHECK(prepared_rows.rows_per_warp == 1);
+        CHECK(prepared_rows.swiglu_pairs == 1);
+        GemvLaunch staged_rows = pairs;
+        staged_rows.x.q8 = {nullptr, nullptr};
+        staged_rows.quantize_x = 1;
+        staged_rows.rows_per_warp = 2;
+        CHECK(plan_gemv(staged_rows, 132) == 608);
+        CHECK(staged_rows.swiglu_pairs == 0);
         check_dropped(pairs, [](GemvLaunch& v) { v.tasks_in_flight = 2; });
         check_dropped(pairs, [](GemvLaunch& v) { v.load_ahead = 1; });
         check_dropped(pairs, [](GemvLaunch& v) { v.x.q8 = {nullptr, nullptr}; });  // float x

@@ -17,11 +17,18 @@ namespace edgerun::cuda_orin {
 
 inline constexpr int kQ8Group = 32;
 
+// The word pair 8-bit x keeps per segment of 16 values, beside its bytes (ActivationQ8,
+// Q8Stage): the float bits of the scale of the segment's group of 32, then the sum of its
+// 16 bytes, read together in one 8-byte load. The sum is what the dot of a type with a
+// minimum or a zero point subtracts (segment_dot, quant_tasks.hpp); kept here, it is made
+// once per x instead of by four dp4a in every task of every row.
+ER_HD Words2 q8_segment_words(float d, int32_t sum) { return {{quant::float_to_bits(d), uint32_t(sum)}}; }
+
 // Quantized activations: `q` holds n_pad signed bytes (n_pad a multiple of 32, the tail
-// zero), `d` one float scale per 32 values.
+// zero), `segments` a word pair per 16 values (q8_segment_words).
 struct ActivationQ8 {
     const uint8_t* q;
-    const float* d;
+    const Words2* segments;
 };
 
 // Everything a GEMV may read of its input: q8 for quantized weights (dp4a), float for F16
@@ -80,10 +87,9 @@ ER_HD int staged_q8_unit(int u) { return u ^ (((u >> 3) & 1) * 7); }
 ER_HD int q8_stage_row_units(int n_pad) { return (n_pad / 16 + 15) / 16 * 16; }
 
 // The stage of n_x rows in two parts, each 16-byte aligned: every row's bytes, then every
-// row's segment words (8 bytes per 16 values: the float scale of the segment's group of
-// 32, and the int32 sum of its bytes), read together in one 8-byte load.
+// row's segment words (q8_segment_words).
 struct Q8Stage {
-    int meta_offset, bytes;
+    int segments_offset, bytes;
 };
 
 ER_HD Q8Stage q8_stage(int n_x, int n_pad) {
@@ -123,55 +129,53 @@ ER_HD float activation_q8_quantize_group(const float* x, int8_t* q) {
 // is: prepared in global memory or staged by the block in shared memory, as floats or
 // 8-bit. A segment is named by its group of 256 values and its offset in it.
 
-// 16 values of 8-bit x: the bytes, the scale of their group of 32, and (when asked for:
-// types with a minimum or a zero point) the sum of the bytes.
+// 16 values of 8-bit x: the bytes, the scale of their group of 32, the sum of the bytes.
 struct Q8Segment {
     Words4 q;
     float d;
     int32_t sum;
 };
 
+ER_HD Q8Segment q8_segment(const Words4& q, const Words2& words) {
+    return {q, quant::bits_to_float(words.w[0]), int32_t(words.w[1])};
+}
+
 // Where a thread reads 8-bit activations, a segment at a time.
-// GlobalQ8X reads a row prepared in global memory (prepare.cu) and sums the bytes itself;
-// StagedQ8X reads the block's copy in shared memory, which the GEMV quantized from float x
-// as it staged it (gemv.cu), the scale and sum of each segment side by side in one 8-byte
-// word (Q8Stage). The bytes, scales and sums are the same either way, so are the dots.
+// GlobalQ8X reads a row prepared in global memory (by prepare.cu, or by the GEMV that
+// wrote it: GemvLaunch::q8_out); StagedQ8X reads the block's copy in shared memory, which
+// the GEMV quantized from float x as it staged it (gemv_stage.cuh). Both hold a segment's
+// scale and sum in one word pair (q8_segment_words), and the same bytes, scales and sums,
+// so the dots are the same either way.
 struct GlobalQ8X {
     static constexpr bool kQ8 = true;
     ActivationQ8 x;
-    template <bool WithSum>
     ER_HD Q8Segment segment(int group, int offset) const {
-        Q8Segment s{load_16B(x.q + (256 * group + offset)), load_f32(x.d + (8 * group + offset / 32)), 0};
-        if (WithSum)
-            for (int i = 0; i < 4; ++i) s.sum = dp4a(0x01010101u, s.q.w[i], s.sum);
-        return s;
+        return q8_segment(load_16B(x.q + (256 * group + offset)), load_8B(x.segments + (16 * group + offset / 16)));
     }
     ER_HD GlobalQ8X row_at(int r, int n_pad) const {
-        return {{x.q + int64_t(r) * n_pad, x.d + int64_t(r) * (n_pad / 32)}};
+        return {{x.q + int64_t(r) * n_pad, x.segments + int64_t(r) * (n_pad / 16)}};
     }
 };
 
 struct StagedQ8X {
     static constexpr bool kQ8 = true;
     const Words4* units;  // one row's bytes, 16-byte unit u at staged_q8_unit(u)
-    const Words2* meta;   // per segment: the float bits of its group's scale, then its sum
+    const Words2* segments;  // a word pair per segment (q8_segment_words)
     // staged_q8_unit moves a unit only inside its 16 (one group of 256 values): unit 16
     // group + v is at 16 group + staged_q8_unit(v), the second term the same for every
-    // task of a thread (TaskIndex). The sums are in the stage whether asked for or not.
-    template <bool WithSum>
+    // task of a thread (TaskIndex).
     ER_HD Q8Segment segment(int group, int offset) const {
-        const Words2 m = load_shared<Words2>(meta + (16 * group + offset / 16));
-        const Words4 q = load_shared<Words4>(units + (16 * group + staged_q8_unit(offset / 16)));
-        return {q, quant::bits_to_float(m.w[0]), int32_t(m.w[1])};
+        const Words2 words = load_shared<Words2>(segments + (16 * group + offset / 16));
+        return q8_segment(load_shared<Words4>(units + (16 * group + staged_q8_unit(offset / 16))), words);
     }
     // Row 0 of the n_x rows a GEMV block quantized into `stage` (Q8Stage).
     ER_HD static StagedQ8X in_stage(const void* stage, int n_x, int n_pad) {
         const uint8_t* bytes = static_cast<const uint8_t*>(stage);
-        return {static_cast<const Words4*>(stage), reinterpret_cast<const Words2*>(bytes + q8_stage(n_x, n_pad).meta_offset)};
+        return {static_cast<const Words4*>(stage), reinterpret_cast<const Words2*>(bytes + q8_stage(n_x, n_pad).segments_offset)};
     }
     // The stage holds rows one after another in each of its parts (Q8Stage).
     ER_HD StagedQ8X row_at(int r, int n_pad) const {
-        return {units + int64_t(r) * q8_stage_row_units(n_pad), meta + int64_t(r) * (n_pad / 16)};
+        return {units + int64_t(r) * q8_stage_row_units(n_pad), segments + int64_t(r) * (n_pad / 16)};
     }
 };
 

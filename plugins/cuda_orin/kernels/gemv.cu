@@ -77,27 +77,29 @@ __device__ XForm x_form(const GemvLaunch& p) {
 // Calls use(xr) with the reader (quant_tasks.hpp) of the launch's form of x (x_form), for
 // a weight of type Type: 8-bit x staged or prepared for quantized types, else floats,
 // staged or not. Plain types read floats whatever the form (plan_gemv keeps them out of a
-// quantize_x launch). n_x: the rows a quantized stage holds. Inlined by force, as are
+// quantize_x launch). n_x: the rows a quantized stage holds. kPrepared: whether the
+// kernel reads prepared 8-bit x (not the row loop's: plan_gemv). Inlined by force, as are
 // its callers: as calls, their arguments went through a stack frame in local memory.
-template <int32_t Type, class Use>
+template <int32_t Type, bool kPrepared = true, class Use>
 __device__ __forceinline__ auto with_x_reader(const Activation& x, XForm form, const Words4* stage, int n_x, Use&& use) {
     if constexpr (plain_value_bytes(Type) == 0) {
         if (form == XForm::kStagedQ8) return use(StagedQ8X::in_stage(stage, n_x, x.n_pad));
-        if (x.q8.q) return use(GlobalQ8X{x.q8});
+        if constexpr (kPrepared)
+            if (x.q8.q) return use(GlobalQ8X{x.q8});
     }
     if (form == XForm::kStagedFloat) return use(StagedFloatX::in_stage(stage, n_x, x.n_pad));
     return use(GlobalFloatX{x.f});
 }
 
 // One row's dot in the launch's form of x; `ahead`: row_slice_dot's. kBuiltType: the weight
-// type the kernel was built for (visit_weight_type_of).
-template <int kInFlight, int32_t kBuiltType = kAnyWeightType>
+// type the kernel was built for (visit_weight_type_of); kPrepared: with_x_reader's.
+template <int kInFlight, int32_t kBuiltType = kAnyWeightType, bool kPrepared = true>
 __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int row, const Activation& x, XForm form,
                                                    const Words4* stage, int first_task, int stride,
                                                    const TaskBytes* ahead = nullptr) {
     return visit_weight_type_of<kBuiltType>(w.type, 0.0f, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
-        return with_x_reader<kType>(x, form, stage, 1, [&](const auto& xr) {
+        return with_x_reader<kType, kPrepared>(x, form, stage, 1, [&](const auto& xr) {
             return row_slice_dot<kType, kInFlight>(w, row, xr, first_task, stride, ahead);
         });
     });
@@ -184,12 +186,12 @@ __device__ __forceinline__ void q8_out_in_last_blocks(const GemvLaunch& p, int b
             const float v = i < n ? load_f32_l2(y + i) : 0.0f;  // the tail up to 32: zeros
             const float u = q8.norm_weight && i < n ? v * q8.norm_weight[i] : v;
             const float d = q8_scale(warp_max(fabsf(u)));
-            q8.q[i] = uint8_t(q8_round(u, q8_inverse(d)));
+            const int8_t q = q8_round(u, q8_inverse(d));
+            q8.q[i] = uint8_t(q);
+            const int32_t q_sum = half_warp_sum(q);  // of the lane's segment of 16
+            if (threadIdx.x % 16 == 0) q8.segments[2 * g + threadIdx.x / 16] = q8_segment_words(d, q_sum);
             const float sum = warp_sum(v * v);
-            if (threadIdx.x == 0) {
-                q8.d[g] = d;
-                if (q8.norm_scale) q8.sums[g] = sum;
-            }
+            if (threadIdx.x == 0 && q8.norm_scale) q8.sums[g] = sum;
         }
         if (!q8.norm_scale || !takes_last_ticket(q8.tickets + n_groups, 1, n_groups) || threadIdx.x >= 32) continue;
         float sum = 0.0f;
@@ -301,10 +303,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
             row_pair_slice_dot_any<kBuiltType>(out.w, row, p.out[1].w, row, p.x, form, x_stage, first_task, stride, acc,
                                                second);
         } else if (row < out.w.n_rows) {
-            acc = row_slice_dot_any<kInFlight, kBuiltType>(out.w, row, p.x, form, x_stage, first_task, stride,
-                                                      kLoadAhead ? ahead : nullptr);
+            acc = row_slice_dot_any<kInFlight, kBuiltType, !kRowLoop>(out.w, row, p.x, form, x_stage, first_task, stride,
+                                                                 kLoadAhead ? ahead : nullptr);
             if (swiglu)
-                second = row_slice_dot_any<kInFlight, kBuiltType>(p.out[1].w, row, p.x, form, x_stage, first_task, stride);
+                second = row_slice_dot_any<kInFlight, kBuiltType, !kRowLoop>(p.out[1].w, row, p.x, form, x_stage,
+                                                                            first_task, stride);
         }
         // x.q8 without its norm's scale (not in the row loop, as q8_out: plan_gemv): loaded
         // by every lane before the sums' shuffles, which then hide some of its round trip.

@@ -161,7 +161,7 @@ __device__ void stage_x_q8(const Activation& x, int n_x, uint8_t* stage) {
         }
         inv_rms = staged_inverse_rms(x, sum_sq);
     }
-    Words2* meta = reinterpret_cast<Words2*>(stage + q8_stage(n_x, x.n_pad).meta_offset);
+    Words2* segments = reinterpret_cast<Words2*>(stage + q8_stage(n_x, x.n_pad).segments_offset);
     const int quads_per_row = x.n_pad / 4, n_quads = n_x * quads_per_row, lane = threadIdx.x % 32;
     const int row_bytes = q8_stage_row_units(x.n_pad) * 16;
     // Quad j of row r, kBatch of them a thread, loaded first; the loop's bound is the
@@ -199,7 +199,7 @@ __device__ void stage_x_q8(const Activation& x, int n_x, uint8_t* stage) {
                 uint8_t* at = stage + r * row_bytes + staged_q8_unit(j / 4) * 16 + 4 * (j % 4);
                 *reinterpret_cast<uint32_t*>(at) = word;
                 if (j % 4 == 0)
-                    store_shared<Words2>(meta + r * (x.n_pad / 16) + j / 4, {{quant::float_to_bits(scale), uint32_t(sum)}});
+                    store_shared<Words2>(segments + r * (x.n_pad / 16) + j / 4, q8_segment_words(scale, sum));
             }
         }
     }

@@ -42,7 +42,7 @@ struct PrepareParams {
     // Outputs, each padded to n_pad = round_up(n, 32) (the tail written as zeros).
     float* out_f = nullptr;
     int8_t* out_q = nullptr;
-    float* out_d = nullptr;  // n_pad / 32
+    Words2* out_segments = nullptr;  // n_pad / 16 (q8_segment_words)
 };
 
 ER_HD int32_t padded_length(int32_t n) { return (n + kQ8Group - 1) / kQ8Group * kQ8Group; }
@@ -191,7 +191,7 @@ inline bool valid_asked_warps_per_row(int n) { return n == 0 || n == 1 || n == 2
 // dots by it (Activation::norm_scale).
 struct Q8Out {
     uint8_t* q = nullptr;  // the rows rounded up to 32, the tail zero
-    float* d = nullptr;    // a scale a group
+    Words2* segments = nullptr;  // a word pair a segment of 16 (q8_segment_words)
     const float* norm_weight = nullptr;
     float* norm_scale = nullptr;  // with an RMS norm after y: its scale, else null
     float norm_eps = 0.0f;
@@ -204,7 +204,7 @@ struct Q8Out {
 struct GemvLaunch {
     Activation x{};
     // Rows of x, 1..kGemvMaxRows. Row r of x lies r * x.n_pad values after row 0 in x.f and
-    // x.q8.q (r * x.n_pad / 32 scales in x.q8.d). One row takes the one-row kernel; several
+    // x.q8.q (r * x.n_pad / 16 word pairs in x.q8.segments). One row takes the one-row kernel; several
     // the multi-row kernel, which dequantizes each weight once for all of them and gives
     // every row the one-row kernel's sum (the same tasks, lanes and order). Store only.
     int32_t n_x_rows = 1;
@@ -229,9 +229,9 @@ struct GemvLaunch {
     // Rows each warp of the one-row kernel takes, one after another (1..kGemvMaxRowsPerWarp),
     // so that a block's staging of x serves that many more rows. 0: plan_gemv chooses
     // (choose_rows_per_warp, for quantize_x; 1 otherwise); else kept (the backend's option
-    // gemv_rows_per_warp=N, to compare). The multi-row kernel, rows split across warps, x
-    // without its norm's scale (Activation::norm_scale) and q8_out take 1 (gemv.cu: the row
-    // loop has no code for the last two, which made ptxas spill there).
+    // gemv_rows_per_warp=N, to compare). The multi-row kernel, rows split across warps,
+    // prepared 8-bit x (nothing staged for the rows to share) and q8_out take 1 (gemv.cu:
+    // the row loop has no code for the last two, which made ptxas spill there).
     int32_t rows_per_warp = 0;
     // Tasks of weights each lane of the one-row kernel loads before it dots the first of
     // them (row_slice_dot's kInFlight: 1, 2 or 4): more loads waiting on DRAM at once, for
@@ -308,7 +308,7 @@ inline bool valid_gemv_rope_append(const GemvLaunch& launch) {
 inline bool valid_gemv_q8_out(const GemvLaunch& launch) {
     const Q8Out& q = launch.q8_out;
     const bool one_output = launch.n_outputs == 1 && launch.epilogue == kEpilogueStore;
-    return q.q && q.d && q.tickets && (!q.norm_scale || q.sums) && (one_output || launch.epilogue == kEpilogueSwiGLU) &&
+    return q.q && q.segments && q.tickets && (!q.norm_scale || q.sums) && (one_output || launch.epilogue == kEpilogueSwiGLU) &&
            launch.n_x_rows == 1 && !launch.out[0].y_is_f16 && !launch.rope_append_tickets;
 }
 
@@ -365,7 +365,7 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     if (launch.tasks_in_flight > 1) launch.load_ahead = 0;  // they load ahead in any case
     if ((launch.tasks_in_flight > 1 || launch.load_ahead) && launch.rows_per_warp > 1) return 0;  // no such kernel
     if (launch.warps_per_row > 1 || launch.n_x_rows > 1 || launch.tasks_in_flight > 1 || launch.load_ahead ||
-        launch.x.norm_scale || launch.q8_out.q) {
+        launch.x.q8.q || launch.q8_out.q) {
         launch.rows_per_warp = 1;
     } else if (launch.rows_per_warp == 0) {
         int64_t rows[kMaxGemvOutputs] = {};

@@ -102,8 +102,10 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_kernel(const PrepareP
             if (g >= n_groups) continue;
             p.out_f[i] = v[b];
             const float d = q8_scale(warp_max(fabsf(v[b])));
-            p.out_q[i] = q8_round(v[b], q8_inverse(d));
-            if (lane == 0) p.out_d[g] = d;
+            const int8_t q = q8_round(v[b], q8_inverse(d));
+            p.out_q[i] = q;
+            const int32_t sum = half_warp_sum(q);  // of the lane's segment of 16
+            if (lane % 16 == 0) p.out_segments[2 * g + lane / 16] = q8_segment_words(d, sum);
         }
     }
 }
@@ -112,7 +114,7 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_kernel(const PrepareP
 
 #if ER_KERNEL_LAUNCHERS
 cudaError_t launch_prepare(const PrepareParams& p, LaunchStream stream) {
-    if (!p.x || p.n <= 0 || !p.out_f || !p.out_q || !p.out_d || (p.residual && !p.residual_out))
+    if (!p.x || p.n <= 0 || !p.out_f || !p.out_q || !p.out_segments || (p.residual && !p.residual_out))
         return cudaErrorInvalidValue;
     return launch_kernel(prepare_kernel, dim3(prepare_blocks(p)), dim3(kPrepareThreads), 0, stream, p);
 }

@@ -10,9 +10,6 @@
 
 namespace edgerun::cuda_orin {
 
-// Whether a type's segment dot needs the sum of x's bytes (Q8Segment::sum).
-ER_HD constexpr bool needs_x_sum(int32_t type) { return has_min(type) || quant_zero(type) != 0; }
-
 // Segment · x, with x quantized per 32 values (d_x * qx), from the segment's 16 values of
 // x as read (xs): d_x * (d * Σ (q - zero) qx - m * Σ qx).
 template <int32_t Type>
@@ -28,7 +25,7 @@ ER_HD float segment_dot(const Segment& s, const Q8Segment& xs) {
 
 template <int32_t Type, class X>
 ER_HD float segment_dot(const Segment& s, const X& x) {
-    return segment_dot<Type>(s, x.template segment<needs_x_sum(Type)>(s.group, s.offset));
+    return segment_dot<Type>(s, x.segment(s.group, s.offset));
 }
 
 // A dequantized task dotted with one row of 8-bit activations (GlobalQ8X or StagedQ8X).
@@ -257,8 +254,7 @@ ER_HD void row_pair_slice_dot(const PackedMatrix& wa, int row_a, const PackedMat
     for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups) {
         const TaskBytes bytes_a = load_task<Type>(wa, row_a, k), bytes_b = load_task<Type>(wb, row_b, k);
         const Task a = decode_task<Type>(bytes_a, k);
-        const Q8Segment x0 = xr.template segment<needs_x_sum(Type)>(a.seg[0].group, a.seg[0].offset);
-        const Q8Segment x1 = xr.template segment<needs_x_sum(Type)>(a.seg[1].group, a.seg[1].offset);
+        const Q8Segment x0 = xr.segment(a.seg[0].group, a.seg[0].offset), x1 = xr.segment(a.seg[1].group, a.seg[1].offset);
         acc_a += segment_dot<Type>(a.seg[0], x0) + segment_dot<Type>(a.seg[1], x1);
         const Task b = decode_task<Type>(bytes_b, k);
         acc_b += segment_dot<Type>(b.seg[0], x0) + segment_dot<Type>(b.seg[1], x1);

@@ -23,6 +23,12 @@ __device__ __forceinline__ float group_sum(float v, int width) {
     return v;
 }
 
+// Sum over the 16 lanes of v's half of the warp (a segment of 8-bit x: q8_segment_words).
+__device__ __forceinline__ int half_warp_sum(int v) {
+    for (int offset = 8; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
+    return v;
+}
+
 // Sum over the whole block (blockDim.x a multiple of 32, at most 1024); every thread
 // gets the result. `scratch` holds 32 floats; the call contains two __syncthreads.
 __device__ __forceinline__ float block_sum(float v, float* scratch) {

@@ -234,7 +234,7 @@ public:
     }
 
     void prepare(const PrepareParams& p) override {
-        require(p.x && p.n > 0 && p.out_f && p.out_q && p.out_d, "prepare");
+        require(p.x && p.n > 0 && p.out_f && p.out_q && p.out_segments, "prepare");
         run(LaunchKind(Kernel::prepare), [p] { emulated::prepare(p); });
     }
     void gemv(const GemvLaunch& launch) override {

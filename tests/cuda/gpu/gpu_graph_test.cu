@@ -40,7 +40,7 @@ struct State {
     float *hidden, *q, *k, *v, *attn, *ff, *logits, *workspace;
     float* act_f;
     int8_t* act_q;
-    float* act_d;
+    Words2* act_segments;
     KvCacheLayer cache[kLayers];
 };
 
@@ -70,7 +70,7 @@ State make_state(CudaDevice& dev, int n_splits) {
     s.workspace = floats(attention_workspace_floats(kHeads, kHeadDim, n_splits));
     s.act_f = floats(kFf);
     s.act_q = static_cast<int8_t*>(dev.alloc(kFf));
-    s.act_d = floats(kFf / 32);
+    s.act_segments = static_cast<Words2*>(dev.alloc(kFf / 16 * sizeof(Words2)));
     for (KvCacheLayer& c : s.cache) c = alloc_cache(dev, kKvQ8, kKvHeads, kCtx, kHeadDim);
     return s;
 }
@@ -86,9 +86,9 @@ Activation prepare(const State& s, const float* x, int n, const float* norm, con
     p.residual_out = residual_out;
     p.out_f = s.act_f;
     p.out_q = s.act_q;
-    p.out_d = s.act_d;
+    p.out_segments = s.act_segments;
     cuda_check(launch_prepare(p, stream), "prepare");
-    return {{reinterpret_cast<const uint8_t*>(s.act_q), s.act_d}, s.act_f, n, padded_length(n)};
+    return {{reinterpret_cast<const uint8_t*>(s.act_q), s.act_segments}, s.act_f, n, padded_length(n)};
 }
 
 void gemv(const Activation& x, std::initializer_list<std::pair<PackedMatrix, float*>> outs, const float* residual,
