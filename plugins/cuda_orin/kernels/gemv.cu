@@ -19,8 +19,8 @@
 // Float activations are first copied into the block's shared memory (stage_x,
 // gemv_stage.cuh), when they fit. Read in place they made L1, not DRAM, the limit: a
 // lane's task covers 32 consecutive values (128 bytes), so each 16-byte load of a warp
-// touched 32 different lines. Staged, a warp's load is four conflict-free shared-memory wavefronts
-// (staged_unit). The products and their order are the same either way.
+// touched 32 different lines. Staged, a warp's load is four conflict-free shared-memory
+// wavefronts (staged_unit). The products and their order are the same either way.
 //
 // Before anything else each warp asks L2 for the weight bytes of its row (prefetch_row;
 // GemvLaunch::prefetch): a launch of a small model is under one wave, and without it the
