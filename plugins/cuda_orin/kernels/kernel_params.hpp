@@ -204,9 +204,10 @@ struct Q8Out {
 struct GemvLaunch {
     Activation x{};
     // Rows of x, 1..kGemvMaxRows. Row r of x lies r * x.n_pad values after row 0 in x.f and
-    // x.q8.q (r * x.n_pad / 16 word pairs in x.q8.segments). One row takes the one-row kernel; several
-    // the multi-row kernel, which dequantizes each weight once for all of them and gives
-    // every row the one-row kernel's sum (the same tasks, lanes and order). Store only.
+    // x.q8.q (r * x.n_pad / 16 word pairs in x.q8.segments). One row takes the one-row
+    // kernel; several the multi-row kernel, which dequantizes each weight once for all of
+    // them and gives every row the one-row kernel's sum (the same tasks, lanes and order).
+    // Store only.
     int32_t n_x_rows = 1;
     GemvOutput out[kMaxGemvOutputs];
     int32_t n_outputs = 0;
