@@ -153,9 +153,8 @@ private:
     // GEMV input: the q8 and float forms of up to gemv_slots_ rows (prepare's outputs),
     // n_pad apart; one GEMV launch multiplies them all.
     DeviceBuffer act_f_, act_q_, act_segments_;
-    // Option prepare=gemv: two slots of a GEMV's 8-bit x made by the GEMV before it (the
-    // bytes, then a scale and a sum of squares per 32 values, then the norm's scale), and
-    // a ticket per 32 rows and one more.
+    // Option prepare=gemv: two slots of a GEMV's 8-bit x made by the GEMV before it
+    // (q8_slot_layout), and a ticket per 32 rows and one more.
     DeviceBuffer q8_slots_[2], q8_tickets_;
     // With activations=q8, GEMV launches of fewer outputs than this still read float x.
     // Such a launch is a few blocks, bound by latency, not by the bytes that 8-bit x saves;

@@ -185,11 +185,7 @@ __device__ __forceinline__ void q8_out_in_last_blocks(const GemvLaunch& p, int b
             const int i = first + int(threadIdx.x);
             const float v = i < n ? load_f32_l2(y + i) : 0.0f;  // the tail up to 32: zeros
             const float u = q8.norm_weight && i < n ? v * q8.norm_weight[i] : v;
-            const float d = q8_scale(warp_max(fabsf(u)));
-            const int8_t q = q8_round(u, q8_inverse(d));
-            q8.q[i] = uint8_t(q);
-            const int32_t q_sum = half_warp_sum(q);  // of the lane's segment of 16
-            if (threadIdx.x % 16 == 0) q8.segments[2 * g + threadIdx.x / 16] = q8_segment_words(d, q_sum);
+            q8.q[i] = uint8_t(quantize_q8_in_warp(u, int(threadIdx.x), g, q8.segments));
             const float sum = warp_sum(v * v);
             if (threadIdx.x == 0 && q8.norm_scale) q8.sums[g] = sum;
         }

@@ -101,11 +101,7 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_kernel(const PrepareP
             const int g = first + b * group_stride, i = g * kQ8Group + lane;
             if (g >= n_groups) continue;
             p.out_f[i] = v[b];
-            const float d = q8_scale(warp_max(fabsf(v[b])));
-            const int8_t q = q8_round(v[b], q8_inverse(d));
-            p.out_q[i] = q;
-            const int32_t sum = half_warp_sum(q);  // of the lane's segment of 16
-            if (lane % 16 == 0) p.out_segments[2 * g + lane / 16] = q8_segment_words(d, sum);
+            p.out_q[i] = quantize_q8_in_warp(v[b], lane, g, p.out_segments);
         }
     }
 }

@@ -1,6 +1,8 @@
 // Warp- and block-level reductions used by the kernels (device code only).
 #pragma once
 
+#include "activation.hpp"
+
 #include <cmath>
 
 namespace edgerun::cuda_orin {
@@ -27,6 +29,17 @@ __device__ __forceinline__ float group_sum(float v, int width) {
 __device__ __forceinline__ int half_warp_sum(int v) {
     for (int offset = 8; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
     return v;
+}
+
+// A warp quantizing group `group` of 32 values of 8-bit x by the q8 rule, one value a lane
+// (v): returns the lane's byte; lanes 0 and 16 store their segment's word pair
+// (q8_segment_words) at segments[2 group + lane / 16]. Every lane of the warp calls it.
+__device__ __forceinline__ int8_t quantize_q8_in_warp(float v, int lane, int group, Words2* segments) {
+    const float d = q8_scale(warp_max(fabsf(v)));
+    const int8_t q = q8_round(v, q8_inverse(d));
+    const int sum = half_warp_sum(q);
+    if (lane % 16 == 0) segments[2 * group + lane / 16] = q8_segment_words(d, sum);
+    return q;
 }
 
 // Sum over the whole block (blockDim.x a multiple of 32, at most 1024); every thread
