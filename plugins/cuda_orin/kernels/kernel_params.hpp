@@ -259,8 +259,8 @@ struct GemvLaunch {
     // output and down projections fit in one wave of an H100's). Both where x is 8-bit,
     // the matrices quantized (both of SwiGLU's of one type), and a warp takes a row with
     // one task in flight; plan_gemv sets them to 0 elsewhere, row_pairs also for SwiGLU.
-    // The backend's option gemv_pairs=none|swiglu|all, to compare. The results are the
-    // same.
+    // The backend's option gemv_pairs=none|swiglu|all (`all` by default). The results are
+    // the same.
     int32_t swiglu_pairs = 0;
     int32_t row_pairs = 0;
     // Warps that share each row (split-K inside a block: 1, 2, 4 or 8). 0: plan_gemv

@@ -13,10 +13,11 @@
 // prepare, rope_append and the flash-decode query issued together since 927f131), with
 // tiled_attention_stages=2 and with gemv_kernels=typed_4_blocks; the GEMV making the next
 // GEMV's 8-bit x (GemvLaunch::q8_out, option prepare=gemv) and gemv_kernels=typed ran
-// there in decode benchmarks only, not through conformance. Since 2026-11-28 (run on the
-// CPU emulation only): prepared 8-bit x carries each segment's sum (q8_segment_words, the
-// default path), and the GEMV's rows may be walked in pairs (GemvLaunch::swiglu_pairs,
-// row_pairs; option gemv_pairs, off).
+// there in decode benchmarks only, not through conformance. On an H200 (2026-11-28,
+// e392d98; bench/results/h200-2026-11-28-e392d98): prepared 8-bit x carrying each
+// segment's sum (q8_segment_words) and rows walked in pairs (GemvLaunch::swiglu_pairs,
+// row_pairs; option gemv_pairs, `all` by default since) passed the kernel tests (both
+// builds), the CUDA Graph test, compute-sanitizer and conformance at every level.
 // The math the kernels are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp);
 // the kernels themselves also run on the CPU emulation in CI
 // (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
