@@ -29,11 +29,15 @@ inline void check(cudaError_t err, const char* what) {
 struct GemvVariant {
     int tasks_in_flight = 1;
     int warps_per_row = 0;
+    // Rows walked in pairs where the plan keeps them (GemvLaunch::swiglu_pairs and
+    // row_pairs: the backend's default, gemv_pairs=all); false: a row at a time.
+    bool pairs = true;
     // "" for the defaults, else e.g. "4 tasks in flight", "4 warps a row".
     std::string text() const {
         std::string s;
         if (tasks_in_flight > 1) s += std::to_string(tasks_in_flight) + " tasks in flight";
         if (warps_per_row > 0) s += (s.empty() ? "" : ", ") + std::to_string(warps_per_row) + " warps a row";
+        if (!pairs) s += (s.empty() ? "" : ", ") + std::string("a row at a time");
         return s;
     }
 };
@@ -218,6 +222,7 @@ inline GemvLaunch gemv_launch(Activation x, ActivationForm form, const GemvVaria
     l.quantize_x = form == ActivationForm::kQ8;
     l.tasks_in_flight = variant.tasks_in_flight;
     l.asked_warps_per_row = variant.warps_per_row;
+    l.swiglu_pairs = l.row_pairs = variant.pairs;
     return l;
 }
 

@@ -5,9 +5,10 @@
 // For every kernel: time per launch, the bytes it must move, achieved GB/s, and the
 // fraction of the peak measured in the same run by a plain device-to-device copy
 // (counted as bytes read + written). GEMVs are timed with each input form the backend can
-// give them (ActivationForm: float rows staged in shared memory, its default; 8-bit rows
-// for dp4a, quantized by the GEMV as it stages them or prepared by a launch of their own:
-// its activations=q8), over the same weights; the layer sequence also with two and four
+// give them (ActivationForm: float rows staged in shared memory; 8-bit rows for dp4a,
+// quantized by the GEMV as it stages them or prepared by a launch of their own, its
+// default), over the same weights, with rows walked in pairs where the plan keeps them (its
+// default gemv_pairs=all); the layer sequence also a row at a time (gemv_pairs=none), with two and four
 // tasks of weights in flight a lane (its gemv_tasks_in_flight=N) and with four warps a row
 // (its gemv_warps_per_row=4), and its fused Q/K/V launch followed by rope_append against
 // the same launch doing rope_append's work (its rope_append=gemv). Weights and KV caches rotate
@@ -243,8 +244,10 @@ void bench_layers(Bench& b) {
                   static_cast<uint16_t*>(device_alloc(size_t(n_head_kv) * n_ctx * 4 * 2)), n_ctx, n_head_kv, 128};
     int32_t* tickets = static_cast<int32_t*>(device_alloc(size_t(rope.n_head + n_head_kv) * 4));  // zero-filled
     // Each form with the defaults (one task of weights in flight a lane, the plan's warps
-    // a row), then two and four tasks in flight, then four warps a row.
-    for (const GemvVariant variant : {GemvVariant{1, 0}, GemvVariant{2, 0}, GemvVariant{4, 0}, GemvVariant{1, 4}})
+    // a row, rows in pairs), then a row at a time, two and four tasks in flight (which the
+    // plan walks a row at a time), four warps a row.
+    for (const GemvVariant variant : {GemvVariant{1, 0, true}, GemvVariant{1, 0, false}, GemvVariant{2, 0, true},
+                                      GemvVariant{4, 0, true}, GemvVariant{1, 4, true}})
         for (const ActivationForm form : activation_forms(kQ4_K))
             bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, variant, y, y + ff, rope, tickets});
     for (QwenLayer& L : layers)
@@ -303,7 +306,8 @@ void write_json(const Bench& b, const std::string& path, const std::string& devi
         f << "    {\"kernel\": \"" << json_escape(r.kernel) << "\", \"shape\": \"" << json_escape(r.shape)
           << "\", \"type\": \"" << json_escape(r.type) << "\", \"activations\": \"" << r.activations
           << "\", \"tasks_in_flight\": " << (r.activations.empty() ? 0 : r.variant.tasks_in_flight)
-          << ", \"warps_per_row\": " << r.variant.warps_per_row << ", \"time_us\": " << r.time_us
+          << ", \"warps_per_row\": " << r.variant.warps_per_row
+          << ", \"rows_in_pairs\": " << (r.activations.empty() ? 0 : int(r.variant.pairs)) << ", \"time_us\": " << r.time_us
           << ", \"bytes\": " << r.bytes << ", \"GBps\": " << r.gbps
           << ", \"fraction_of_peak\": " << r.fraction << ", \"note\": \""
           << json_escape(r.note) << "\"}" << (i + 1 < b.results.size() ? "," : "") << "\n";

@@ -86,8 +86,10 @@ def kernel_points(doc, kernels_file):
             form = f"x {r['activations']}" if r.get("activations") else ""
             in_flight = f"{r['tasks_in_flight']} tasks in flight" if r.get("tasks_in_flight", 1) > 1 else ""
             warps = f"{r['warps_per_row']} warps a row" if r.get("warps_per_row", 0) > 0 else ""
-            label = " ".join(part for part in ("cuda_orin", r["kernel"], r.get("shape", ""), form, in_flight, warps)
-                             if part)
+            # rows_in_pairs: since 2026-11-28; 0 on a GEMV row is the form before pairs.
+            one_row = "a row at a time" if r.get("activations") and r.get("rows_in_pairs") == 0 else ""
+            label = " ".join(part for part in ("cuda_orin", r["kernel"], r.get("shape", ""), form, in_flight, warps,
+                                               one_row) if part)
             points.append((label, r["bytes"], r["GBps"]))
     return points
 
