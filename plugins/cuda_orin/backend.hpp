@@ -182,6 +182,13 @@ struct Backend {
     // fewer, for a fence and an atomic per block; the bytes of prepare's rule up to
     // rounding. Off until a GPU measures it.
     bool prepare_in_gemv = false;
+    // Option merge_q8=1: a one-row step's attention merge (the merge kernel, or the split
+    // kernel's last blocks) also writes its output's 8-bit x, a group of 32 a warp of the
+    // merge (AttentionParams::out_q), and the output projection's GEMV reads it instead of
+    // a prepare launch's: one launch a layer fewer with no ticket (a merge block holds
+    // whole groups: a head's 64 or 128 values), the same bytes. Off until a GPU measures it
+    // (2026-11-28: run on the CPU emulation only).
+    bool merge_q8 = false;
     // Option gemm=f16 (default) or gemm=f32: the GEMM's inputs. F16 (weights dequantized to
     // halves, x rounded to halves, F32 accumulation) runs on tensor cores; F32 is plain
     // SGEMM, the reference's products to float rounding. The suite's bounds hold for both.

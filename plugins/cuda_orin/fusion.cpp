@@ -156,6 +156,24 @@ void find_q8_handoffs(const ValueUse& use, Fusions& f) {
     }
 }
 
+// AttentionFusion::q8_reader and GemvFusion::q8_merge. No GEMV between the two: the merge
+// writes into the buffers every prepare writes, which the reader then reads.
+void find_merge_q8_readers(const ValueUse& use, Fusions& f) {
+    const er_graph& g = use.graph;
+    for (int32_t i = 0; i < g.n_nodes; ++i) {
+        if (g.nodes[i].op != ER_OP_ATTENTION) continue;
+        const int32_t out = g.nodes[i].outputs[0], reader = use.only_reader(out);
+        if (reader < 0 || (g.nodes[reader].op != ER_OP_MATMUL && g.nodes[reader].op != ER_OP_MATMUL_MULTI) ||
+            g.nodes[reader].inputs[0] != out || f.gemv[size_t(reader)].norm >= 0)
+            continue;
+        bool gemv_between = false;
+        for (int32_t j = i + 1; j < reader; ++j) gemv_between = gemv_between || is_gemv(g.nodes[j]);
+        if (gemv_between) continue;
+        f.attention[size_t(i)].q8_reader = reader;
+        f.gemv[size_t(reader)].q8_merge = i;
+    }
+}
+
 }  // namespace
 
 Fusions find_fusions(const er_graph& graph) {
@@ -176,6 +194,7 @@ Fusions find_fusions(const er_graph& graph) {
             if (absorbed >= 0) f.absorbed_by[size_t(absorbed)] = i;
     }
     find_q8_handoffs(use, f);
+    find_merge_q8_readers(use, f);
     return f;
 }
 

@@ -37,6 +37,8 @@ struct GemvFusion {
     // slot is never written again before it has read it); the GEMV that can make this
     // one's. -1: none.
     int32_t q8_reader = -1, q8_slot = -1, q8_maker = -1;
+    // The ATTENTION whose merge can make this GEMV's 8-bit x (option merge_q8), or -1.
+    int32_t q8_merge = -1;
 };
 
 // Per ATTENTION node (q_rope < 0: nothing fused).
@@ -45,6 +47,10 @@ struct AttentionFusion {
     int32_t q_norm = -1, k_norm = -1;  // per-head RMS_NORMs before them, or -1
     int32_t q = -1, k = -1;            // the values rope_append reads (q: rotated in place)
     int32_t qkv = -1;                  // the MATMUL_MULTI whose outputs 0, 1, 2 are q, k and v, or -1
+    // The GEMV (MATMUL or MATMUL_MULTI) that alone reads the output, with no norm fused into
+    // its input and no GEMV between the two, whose 8-bit x the merge can make (option
+    // merge_q8), or -1. Set whether or not anything above is fused.
+    int32_t q8_reader = -1;
 };
 
 struct Fusions {

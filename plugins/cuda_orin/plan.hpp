@@ -105,6 +105,10 @@ private:
         Q8Out out, in;
     };
     GemvQ8Handoff q8_handoff(size_t gemv, int32_t n) const;
+    // Option merge_q8=1: whether, in a step of n rows, ATTENTION node `attention`'s merge
+    // writes the 8-bit x of its output's reader (AttentionFusion::q8_reader) into act_q_'s
+    // first slot, which that GEMV then reads instead of a prepare's.
+    bool merge_makes_q8(size_t attention, int32_t n) const;
     // residual: added to output 0 (rows of its width); epilogue: GemvLaunch's.
     void gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>& weights,
                    const std::vector<const float*>& biases, const std::vector<float*>& outs, int32_t n_rows,

@@ -123,11 +123,29 @@ Q8Out Plan::q8_slot(size_t maker, int32_t n) const {
     return slot;
 }
 
+// The split kernel's one-row steps (not the tiled kernel's), the output float, and the
+// reader's x 8-bit.
+bool Plan::merge_makes_q8(size_t attention, int32_t n) const {
+    const int32_t reader = fusions_.attention[attention].q8_reader;
+    if (!ctx_.model->backend->merge_q8 || reader < 0 || n != 1 || takes_gemm(n) || takes_tiled_attention(n) ||
+        !takes_split_attention(nodes_[attention].params.attention, ctx_.params.kv_type))
+        return false;
+    const er_node& node = nodes_[size_t(reader)];
+    std::vector<const DeviceWeight*> weights;
+    for (int32_t k = 0; k < node.n_outputs; ++k) weights.push_back(&weight(node.weights[k]));
+    return reads_q8_x(weights) && all_of_quantized(weights);  // plain weights read float x
+}
+
 Plan::GemvQ8Handoff Plan::q8_handoff(size_t gemv, int32_t n) const {
     GemvQ8Handoff h;
     if ((h.makes = q8_handed(gemv, n))) h.out = q8_slot(gemv, n);
-    const int32_t maker = fusions_.gemv[gemv].q8_maker;
+    const int32_t maker = fusions_.gemv[gemv].q8_maker, merge = fusions_.gemv[gemv].q8_merge;
     if ((h.reads = maker >= 0 && q8_handed(size_t(maker), n))) h.in = q8_slot(size_t(maker), n);
+    if (merge >= 0 && merge_makes_q8(size_t(merge), n)) {  // launch_attention's act_q_ slot
+        h.reads = true;
+        h.in.q = act_q_.as<uint8_t>();
+        h.in.segments = act_segments_.as<Words2>();
+    }
     return h;
 }
 
@@ -467,6 +485,10 @@ void Plan::launch_attention(size_t index, int32_t n) {
         } else {
             p.merge_tickets = merge_tickets_.as<int32_t>();  // null without attention_merge=last_block
             p.prefetch_next_tile = p.mma && ctx_.model->backend->attention_prefetch;
+            if (merge_makes_q8(index, n)) {  // read by the next GEMV (q8_handoff)
+                p.out_q = act_q_.as<uint8_t>();
+                p.out_segments = act_segments_.as<Words2>();
+            }
         }
         p.workspace = split_workspace_.as<float>();
         p.out = out;

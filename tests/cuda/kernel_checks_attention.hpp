@@ -101,6 +101,47 @@ inline void check_merge_in_last_blocks(DeviceApi& api, const Report& report, Att
     }
 }
 
+// The split kernel's launch `p` (its output `merged`) run again with its merge also
+// writing the output's 8-bit x (AttentionParams::out_q), merged by the merge kernel and by
+// the split kernel's last blocks: the float output the same bit for bit, and the bytes and
+// segment words those of prepare's 8-bit x of each row of `merged`, exactly.
+inline void check_merge_q8(DeviceApi& api, const Report& report, AttentionParams p, const std::vector<float>& merged,
+                           const std::string& name) {
+    const int width = p.n_head * p.cache.head_dim;  // a multiple of 32: no padding
+    std::vector<int8_t> want_q;
+    std::vector<Words2> want_words;
+    for (int r = 0; r < p.n_rows; ++r) {
+        const std::vector<float> row(merged.begin() + int64_t(r) * width, merged.begin() + int64_t(r + 1) * width);
+        const DeviceActivation a = prepare_on_device(api, row, false);
+        const std::vector<int8_t> q = api.download_vector(reinterpret_cast<const int8_t*>(a.view.q8.q), size_t(width));
+        const std::vector<Words2> words = api.download_vector(a.view.q8.segments, size_t(width / 16));
+        want_q.insert(want_q.end(), q.begin(), q.end());
+        want_words.insert(want_words.end(), words.begin(), words.end());
+    }
+    p.out_q = static_cast<uint8_t*>(api.alloc(want_q.size()));
+    p.out_segments = alloc_q8_segments(api, width, p.n_rows);
+    const AttentionGrid g = plan_attention(p);
+    int32_t* tickets = static_cast<int32_t*>(api.alloc(size_t(g.kv_heads) * g.chunks * g.rows * 4));
+    for (const bool in_last_blocks : {false, true}) {
+        p.merge_tickets = in_last_blocks ? tickets : nullptr;
+        const std::vector<float> nans(merged.size(), std::nanf(""));
+        api.upload(p.out, nans.data(), merged.size() * 4);
+        api.attention(p);
+        const std::string which = name + (in_last_blocks ? ", merged in its last blocks" : ", merged by the merge kernel") +
+                                  " with its 8-bit x";
+        const std::vector<float> out = api.download_vector(static_cast<const float*>(p.out), merged.size());
+        report({which + ": largest difference of the output", largest_difference(out, merged), 0.0});
+        const std::vector<int8_t> q = api.download_vector(reinterpret_cast<const int8_t*>(p.out_q), want_q.size());
+        const std::vector<Words2> words = api.download_vector(p.out_segments, want_words.size());
+        int bytes_differing = 0, words_differing = 0;
+        for (size_t i = 0; i < q.size(); ++i) bytes_differing += q[i] != want_q[i];
+        for (size_t i = 0; i < words.size(); ++i)
+            words_differing += words[i].w[0] != want_words[i].w[0] || words[i].w[1] != want_words[i].w[1];
+        report({which + ": bytes differing from prepare's", double(bytes_differing), 0.0});
+        report({which + ": segment words differing from prepare's", double(words_differing), 0.0});
+    }
+}
+
 // Launch `p` (its output `out`) run again as `variant` changes it, into an output of NaNs:
 // a variant that changes no value gives the same output bit for bit.
 template <class Variant>
@@ -186,6 +227,7 @@ inline void check_attention(DeviceApi& api, const Report& report, int n_head, in
     report({name, nmse(out, ref_attention(q, t, n_head, kv_len)), bound});
     if (kernel == AttentionKernel::mma) check_prefetch_next_tile(api, report, p, out, name);
     check_merge_in_last_blocks(api, report, p, out, name);
+    check_merge_q8(api, report, p, out, name);
     api.reset();
 }
 
@@ -249,7 +291,10 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
     report({name, nmse(out, ref), bound});
     if (kernel == AttentionKernel::mma) check_prefetch_next_tile(api, report, p, out, name);
     if (kernel == AttentionKernel::tiled) check_tile_stages(api, report, p, out, name);
-    if (kernel != AttentionKernel::tiled) check_merge_in_last_blocks(api, report, p, out, name);
+    if (kernel != AttentionKernel::tiled) {
+        check_merge_in_last_blocks(api, report, p, out, name);
+        check_merge_q8(api, report, p, out, name);
+    }
     api.reset();
 }
 

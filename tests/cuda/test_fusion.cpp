@@ -318,3 +318,40 @@ TEST_CASE("8-bit x handed from GEMV to GEMV: a pair whose slots are both still t
     CHECK(f.gemv[2].q8_reader == -1);
     CHECK(f.gemv[4].q8_maker == -1);
 }
+
+TEST_CASE("8-bit x made by the attention's merge: the one GEMV reading its output, no norm or GEMV between") {
+    const int32_t hd = 16;
+    const std::vector<er_node> nodes = {
+        attention(0, 1, 2, 3, hd),                  // 0: makes 1's x
+        graph_node(ER_OP_MATMUL, {3}, {4}),         // 1
+        attention(4, 1, 2, 5, hd),                  // 2: not: its reader's input is normalised first
+        norm(5, 6, 7, 64),                          // 3: fused into 4
+        graph_node(ER_OP_MATMUL, {6}, {8}),         // 4
+        attention(8, 1, 2, 9, hd),                  // 5: not: a GEMV runs between it and its reader
+        graph_node(ER_OP_MATMUL, {8}, {10}),        // 6
+        graph_node(ER_OP_MATMUL_MULTI, {9}, {11, 12}),  // 7
+        attention(11, 1, 2, 13, hd),                // 8: not: its output is read twice
+        graph_node(ER_OP_MATMUL, {13}, {14}),       // 9
+        graph_node(ER_OP_ADD, {13, 14}, {15}),      // 10
+        attention(15, 1, 2, 16, hd),                // 11: makes 12's x (a MATMUL_MULTI)
+        graph_node(ER_OP_MATMUL_MULTI, {16}, {17, 18}),  // 12
+        attention(17, 1, 2, 19, hd),                // 13: not: its output goes to the host too
+        graph_node(ER_OP_MATMUL, {19}, {20}),       // 14
+    };
+    std::vector<er_value_desc> values(21, er_value_desc{ER_VALUE_F32, 0, 64});
+    for (int v : {0, 1, 2, 7}) values[size_t(v)].flags = ER_VALUE_INPUT;
+    for (int v : {10, 12, 18, 19, 20}) values[size_t(v)].flags = ER_VALUE_OUTPUT;
+    const er_graph graph{sizeof(er_graph), 1, int32_t(nodes.size()), nodes.data(), int32_t(values.size()), values.data()};
+    const Fusions f = find_fusions(graph);
+    const int32_t readers[][2] = {{0, 1}, {11, 12}};
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        CAPTURE(i);
+        int32_t reader = -1, maker = -1;
+        for (const auto& r : readers) {
+            if (r[0] == int32_t(i)) reader = r[1];
+            if (r[1] == int32_t(i)) maker = r[0];
+        }
+        CHECK(f.attention[i].q8_reader == reader);
+        CHECK(f.gemv[i].q8_merge == maker);
+    }
+}

@@ -326,7 +326,7 @@ __global__ void attention_merge_kernel(const AttentionParams p) {
     const size_t query = size_t(row) * p.n_head + head;
     const int n_parts = merged_splits(p, row);
     const float m = block_max(splits_max<false>(p, query, n_parts, d, blockDim.x), scratch);
-    store_float_or_half(p.out, p.out_is_f16, query * p.cache.head_dim + d, merged_output<false>(p, query, n_parts, m, d));
+    store_attention_output(p, query * p.cache.head_dim + d, merged_output<false>(p, query, n_parts, m, d));
 }
 
 // INT8 caches: which KeyScorer a launch takes, dp4a for decode steps, the float query for

@@ -138,6 +138,14 @@ __device__ float merged_output(const AttentionParams& p, size_t query, int n_par
     return l > 0.0f ? o / l : 0.0f;
 }
 
+// Value i of the attention's output ([n_rows][n_head][head_dim]), and with out_q its 8-bit
+// form (AttentionParams::out_q): the calling warp's lanes store 32 consecutive values from
+// a multiple of 32, one group of x's quantization, all of them or none.
+__device__ __forceinline__ void store_attention_output(const AttentionParams& p, size_t i, float v) {
+    store_float_or_half(p.out, p.out_is_f16, i, v);
+    if (p.out_q) p.out_q[i] = uint8_t(quantize_q8_in_warp(v, int(i % 32), int(i / 32), p.out_segments));
+}
+
 // The merge of the block's group in its last block: warp g takes query head q_head0 + g,
 // its lanes dims lane, lane + 32, ...; the same arithmetic as attention_merge_kernel's.
 template <int Dim>
@@ -148,7 +156,7 @@ __device__ void merge_in_block(const AttentionParams& p, const SplitBlock& b, in
     const size_t query = size_t(b.row) * p.n_head + b.q_head0 + warp;
     const float m = warp_max(splits_max<true>(p, query, n_parts, lane, 32));
     for (int d = lane; d < Dim; d += 32)
-        store_float_or_half(p.out, p.out_is_f16, query * Dim + d, merged_output<true>(p, query, n_parts, m, d));
+        store_attention_output(p, query * Dim + d, merged_output<true>(p, query, n_parts, m, d));
 }
 
 // Whether the block's split holds no keys (it lies past the row's current length); such a
@@ -159,8 +167,8 @@ __device__ inline bool split_is_empty(const AttentionParams& p, const SplitBlock
     if (b.begin < b.end) return false;
     if (p.merge_tickets && b.split == 0) {
         const int dim = p.cache.head_dim;
-        for (int i = threadIdx.x; i < b.n_q * dim; i += blockDim.x)
-            store_float_or_half(p.out, p.out_is_f16, (size_t(b.row) * p.n_head + b.q_head0) * dim + i, 0.0f);
+        for (int i = threadIdx.x; i < b.n_q * dim; i += blockDim.x)  // whole warps: dim is a multiple of 32
+            store_attention_output(p, (size_t(b.row) * p.n_head + b.q_head0) * dim + i, 0.0f);
     }
     return true;
 }

@@ -446,6 +446,13 @@ struct AttentionParams {
     // trip for its keys and another for its values per tile (attention_mma.cu), where
     // attention_prefetches says it does.
     int32_t prefetch_next_tile = 0;
+    // Without tiles, out float: the merge (the merge kernel, or the split kernel's last
+    // blocks) also writes the output's 8-bit x, each group of 32 by one warp as prepare
+    // quantizes it (quantize_q8_in_warp: the same bytes and segment words), rows of
+    // n_head * head_dim values one after another; the output projection's GEMV reads it
+    // instead of a prepare launch's (the backend's option merge_q8=1). Both or neither.
+    uint8_t* out_q = nullptr;
+    Words2* out_segments = nullptr;
 };
 
 // Whether the split kernel on tensor cores prefetches next tiles (prefetch_next_tile) for
@@ -493,6 +500,7 @@ inline AttentionGrid plan_attention(const AttentionParams& p) {
         c.n_ctx <= 0 || (c.type == kKvQ8 && (!c.k_scales || !c.v_scales)) ||
         p.n_rows < 1 || (p.row_seq && p.seq_stride_values < int64_t(c.n_head_kv) * c.n_ctx * c.head_dim))
         return {0, 0, 0, 0};
+    if (!p.out_q != !p.out_segments || (p.out_q && (p.tiles || p.out_is_f16))) return {0, 0, 0, 0};
     const int group = p.n_head / c.n_head_kv;
     if (p.tiles) {  // a block per split, KV head and tile, all query heads of the KV head
         if (!p.tile_rows || tiled_attention_rows_per_tile(group) == 0 || p.n_tiles < 1 || p.n_tiles > 65535 ||
