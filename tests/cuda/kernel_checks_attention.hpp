@@ -124,8 +124,12 @@ inline void check_merge_q8(DeviceApi& api, const Report& report, AttentionParams
     int32_t* tickets = static_cast<int32_t*>(api.alloc(size_t(g.kv_heads) * g.chunks * g.rows * 4));
     for (const bool in_last_blocks : {false, true}) {
         p.merge_tickets = in_last_blocks ? tickets : nullptr;
+        // NaNs and bytes no quantization writes (-128), so nothing of the run before can pass.
         const std::vector<float> nans(merged.size(), std::nanf(""));
+        const std::vector<uint8_t> stale(want_q.size() + want_words.size() * sizeof(Words2), 0x80);
         api.upload(p.out, nans.data(), merged.size() * 4);
+        api.upload(p.out_q, stale.data(), want_q.size());
+        api.upload(p.out_segments, stale.data(), want_words.size() * sizeof(Words2));
         api.attention(p);
         const std::string which = name + (in_last_blocks ? ", merged in its last blocks" : ", merged by the merge kernel") +
                                   " with its 8-bit x";
