@@ -32,16 +32,32 @@ using namespace edgerun::cuda_orin::bench;
 
 namespace {
 
+// The copy peak as bench/compare_llamacpp_gpu.py measures it: a 1 GiB device-to-device
+// cudaMemcpyAsync ten times, plain calls timed by events, bytes read plus written. Not
+// through Bench::time_us: captured into a CUDA Graph the same copies ran at 2758 GB/s on
+// an H200 where plain ones reached 4218 the same day (2026-11-25), and at 2707 against
+// 4193-4269 on the next H200 machine (2026-11-28), so every kernel's fraction of the peak
+// was about 1.5 times too high.
 double measure_peak(Bench& b) {
     const size_t bytes = size_t(1) << 30;
+    constexpr int kRounds = 10;
     void* src = device_alloc(bytes);
     void* dst = device_alloc(bytes);
-    const double us = b.time_us(1, 10, [&](int) {
-        check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, b.stream), "copy");
-    });
+    cudaEvent_t start{}, stop{};
+    check(cudaEventCreate(&start), "event");
+    check(cudaEventCreate(&stop), "event");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, b.stream), "copy");  // warm-up
+    check(cudaEventRecord(start, b.stream), "event");
+    for (int r = 0; r < kRounds; ++r) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, b.stream), "copy");
+    check(cudaEventRecord(stop, b.stream), "event");
+    check(cudaEventSynchronize(stop), "event");
+    float ms = 0.0f;
+    check(cudaEventElapsedTime(&ms, start, stop), "event");
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
     cudaFree(src);
     cudaFree(dst);
-    return 2.0 * double(bytes) / (us * 1e-6) / 1e9;
+    return 2.0 * double(bytes) * kRounds / (double(ms) * 1e-3) / 1e9;
 }
 
 void launch_single(Bench& b, const Activation& x, ActivationForm form, const PackedMatrix& w, float* y,
