@@ -17,7 +17,9 @@
 // e392d98; bench/results/h200-2026-11-28-e392d98): prepared 8-bit x carrying each
 // segment's sum (q8_segment_words) and rows walked in pairs (GemvLaunch::swiglu_pairs,
 // row_pairs; option gemv_pairs, `all` by default since) passed the kernel tests (both
-// builds), the CUDA Graph test, compute-sanitizer and conformance at every level.
+// builds), the CUDA Graph test, compute-sanitizer and conformance at every level. Since
+// (run on the CPU emulation only): the attention's merge may make the output projection's
+// 8-bit x (AttentionParams::out_q; option merge_q8, off).
 // The math the kernels are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp);
 // the kernels themselves also run on the CPU emulation in CI
 // (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
