@@ -118,6 +118,9 @@ private:
     // Whether a GEMV launch of these outputs reads 8-bit x (activations=q8; its plain
     // weights read float x whatever this says).
     bool reads_q8_x(const std::vector<const DeviceWeight*>& weights) const;
+    // Whether GEMV node `gemv`'s launch reads 8-bit x and nothing else (no plain weight,
+    // which reads float x): a launch whose x another launch can make.
+    bool reads_only_q8_x(size_t gemv) const;
     // Option prepare=gemv: whether, in a step of n rows, GEMV `maker`'s launch makes the
     // 8-bit x of its q8_reader (fusion.hpp), which then takes it instead of a prepare's.
     bool q8_handed(size_t maker, int32_t n) const;

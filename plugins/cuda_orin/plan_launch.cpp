@@ -91,6 +91,13 @@ bool Plan::reads_q8_x(const std::vector<const DeviceWeight*>& weights) const {
     return ctx_.model->backend->q8_activations && out_rows >= kQ8ActivationsMinRows;
 }
 
+bool Plan::reads_only_q8_x(size_t gemv) const {
+    const er_node& node = nodes_[gemv];
+    std::vector<const DeviceWeight*> weights;
+    for (int32_t k = 0; k < node.n_outputs; ++k) weights.push_back(&weight(node.weights[k]));
+    return reads_q8_x(weights) && all_of_quantized(weights);  // plain weights read float x
+}
+
 // Both GEMVs one-row launches (the reader's norm, if it has one, done in its launch), the
 // maker's epilogue fused where it writes through one, and the reader's x 8-bit.
 bool Plan::q8_handed(size_t maker, int32_t n) const {
@@ -103,9 +110,7 @@ bool Plan::q8_handed(size_t maker, int32_t n) const {
     if (node.op == ER_OP_LOGITS && n_logit_rows_ != 1) return false;
     float eps = 0.0f;
     if (fusions_.gemv[reader].norm >= 0 && !norm_fused(reader, n, &eps)) return false;
-    std::vector<const DeviceWeight*> weights;
-    for (int32_t k = 0; k < node.n_outputs; ++k) weights.push_back(&weight(node.weights[k]));
-    return reads_q8_x(weights) && all_of_quantized(weights);  // plain weights read float x
+    return reads_only_q8_x(reader);
 }
 
 Q8Out Plan::q8_slot(size_t maker, int32_t n) const {
@@ -130,10 +135,7 @@ bool Plan::merge_makes_q8(size_t attention, int32_t n) const {
     if (!ctx_.model->backend->merge_q8 || reader < 0 || n != 1 || takes_gemm(n) || takes_tiled_attention(n) ||
         !takes_split_attention(nodes_[attention].params.attention, ctx_.params.kv_type))
         return false;
-    const er_node& node = nodes_[size_t(reader)];
-    std::vector<const DeviceWeight*> weights;
-    for (int32_t k = 0; k < node.n_outputs; ++k) weights.push_back(&weight(node.weights[k]));
-    return reads_q8_x(weights) && all_of_quantized(weights);  // plain weights read float x
+    return reads_only_q8_x(size_t(reader));
 }
 
 Plan::GemvQ8Handoff Plan::q8_handoff(size_t gemv, int32_t n) const {
