@@ -90,9 +90,7 @@ inline int q8_segments_differing(const std::vector<Words2>& words, const std::ve
                                  const std::vector<float>& d) {
     int wrong = 0;
     for (size_t s = 0; s < words.size(); ++s) {
-        int32_t sum = 0;
-        for (size_t i = 16 * s; i < 16 * s + 16; ++i) sum += q[i];
-        const Words2 expect = q8_segment_words(d[s / 2], sum);
+        const Words2 expect = q8_segment_words_of(d[s / 2], &q[16 * s]);
         wrong += words[s].w[0] != expect.w[0] || words[s].w[1] != expect.w[1];
     }
     return wrong;

@@ -121,11 +121,7 @@ HostActivation quantize_activation(const std::vector<float>& x) {
     a.q.assign(n_pad, 0);
     a.d.assign(n_pad / 32, 0.0f);
     for (int g = 0; g < n_pad / 32; ++g) a.d[g] = activation_q8_quantize_group(&a.f[32 * g], &a.q[32 * g]);
-    for (int s = 0; s < n_pad / 16; ++s) {
-        int32_t sum = 0;
-        for (int i = 16 * s; i < 16 * s + 16; ++i) sum += a.q[i];
-        a.segments.push_back(q8_segment_words(a.d[s / 2], sum));
-    }
+    for (int s = 0; s < n_pad / 16; ++s) a.segments.push_back(q8_segment_words_of(a.d[s / 2], &a.q[16 * s]));
     a.view.q8 = {reinterpret_cast<const uint8_t*>(a.q.data()), a.segments.data()};
     a.view.f = a.f.data();
     a.view.n = int(x.size());

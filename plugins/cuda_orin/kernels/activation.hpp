@@ -124,6 +124,14 @@ ER_HD float activation_q8_quantize_group(const float* x, int8_t* q) {
     return d;
 }
 
+// The word pair of the segment of 16 bytes q of a group with scale d, summed one byte at
+// a time (the kernels sum in a warp: quantize_q8_in_warp).
+ER_HD Words2 q8_segment_words_of(float d, const int8_t* q) {
+    int32_t sum = 0;
+    for (int i = 0; i < 16; ++i) sum += q[i];
+    return q8_segment_words(d, sum);
+}
+
 // ---------------------------------------------------------------- readers of x --
 // What a GEMV thread reads of x for a segment of 16 weights (quant_tasks.hpp), by where x
 // is: prepared in global memory or staged by the block in shared memory, as floats or
