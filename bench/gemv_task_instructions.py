@@ -31,11 +31,12 @@ TYPES = {2: ("Q4_0", 18), 3: ("Q4_1", 20), 6: ("Q5_0", 22), 7: ("Q5_1", 24), 8: 
 
 # Input forms (gemv_task_loops.cu): float x staged; 8-bit x prepared in global memory;
 # 8-bit x quantized into the stage by the GEMV itself; prepared 8-bit x against two rows
-# at once (SwiGLU's gate and up walked together), an iteration being a task of each.
-FORMS = ("f32", "q8", "q8s", "q8pair")
-TASKS_AN_ITERATION = {"q8pair": 2}
+# at once (SwiGLU's gate and up walked together), an iteration being a task of each; the
+# same through the ring of tasks in shared memory (task_ring.cuh, option gemv_ring).
+FORMS = ("f32", "q8", "q8s", "q8pair", "q8ring")
+TASKS_AN_ITERATION = {"q8pair": 2, "q8ring": 2}
 
-KERNEL = re.compile(r"task_loop_(f32|q8s|q8pair|q8)ILi(\d+)E")
+KERNEL = re.compile(r"task_loop_(f32|q8s|q8pair|q8ring|q8)ILi(\d+)E")
 
 
 def loop_instructions(found):

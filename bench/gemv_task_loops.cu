@@ -5,6 +5,7 @@
 // iteration exactly one task; each kernel has gemv_kernel's bound of three 256-thread
 // blocks per SM (80 registers), under which ptxas schedules the loop there.
 #include "quant_tasks.hpp"
+#include "task_ring.cuh"
 
 namespace edgerun::cuda_orin {
 
@@ -44,6 +45,21 @@ __global__ void __launch_bounds__(256, 3)
     out[threadIdx.x + 256] = b;
 }
 
+// The same pairs through a ring of tasks `depth` deep in shared memory (task_ring.cuh:
+// GemvLaunch::ring_depth), slots of slot_bytes.
+template <int32_t Type>
+__global__ void __launch_bounds__(256, 3)
+    task_loop_q8ring(const __grid_constant__ PackedMatrix w, const __grid_constant__ PackedMatrix w2,
+                     const __grid_constant__ ActivationQ8 x, int depth, int slot_bytes, float* out) {
+    extern __shared__ __align__(16) uint8_t ring_memory[];
+    const int lane = threadIdx.x % 32;
+    const TaskRing ring{ring_memory + threadIdx.x / 32 * 2 * depth * slot_bytes, slot_bytes, depth, lane};
+    float a, b;
+    row_pair_slice_dot_ring<Type>(w, blockIdx.x, w2, blockIdx.x, GlobalQ8X{x}, lane, 32, ring, a, b);
+    out[threadIdx.x] = a;
+    out[threadIdx.x + 256] = b;
+}
+
 #define TASK_LOOPS(T)                                                                    \
     template __global__ void task_loop_f32<T>(const __grid_constant__ PackedMatrix, int, float*); \
     template __global__ void task_loop_q8<T>(const __grid_constant__ PackedMatrix,           \
@@ -51,7 +67,10 @@ __global__ void __launch_bounds__(256, 3)
     template __global__ void task_loop_q8s<T>(const __grid_constant__ PackedMatrix, int, float*); \
     template __global__ void task_loop_q8pair<T>(const __grid_constant__ PackedMatrix,        \
                                                  const __grid_constant__ PackedMatrix,        \
-                                                 const __grid_constant__ ActivationQ8, float*);
+                                                 const __grid_constant__ ActivationQ8, float*);  \
+    template __global__ void task_loop_q8ring<T>(const __grid_constant__ PackedMatrix,        \
+                                                 const __grid_constant__ PackedMatrix,        \
+                                                 const __grid_constant__ ActivationQ8, int, int, float*);
 TASK_LOOPS(kQ4_0)
 TASK_LOOPS(kQ4_1)
 TASK_LOOPS(kQ5_0)

@@ -116,6 +116,10 @@ struct Backend {
     // the H200 (2026-11-28, e392d98) 1.14x `none`, 1.09x `swiglu`.
     bool gemv_swiglu_pairs = true;
     bool gemv_row_pairs = true;
+    // Option gemv_ring=0|2|3: tasks of weights each lane of a pair has on their way into
+    // shared memory (GemvLaunch::ring_depth, task_ring.cuh); 0, the default: loads into
+    // registers. Not yet run on a GPU (2026-11-28).
+    int32_t gemv_ring_depth = 0;
     // Option gemv_warps_per_row=1|2|4|8: warps sharing each GEMV row in every launch
     // (GemvLaunch::asked_warps_per_row); 0, the default: the plan chooses per launch.
     int32_t gemv_warps_per_row = 0;

@@ -287,6 +287,7 @@ void Plan::gemv_rows(const GemvInput& in, const std::vector<const DeviceWeight*>
         g.typed_blocks_per_sm = ctx_.model->backend->gemv_typed_blocks_per_sm;
         g.swiglu_pairs = ctx_.model->backend->gemv_swiglu_pairs;
         g.row_pairs = ctx_.model->backend->gemv_row_pairs;
+        g.ring_depth = ctx_.model->backend->gemv_ring_depth;
         g.asked_warps_per_row = ctx_.model->backend->gemv_warps_per_row;
         g.x.f = in_place ? in.x + first_row * width : act_f_.as<float>();
         g.x.n = int32_t(width);

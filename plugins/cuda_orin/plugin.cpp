@@ -165,6 +165,13 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                 backend->gemv_swiglu_pairs = item != "gemv_pairs=none";
                 backend->gemv_row_pairs = item == "gemv_pairs=all";
             }
+            else if (item.substr(0, 10) == "gemv_ring=") {
+                const std::string_view value = item.substr(10);
+                if (value.size() != 1 || !valid_ring_depth(value[0] - '0'))
+                    throw Failure(ER_E_INVALID_ARGUMENT,
+                                  "option gemv_ring: '" + std::string(value) + "' is not 0, 2 or 3");
+                backend->gemv_ring_depth = value[0] - '0';
+            }
             else if (item.substr(0, 19) == "gemv_warps_per_row=") {
                 const std::string_view value = item.substr(19);
                 if (value.size() != 1 || !valid_asked_warps_per_row(value[0] - '0'))
@@ -201,7 +208,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                               "unknown option '" + std::string(item.substr(0, 24)) + (item.size() > 24 ? "..." : "") +
                                   "' (known: graphs,fuse,pdl,prefetch,profile,stage_x,mma_attention,"
                                   "attention_prefetch,gemv_load_ahead,merge_q8=0|1; gemm_rows,gemm_tile_kib,"
-                                  "tiled_attention,gemv_rows_per_warp,gemv_warps_per_row=N; activations=f32|q8,gemm=f16|f32,"
+                                  "tiled_attention,gemv_rows_per_warp,gemv_warps_per_row,gemv_ring=N; activations=f32|q8,gemm=f16|f32,"
                                   "tiled_attention_stages=1|2,attention_merge=kernel|last_block,rope_append=kernel|gemv,"
                                   "prepare=launch|gemv,gemv_tasks_in_flight=1|2|4,"
                                   "gemv_kernels=generic|typed|typed_4_blocks,gemv_pairs=none|swiglu|all,"

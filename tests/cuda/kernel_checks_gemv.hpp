@@ -23,6 +23,34 @@ inline void check_same_sums(DeviceApi& api, const Report& report, const GemvLaun
     report({what, largest_difference(read_output(api, y, n, y_f16), got), 0.0});
 }
 
+// Pairs walked through a ring of tasks in shared memory (GemvLaunch::ring_depth, 2 and 3
+// deep) against rows one at a time. The plan must keep a ring exactly where the pairs are
+// kept with prepared x (`applies`), at most as deep as asked and within a block's 48 KB:
+// two deep always fits (every type's slot is at most 1536 bytes).
+inline void check_ring(DeviceApi& api, const Report& report, const GemvLaunch& launch, bool applies, int n, bool y_f16,
+                       const std::vector<float>& got, const std::string& name) {
+    const bool swiglu = launch.epilogue == kEpilogueSwiGLU;
+    for (int depth : {2, 3}) {
+        auto ringed = [&](GemvLaunch& l) {
+            (swiglu ? l.swiglu_pairs : l.row_pairs) = 1;
+            l.ring_depth = depth;
+        };
+        GemvLaunch planned = launch;
+        ringed(planned);
+        plan_gemv(planned, 132);
+        const bool planned_well =
+            applies ? planned.ring_depth >= 2 && planned.ring_depth <= depth && (depth != 2 || planned.ring_depth == 2) &&
+                          planned.shared_bytes >= ring_bytes(planned.ring_depth, planned.ring_slot_bytes) &&
+                          ring_bytes(planned.ring_depth, planned.ring_slot_bytes) <= kGemvMaxRingBytes
+                    : planned.ring_depth == 0;
+        const std::string deep = std::to_string(depth) + " deep";
+        report({name + ": a ring " + deep + (applies ? " dropped or oversized by the plan" : " kept where it cannot be"),
+                planned_well ? 0.0 : 1.0, 0.0});
+        check_same_sums(api, report, launch, ringed, n, y_f16, got,
+                        name + ": largest difference, rows in pairs through a ring " + deep + " against one at a time");
+    }
+}
+
 // Rows walked in pairs (GemvLaunch::swiglu_pairs for SwiGLU, row_pairs otherwise) against
 // one at a time, by the kernel of every type and by the kernel of the launch's type (the
 // one at four blocks an SM asked for: pairs run at three). The plan must keep them where
@@ -52,6 +80,7 @@ inline void check_pairs(DeviceApi& api, const Report& report, const GemvLaunch& 
                         l.typed_blocks_per_sm = 4;
                     },
                     n, y_f16, got, name + ": largest difference, rows in pairs in the kernel of its type");
+    check_ring(api, report, launch, applies && launch.x.q8.q, n, y_f16, got, name);
 }
 
 // What check_same_sums compares a launch with: each warp taking `rows` rows one after

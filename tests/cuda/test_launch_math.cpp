@@ -141,6 +141,39 @@ TEST_CASE("GEMV rows per warp: fewer, fuller blocks where staging x costs, never
         CHECK(down.warps_per_row == 2);
         down.row_pairs = 0;
         CHECK(plan_gemv(down, 132) == 2560 / 4);
+        // A ring of tasks (option gemv_ring): with pairs and prepared x only, as deep as
+        // asked where a block's 48 KB hold it: SwiGLU's Q4_K slots are 1024 bytes (two
+        // 16-byte loads of 32 lanes), three deep 48 KB; Q6_K's 1408 (two and three narrow
+        // words), two deep only. Other depths are refused.
+        GemvLaunch ringed = pairs;
+        ringed.ring_depth = 3;
+        CHECK(plan_gemv(ringed, 132) == 1216);
+        CHECK(ringed.ring_depth == 3);
+        CHECK(ringed.ring_slot_bytes == 1024);
+        CHECK(ringed.shared_bytes == 48 * 1024);
+        GemvLaunch ringed_q6 = ringed;
+        ringed_q6.out[0].w.type = ringed_q6.out[1].w.type = kQ6_K;
+        CHECK(plan_gemv(ringed_q6, 132) == 1216);
+        CHECK(ringed_q6.ring_depth == 2);
+        CHECK(ringed_q6.shared_bytes == 8 * 2 * 2 * 1408);
+        for (int depth : {1, 4, -1}) {
+            GemvLaunch refused = ringed;
+            refused.ring_depth = depth;
+            CHECK(plan_gemv(refused, 132) == 0);
+        }
+        for (void (*vary)(GemvLaunch&) : {+[](GemvLaunch& v) { v.swiglu_pairs = 0; },
+                                          +[](GemvLaunch& v) { v.x.q8 = {nullptr, nullptr}; },  // float x: no pairs
+                                          +[](GemvLaunch& v) {  // x quantized as staged: pairs, no ring
+                                              v.x.q8 = {nullptr, nullptr};
+                                              v.quantize_x = 1;
+                                              v.rows_per_warp = 1;
+                                          }}) {
+            GemvLaunch dropped = ringed;
+            vary(dropped);
+            CHECK(plan_gemv(dropped, 132) > 0);
+            CHECK(dropped.ring_depth == 0);
+            CHECK(dropped.shared_bytes == dropped.x_stage_bytes);
+        }
         down.row_pairs = 1;
         down.n_x_rows = 2;  // the multi-row kernel: no pairs
         down.out[0].y_row_stride = 2560;

@@ -112,8 +112,29 @@ struct TaskBytes {
     uint32_t narrow[3];    // loads of 1-4 bytes: scales, minima, high bits
 };
 
+// Where a task's loads read (load_task's Memory): global memory through the read-only
+// path, each load as it is asked for. The GEMV's ring of tasks (task_ring.cuh) has two
+// more: one that issues the same loads as copies into shared memory, and one that reads
+// them back from there, so every type's loads are written once, here, for all three.
+// Every load_task asks for its 16-byte loads before its narrower ones.
+struct GlobalTaskMemory {
+    ER_HD Words4 load_16B(const uint8_t* p) const { return cuda_orin::load_16B(p); }
+    ER_HD uint32_t load_4B(const uint8_t* p) const { return cuda_orin::load_4B(p); }
+    ER_HD uint32_t load_2B(const uint8_t* p) const { return cuda_orin::load_2B(p); }
+    ER_HD uint32_t load_1B(const uint8_t* p) const { return *p; }
+};
+
+// The task's loads (the overloads below, one a type) through `mem`.
+template <int32_t Type, class Memory>
+ER_HD TaskBytes load_task(const PackedMatrix& w, int row, TaskIndex task, Memory& mem) {
+    return load_task(TypeTag<Type>{}, w, row, task, mem);
+}
+
 template <int32_t Type>
-ER_HD TaskBytes load_task(const PackedMatrix& w, int row, TaskIndex task);
+ER_HD TaskBytes load_task(const PackedMatrix& w, int row, TaskIndex task) {
+    GlobalTaskMemory mem;
+    return load_task<Type>(w, row, task, mem);
+}
 
 template <int32_t Type>
 ER_HD Task decode_task(const TaskBytes& bytes, TaskIndex task);
@@ -162,11 +183,11 @@ ER_HD void set_scale_min(uint32_t dm, Task& t) {
     t.seg[0].m = t.seg[1].m = -half_to_float(uint16_t(dm >> 16));
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ4_0>(const PackedMatrix& w, int row, TaskIndex k) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ4_0>, const PackedMatrix& w, int row, TaskIndex k, Memory& mem) {
     TaskBytes b;
-    b.a = load_16B(plane_row(w, 0, row, 16) + 16 * block_of(k));
-    b.narrow[0] = load_2B(plane_row(w, 1, row, 2) + 2 * block_of(k));
+    b.a = mem.load_16B(plane_row(w, 0, row, 16) + 16 * block_of(k));
+    b.narrow[0] = mem.load_2B(plane_row(w, 1, row, 2) + 2 * block_of(k));
     return b;
 }
 
@@ -179,11 +200,11 @@ ER_HD Task decode_task<kQ4_0>(const TaskBytes& b, TaskIndex k) {
     return t;
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ4_1>(const PackedMatrix& w, int row, TaskIndex k) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ4_1>, const PackedMatrix& w, int row, TaskIndex k, Memory& mem) {
     TaskBytes b;
-    b.a = load_16B(plane_row(w, 0, row, 16) + 16 * block_of(k));
-    b.narrow[0] = load_4B(plane_row(w, 1, row, 4) + 4 * block_of(k));
+    b.a = mem.load_16B(plane_row(w, 0, row, 16) + 16 * block_of(k));
+    b.narrow[0] = mem.load_4B(plane_row(w, 1, row, 4) + 4 * block_of(k));
     return b;
 }
 
@@ -204,12 +225,12 @@ ER_HD void add_fifth_bits(const Words4& qs, uint32_t qh, Task& t) {
     }
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ5_0>(const PackedMatrix& w, int row, TaskIndex k) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ5_0>, const PackedMatrix& w, int row, TaskIndex k, Memory& mem) {
     TaskBytes b;
-    b.a = load_16B(plane_row(w, 0, row, 16) + 16 * block_of(k));
-    b.narrow[0] = load_4B(plane_row(w, 1, row, 4) + 4 * block_of(k));
-    b.narrow[1] = load_2B(plane_row(w, 2, row, 2) + 2 * block_of(k));
+    b.a = mem.load_16B(plane_row(w, 0, row, 16) + 16 * block_of(k));
+    b.narrow[0] = mem.load_4B(plane_row(w, 1, row, 4) + 4 * block_of(k));
+    b.narrow[1] = mem.load_2B(plane_row(w, 2, row, 2) + 2 * block_of(k));
     return b;
 }
 
@@ -222,12 +243,12 @@ ER_HD Task decode_task<kQ5_0>(const TaskBytes& b, TaskIndex k) {
     return t;
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ5_1>(const PackedMatrix& w, int row, TaskIndex k) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ5_1>, const PackedMatrix& w, int row, TaskIndex k, Memory& mem) {
     TaskBytes b;
-    b.a = load_16B(plane_row(w, 0, row, 16) + 16 * block_of(k));
-    b.narrow[0] = load_4B(plane_row(w, 1, row, 4) + 4 * block_of(k));
-    b.narrow[1] = load_4B(plane_row(w, 2, row, 4) + 4 * block_of(k));
+    b.a = mem.load_16B(plane_row(w, 0, row, 16) + 16 * block_of(k));
+    b.narrow[0] = mem.load_4B(plane_row(w, 1, row, 4) + 4 * block_of(k));
+    b.narrow[1] = mem.load_4B(plane_row(w, 2, row, 4) + 4 * block_of(k));
     return b;
 }
 
@@ -240,13 +261,13 @@ ER_HD Task decode_task<kQ5_1>(const TaskBytes& b, TaskIndex k) {
     return t;
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ8_0>(const PackedMatrix& w, int row, TaskIndex k) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ8_0>, const PackedMatrix& w, int row, TaskIndex k, Memory& mem) {
     const uint8_t* qs = plane_row(w, 0, row, 32) + 32 * block_of(k);
     TaskBytes b;
-    b.a = load_16B(qs);
-    b.b = load_16B(qs + 16);
-    b.narrow[0] = load_2B(plane_row(w, 1, row, 2) + 2 * block_of(k));
+    b.a = mem.load_16B(qs);
+    b.b = mem.load_16B(qs + 16);
+    b.narrow[0] = mem.load_2B(plane_row(w, 1, row, 2) + 2 * block_of(k));
     return b;
 }
 
@@ -273,13 +294,13 @@ ER_HD LowBitTask low_bit_task(TaskIndex t) {
     return {t.group, o / 4, o % 2, 2 * ((o % 4) / 2)};
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ2_K>(const PackedMatrix& w, int row, TaskIndex task) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ2_K>, const PackedMatrix& w, int row, TaskIndex task, Memory& mem) {
     const LowBitTask k = low_bit_task(task);
     TaskBytes b;
-    b.a = load_16B(plane_row(w, 0, row, 64) + (64 * k.block + 32 * k.half + 16 * k.h));
-    b.b = load_16B(plane_row(w, 1, row, 16) + 16 * k.block);  // scale | min << 4
-    b.narrow[0] = load_4B(plane_row(w, 2, row, 4) + 4 * k.block);
+    b.a = mem.load_16B(plane_row(w, 0, row, 64) + (64 * k.block + 32 * k.half + 16 * k.h));
+    b.b = mem.load_16B(plane_row(w, 1, row, 16) + 16 * k.block);  // scale | min << 4
+    b.narrow[0] = mem.load_4B(plane_row(w, 2, row, 4) + 4 * k.block);
     return b;
 }
 
@@ -300,17 +321,17 @@ ER_HD Task decode_task<kQ2_K>(const TaskBytes& b, TaskIndex task) {
     return t;
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ3_K>(const PackedMatrix& w, int row, TaskIndex task) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ3_K>, const PackedMatrix& w, int row, TaskIndex task, Memory& mem) {
     const LowBitTask k = low_bit_task(task);
     TaskBytes b;
-    b.a = load_16B(plane_row(w, 0, row, 64) + (64 * k.block + 32 * k.half + 16 * k.h));
+    b.a = mem.load_16B(plane_row(w, 0, row, 64) + (64 * k.block + 32 * k.half + 16 * k.h));
     // hmask byte l holds the third bit of weight l of each of the 8 groups of 32: bit g
     // for group g; a clear bit means the value is 4 lower.
-    b.b = load_16B(plane_row(w, 1, row, 32) + (32 * k.block + 16 * k.h));
+    b.b = mem.load_16B(plane_row(w, 1, row, 32) + (32 * k.block + 16 * k.h));
     const uint8_t* packed = plane_row(w, 2, row, 12) + 12 * k.block;  // 4-byte aligned
-    b.c = {{load_4B(packed), load_4B(packed + 4), load_4B(packed + 8), 0u}};
-    b.narrow[0] = load_2B(plane_row(w, 3, row, 2) + 2 * k.block);
+    b.c = {{mem.load_4B(packed), mem.load_4B(packed + 4), mem.load_4B(packed + 8), 0u}};
+    b.narrow[0] = mem.load_2B(plane_row(w, 3, row, 2) + 2 * k.block);
     return b;
 }
 
@@ -389,12 +410,12 @@ ER_HD void place_k_quant_segments(Task& t, const KQuantTask& k) {
     t.seg[1].offset = t.seg[0].offset + 32;
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ4_K>(const PackedMatrix& w, int row, TaskIndex task) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ4_K>, const PackedMatrix& w, int row, TaskIndex task, Memory& mem) {
     const KQuantTask k = k_quant_task(task);
     TaskBytes b;
-    b.a = load_16B(plane_row(w, 0, row, 128) + (128 * k.block + 32 * k.c + 16 * k.h));
-    b.b = load_16B(plane_row(w, 1, row, 16) + 16 * k.block);  // d, dmin, scales
+    b.a = mem.load_16B(plane_row(w, 0, row, 128) + (128 * k.block + 32 * k.c + 16 * k.h));
+    b.b = mem.load_16B(plane_row(w, 1, row, 16) + 16 * k.block);  // d, dmin, scales
     return b;
 }
 
@@ -408,14 +429,14 @@ ER_HD Task decode_task<kQ4_K>(const TaskBytes& b, TaskIndex task) {
     return t;
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ5_K>(const PackedMatrix& w, int row, TaskIndex task) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ5_K>, const PackedMatrix& w, int row, TaskIndex task, Memory& mem) {
     const KQuantTask k = k_quant_task(task);
     TaskBytes b;
-    b.a = load_16B(plane_row(w, 0, row, 128) + (128 * k.block + 32 * k.c + 16 * k.h));
+    b.a = mem.load_16B(plane_row(w, 0, row, 128) + (128 * k.block + 32 * k.c + 16 * k.h));
     // qh byte l holds the fifth bit of weight l of every sub-block: bit s for sub-block s.
-    b.b = load_16B(plane_row(w, 1, row, 32) + (32 * k.block + 16 * k.h));
-    b.c = load_16B(plane_row(w, 2, row, 16) + 16 * k.block);  // d, dmin, scales
+    b.b = mem.load_16B(plane_row(w, 1, row, 32) + (32 * k.block + 16 * k.h));
+    b.c = mem.load_16B(plane_row(w, 2, row, 16) + 16 * k.block);  // d, dmin, scales
     return b;
 }
 
@@ -447,17 +468,17 @@ ER_HD Q6KTask q6_k_task(TaskIndex task) {
     return {task.group, half, k, pair, l0, 128 * half + 32 * pair + l0};
 }
 
-template <>
-ER_HD TaskBytes load_task<kQ6_K>(const PackedMatrix& w, int row, TaskIndex task) {
+template <class Memory>
+ER_HD TaskBytes load_task(TypeTag<kQ6_K>, const PackedMatrix& w, int row, TaskIndex task, Memory& mem) {
     const Q6KTask k = q6_k_task(task);
     TaskBytes b;
-    b.a = load_16B(plane_row(w, 0, row, 128) + (128 * k.block + 64 * k.half + 16 * k.k));
-    b.b = load_16B(plane_row(w, 1, row, 64) + (64 * k.block + 32 * k.half + k.l0));
+    b.a = mem.load_16B(plane_row(w, 0, row, 128) + (128 * k.block + 64 * k.half + 16 * k.k));
+    b.b = mem.load_16B(plane_row(w, 1, row, 64) + (64 * k.block + 32 * k.half + k.l0));
     // One signed 8-bit scale per 16 weights: the two segments'.
     const uint8_t* scales = plane_row(w, 2, row, 16) + 16 * k.block;
-    b.narrow[0] = scales[k.offset0 / 16];
-    b.narrow[1] = scales[k.offset0 / 16 + 4];
-    b.narrow[2] = load_2B(plane_row(w, 3, row, 2) + 2 * k.block);
+    b.narrow[0] = mem.load_1B(scales + k.offset0 / 16);
+    b.narrow[1] = mem.load_1B(scales + k.offset0 / 16 + 4);
+    b.narrow[2] = mem.load_2B(plane_row(w, 3, row, 2) + 2 * k.block);
     return b;
 }
 

@@ -37,6 +37,7 @@
 #include "last_block.cuh"
 #include "quant_tasks.hpp"
 #include "rope_append.cuh"
+#include "task_ring.cuh"
 #include "warp.cuh"
 #include "weight_type_switch.cuh"
 
@@ -106,15 +107,20 @@ __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int ro
 }
 
 // Two rows of one quantized type walked together in the launch's form of 8-bit x
-// (GemvLaunch::swiglu_pairs, row_pairs).
+// (GemvLaunch::swiglu_pairs, row_pairs); through the warp's ring of tasks if it has one
+// (ring.depth != 0: GemvLaunch::ring_depth, prepared x only, plan_gemv).
 template <int32_t kBuiltType = kAnyWeightType>
 __device__ __forceinline__ void row_pair_slice_dot_any(const PackedMatrix& wa, int row_a, const PackedMatrix& wb,
                                                        int row_b, const Activation& x, XForm form, const Words4* stage,
-                                                       int first_task, int stride, float& acc_a, float& acc_b) {
+                                                       int first_task, int stride, const TaskRing& ring, float& acc_a,
+                                                       float& acc_b) {
     visit_weight_type_of<kBuiltType>(wa.type, false, [&](auto type) {
         constexpr int32_t kType = decltype(type)::value;
         if constexpr (plain_value_bytes(kType) == 0) {
-            if (form == XForm::kStagedQ8)
+            if (ring.depth)
+                row_pair_slice_dot_ring<kType>(wa, row_a, wb, row_b, GlobalQ8X{x.q8}, first_task, stride, ring, acc_a,
+                                               acc_b);
+            else if (form == XForm::kStagedQ8)
                 row_pair_slice_dot<kType>(wa, row_a, wb, row_b, StagedQ8X::in_stage(stage, 1, x.n_pad), first_task,
                                           stride, acc_a, acc_b);
             else
@@ -234,8 +240,12 @@ __device__ __noinline__ void finish_in_last_blocks(const GemvLaunch& p, int bloc
 // (gemv_kernel_for), else kAnyWeightType. kMinBlocks: blocks an SM; 4 (64 registers) only
 // for a kernel of one type, where ptxas spills one word before the loops (two words and
 // seven reloads for Q5_K, which keeps 3).
+//
+// kRing: the pairs may walk through a ring of tasks in shared memory (GemvLaunch::
+// ring_depth, task_ring.cuh); a kernel of its own, so that the default one's code is as
+// it was.
 template <bool kRowLoop, int kInFlight, bool kLoadAhead = (kInFlight > 1), int32_t kBuiltType = kAnyWeightType,
-          int kMinBlocks = (kInFlight == 1 ? 3 : 2)>
+          int kMinBlocks = (kInFlight == 1 ? 3 : 2), bool kRing = false>
 __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
     gemv_kernel(const __grid_constant__ GemvLaunch p) {
     static_assert(!(kRowLoop && kLoadAhead), "the row loop loads each row's tasks as it reaches it");
@@ -245,6 +255,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
     // only add to the kernel's registers.
     constexpr bool kPairs = !kRowLoop && kInFlight == 1 && !kLoadAhead && kMinBlocks == 3;
     const bool row_pairs = kPairs && p.row_pairs;
+    static_assert(!kRing || kPairs, "the ring serves the pairs only");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warps_per_row = kRowLoop ? 1 : p.warps_per_row;
     const int rows_per_warp = kRowLoop ? p.rows_per_warp : row_pairs ? 2 : 1;
@@ -282,6 +293,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
     constexpr int kStageBatch = kRowLoop || kInFlight == 4 ? 2 : 4;
     if (form == XForm::kStagedQ8) stage_x_q8<kStageBatch>(p.x, 1, reinterpret_cast<uint8_t*>(x_stage));
     else if (form == XForm::kStagedFloat) stage_x_row<kStageBatch>(p.x, x_stage);
+    // The ring has the dynamic shared memory to itself (plan_gemv: no stage with it).
+    const int ring_depth = kRing ? p.ring_depth : 0;
+    const TaskRing ring{reinterpret_cast<uint8_t*>(x_stage) + warp * 2 * ring_depth * p.ring_slot_bytes,
+                        p.ring_slot_bytes, ring_depth, lane};
 
 #pragma unroll 1
     for (int k = 0; k < rows_per_warp; k += row_pairs ? 2 : 1) {
@@ -293,11 +308,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
         // acc: the row's sum; second: the up row's (SwiGLU) or pair_row's (row_pairs).
         float acc = 0.0f, second = 0.0f;
         if (row_pairs && pair_row < out.w.n_rows) {
-            row_pair_slice_dot_any<kBuiltType>(out.w, row, out.w, pair_row, p.x, form, x_stage, first_task, stride, acc,
-                                               second);
+            row_pair_slice_dot_any<kBuiltType>(out.w, row, out.w, pair_row, p.x, form, x_stage, first_task, stride,
+                                               ring, acc, second);
         } else if (row < out.w.n_rows && kPairs && p.swiglu_pairs) {
-            row_pair_slice_dot_any<kBuiltType>(out.w, row, p.out[1].w, row, p.x, form, x_stage, first_task, stride, acc,
-                                               second);
+            row_pair_slice_dot_any<kBuiltType>(out.w, row, p.out[1].w, row, p.x, form, x_stage, first_task, stride,
+                                               ring, acc, second);
         } else if (row < out.w.n_rows) {
             acc = row_slice_dot_any<kInFlight, kBuiltType, !kRowLoop>(out.w, row, p.x, form, x_stage, first_task, stride,
                                                                  kLoadAhead ? ahead : nullptr);
@@ -479,7 +494,8 @@ inline int32_t launch_weight_type(const GemvLaunch& l) {
 // default one-row form (one task in flight, a row a warp) has a kernel for it (the
 // K-quants of Q4_K_M and Q5_K_M, Q8_0, Q4_0), else kAnyWeightType (the kernel of every type).
 inline int32_t gemv_built_type(const GemvLaunch& l) {
-    if (!l.typed_kernel || l.n_x_rows > 1 || l.rows_per_warp > 1 || l.tasks_in_flight > 1 || l.load_ahead)
+    if (!l.typed_kernel || l.n_x_rows > 1 || l.rows_per_warp > 1 || l.tasks_in_flight > 1 || l.load_ahead ||
+        l.ring_depth)
         return kAnyWeightType;
     const int32_t type = launch_weight_type(l);
     return type == kQ4_K || type == kQ5_K || type == kQ6_K || type == kQ8_0 || type == kQ4_0 ? type : kAnyWeightType;
@@ -503,6 +519,7 @@ inline auto gemv_kernel_for(const GemvLaunch& l) {
     if (const int32_t type = gemv_built_type(l); type != kAnyWeightType)
         return l.typed_blocks_per_sm == 4 && !l.swiglu_pairs && !l.row_pairs ? typed_gemv_kernel<4>(type)
                                                                          : typed_gemv_kernel<3>(type);
+    if (l.ring_depth) return gemv_kernel<false, 1, false, kAnyWeightType, 3, true>;
     if (l.n_x_rows > 1) return gemv_rows_kernel;
     if (l.rows_per_warp > 1) return gemv_kernel<true, 1>;
     if (l.tasks_in_flight == 2) return gemv_kernel<false, 2>;

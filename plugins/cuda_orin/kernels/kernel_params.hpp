@@ -263,6 +263,13 @@ struct GemvLaunch {
     // the same.
     int32_t swiglu_pairs = 0;
     int32_t row_pairs = 0;
+    // Tasks of both rows each lane of a pair has on their way into shared memory while it
+    // dots one (task_ring.cuh): 0 (none: loads into registers, a task at a time), 2 or 3.
+    // With pairs, prepared 8-bit x and no stage only; plan_gemv lowers it to what fits a
+    // block's 48 KB of shared memory (ring_bytes) and sets it to 0 elsewhere. The backend's
+    // option gemv_ring=0|2|3. The results are the same.
+    int32_t ring_depth = 0;
+    int32_t ring_slot_bytes = 0;  // filled by plan_gemv: the largest ring_slot_bytes of the outputs' types
     // Warps that share each row (split-K inside a block: 1, 2, 4 or 8). 0: plan_gemv
     // chooses (choose_warps_per_row: split only when there are too few rows to fill the
     // GPU); else kept (the backend's option gemv_warps_per_row=N, to compare: more warps a
@@ -288,6 +295,12 @@ struct GemvLaunch {
     int32_t shared_bytes = 0;
 };
 
+
+// Shared memory of a block's rings of tasks (GemvLaunch::ring_depth): each warp's `depth`
+// pairs of slots.
+inline int ring_bytes(int depth, int slot_bytes) { return kGemvWarps * 2 * depth * slot_bytes; }
+inline constexpr int kGemvMaxRingBytes = 48 * 1024;  // a block's without an opt-in attribute
+inline bool valid_ring_depth(int depth) { return depth == 0 || depth == 2 || depth == 3; }
 
 // The Q/K/V launch that does rope_append's work (GemvLaunch::rope_append_tickets): its
 // outputs are rope_append's q, k and v, floats without a residual, a head's rows each.
@@ -380,6 +393,14 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
                                 launch.rows_per_warp == 1 && launch.tasks_in_flight == 1 && !launch.load_ahead;
     launch.swiglu_pairs = launch.swiglu_pairs && pairs_possible && swiglu && launch.out[1].w.type == launch.out[0].w.type;
     launch.row_pairs = launch.row_pairs && pairs_possible && !swiglu;
+    if (!valid_ring_depth(launch.ring_depth)) return 0;
+    launch.ring_slot_bytes = 0;
+    if ((launch.swiglu_pairs || launch.row_pairs) && launch.x.q8.q && !stage)
+        for (int i = 0; i < (swiglu ? 2 : launch.n_outputs); ++i)
+            launch.ring_slot_bytes = std::max(launch.ring_slot_bytes, ring_slot_bytes(launch.out[i].w.type));
+    while (launch.ring_depth > 0 && ring_bytes(launch.ring_depth, launch.ring_slot_bytes) > kGemvMaxRingBytes)
+        --launch.ring_depth;
+    if (launch.ring_depth < 2 || launch.ring_slot_bytes == 0) launch.ring_depth = launch.ring_slot_bytes = 0;
     const int rows_per_block = kGemvWarps / launch.warps_per_row * launch.rows_per_warp * (launch.row_pairs ? 2 : 1);
     launch.block_begin[0] = 0;
     for (int i = 0; i < kMaxGemvOutputs; ++i) {
@@ -389,8 +410,8 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
         launch.block_begin[i + 1] = launch.block_begin[i] + blocks;
     }
     if (launch.x.norm && (!stage || launch.n_x_rows != 1 || launch.x.q8.q || launch.x.n != launch.x.n_pad)) return 0;
-    launch.shared_bytes =
-        launch.rope_append_tickets ? std::max(launch.x_stage_bytes, kRopeAppendSharedBytes) : launch.x_stage_bytes;
+    launch.shared_bytes = std::max(launch.x_stage_bytes, ring_bytes(launch.ring_depth, launch.ring_slot_bytes));
+    if (launch.rope_append_tickets) launch.shared_bytes = std::max(launch.shared_bytes, kRopeAppendSharedBytes);
     return launch.block_begin[n_ranges];
 }
 

@@ -244,6 +244,18 @@ ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first
 // so that one decoded task is live at a time (two made ptxas spill in the kernel of every
 // type). Each row's sum adds row_slice_dot's products in its order: the same sums bit
 // for bit.
+// Task k of both rows, from their bytes, added to the rows' sums (row_pair_slice_dot's
+// step, and the ring's: task_ring.cuh).
+template <int32_t Type, class X>
+ER_HD void pair_task_dots(const TaskBytes& bytes_a, const TaskBytes& bytes_b, TaskIndex k, const X& xr, float& acc_a,
+                          float& acc_b) {
+    const Task a = decode_task<Type>(bytes_a, k);
+    const Q8Segment x0 = xr.segment(a.seg[0].group, a.seg[0].offset), x1 = xr.segment(a.seg[1].group, a.seg[1].offset);
+    acc_a += segment_dot<Type>(a.seg[0], x0) + segment_dot<Type>(a.seg[1], x1);
+    const Task b = decode_task<Type>(bytes_b, k);
+    acc_b += segment_dot<Type>(b.seg[0], x0) + segment_dot<Type>(b.seg[1], x1);
+}
+
 template <int32_t Type, class X>
 ER_HD void row_pair_slice_dot(const PackedMatrix& wa, int row_a, const PackedMatrix& wb, int row_b, const X& xr,
                               int first_task, int stride, float& acc_a, float& acc_b) {
@@ -251,14 +263,8 @@ ER_HD void row_pair_slice_dot(const PackedMatrix& wa, int row_a, const PackedMat
     const TaskWalk walk = task_walk(first_task, stride, tasks_per_row(wa));
     acc_a = acc_b = 0.0f;
 #pragma unroll 1
-    for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups) {
-        const TaskBytes bytes_a = load_task<Type>(wa, row_a, k), bytes_b = load_task<Type>(wb, row_b, k);
-        const Task a = decode_task<Type>(bytes_a, k);
-        const Q8Segment x0 = xr.segment(a.seg[0].group, a.seg[0].offset), x1 = xr.segment(a.seg[1].group, a.seg[1].offset);
-        acc_a += segment_dot<Type>(a.seg[0], x0) + segment_dot<Type>(a.seg[1], x1);
-        const Task b = decode_task<Type>(bytes_b, k);
-        acc_b += segment_dot<Type>(b.seg[0], x0) + segment_dot<Type>(b.seg[1], x1);
-    }
+    for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups)
+        pair_task_dots<Type>(load_task<Type>(wa, row_a, k), load_task<Type>(wb, row_b, k), k, xr, acc_a, acc_b);
 }
 
 // The bytes of the first kCount (at most kTasksAhead) tasks of row_slice_dot's walk (as

@@ -94,6 +94,42 @@ ER_HD PlaneGeometry plane_geometry(int32_t type) {
     }
 }
 
+// The loads one GEMV task of 32 weights of a quantized type makes (load_task,
+// dequantize_task.hpp): 16-byte ones from the planes above, and narrower ones of 1, 2 or 4
+// bytes (a Q6_K task's two scale bytes and its d, three of Q3_K's scale words and its d).
+// The ring of tasks in shared memory (task_ring.cuh) gives each a place; the emulation
+// checks the two agree.
+struct TaskLoadCounts {
+    int32_t wide = 0;    // 16-byte loads
+    int32_t narrow = 0;  // loads of 1 to 4 bytes
+};
+
+ER_HD constexpr TaskLoadCounts task_load_counts(int32_t type) {
+    switch (type) {
+        case kQ4_0: case kQ4_1: return {1, 1};
+        case kQ5_0: case kQ5_1: return {1, 2};
+        case kQ8_0: case kQ2_K: return {2, 1};
+        case kQ3_K: return {2, 4};
+        case kQ4_K: return {2, 0};
+        case kQ5_K: return {3, 0};
+        case kQ6_K: return {2, 3};
+        default: return {0, 0};
+    }
+}
+
+// Bytes of one slot of the GEMV's ring of tasks (task_ring.cuh): 32 lanes' loads of one
+// task, the narrow ones a 4-byte word each.
+ER_HD constexpr int ring_slot_bytes(int32_t type) {
+    return 32 * (16 * task_load_counts(type).wide + 4 * task_load_counts(type).narrow);
+}
+
+// A weight type as a compile-time value (decltype(tag)::value; visit_weight_type's); no
+// <type_traits>, which NVRTC (scripts/cuda12-check.sh) does not have.
+template <int32_t Type>
+struct TypeTag {
+    static constexpr int32_t value = Type;
+};
+
 inline bool is_gemv_weight_type(int32_t type) { return plane_geometry(type).n_planes > 0; }
 
 // A packed matrix as the kernels see it: rows of `n_cols` weights (n_cols a multiple of

@@ -8,13 +8,6 @@
 
 namespace edgerun::cuda_orin {
 
-// A weight type as a compile-time value (decltype(tag)::value); no <type_traits>, which
-// NVRTC (scripts/cuda12-check.sh) does not have.
-template <int32_t Type>
-struct TypeTag {
-    static constexpr int32_t value = Type;
-};
-
 template <class Result, class Visitor>
 __device__ __forceinline__ Result visit_weight_type(int32_t type, Result fallback, Visitor&& f) {
     switch (type) {

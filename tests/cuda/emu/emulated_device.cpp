@@ -102,11 +102,12 @@ public:
                      "%lld prefetching next tiles, %lld tiled with two tiles in flight, %lld merges making 8-bit x; "
                      "one-row GEMV launches with several tasks in flight: %lld, doing rope_append: %lld, "
                      "loading one task ahead: %lld, making the next 8-bit x: %lld, applying x's norm scale: %lld, "
-                     "by a kernel of one weight type: %lld, walking rows in pairs: %lld SwiGLU, %lld two rows a warp\n",
+                     "by a kernel of one weight type: %lld, walking rows in pairs: %lld SwiGLU, %lld two rows a warp, "
+                     "%lld through a ring of tasks\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
                      tiled_attention_, merged_in_last_blocks_, prefetching_, two_tiles_in_flight_, merges_making_q8_,
                      several_in_flight_, rope_appending_,
-                     one_ahead_, making_q8_, norm_scaled_, typed_, swiglu_pairs_, row_pairs_);
+                     one_ahead_, making_q8_, norm_scaled_, typed_, swiglu_pairs_, row_pairs_, ringed_);
     }
     void add_gemm() { ++gemms_; }
     // `l` as plan_gemv left it.
@@ -124,6 +125,7 @@ public:
             typed_ += gemv_built_type(l) != kAnyWeightType;
             swiglu_pairs_ += l.swiglu_pairs;
             row_pairs_ += l.row_pairs;
+            ringed_ += l.ring_depth > 0;
         }
     }
     void add_attention(const AttentionParams& p) {
@@ -137,7 +139,7 @@ public:
 private:
     long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0, rope_appending_ = 0,
               one_ahead_ = 0, making_q8_ = 0, norm_scaled_ = 0, typed_ = 0, swiglu_pairs_ = 0,
-              row_pairs_ = 0;
+              row_pairs_ = 0, ringed_ = 0;
     long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0, prefetching_ = 0,
               two_tiles_in_flight_ = 0, merges_making_q8_ = 0;
 };
