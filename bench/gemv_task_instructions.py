@@ -41,7 +41,8 @@ KERNEL = re.compile(r"task_loop_(f32|q8s|q8pair|q8ring|q8)ILi(\d+)E")
 
 def loop_instructions(found):
     """{(form, type id): instructions one task executes}: the task loop is the span of the
-    function's longest backward branch. A loop inside it can only be the float dot's loop
+    function's longest backward branch (for the ring, the longest holding its wait, DEPBAR).
+    A loop inside it can only be the float dot's loop
     over the task's two segments (quant_tasks.hpp unrolls it; were ptxas to keep it), so
     its body counts twice; a second inner loop is refused (the count would be a guess)."""
     counts = {}
@@ -50,6 +51,10 @@ def loop_instructions(found):
         spans = backward_branches(body)
         if not m or not spans:
             continue
+        if m and m.group(1) == "q8ring":  # the ring's prologue is a loop too: the task loop waits
+            spans = [s for s in spans if any(s[0] <= at <= s[1] and op.startswith("DEPBAR") for at, op, _ in body)]
+            if not spans:
+                continue
         outer = max(spans, key=lambda s: s[1] - s[0])
         inner = [s for s in spans if s != outer and outer[0] <= s[0] and s[1] <= outer[1]]
         if len(inner) > 1:

@@ -96,6 +96,16 @@ struct TaskRing {
     }
 };
 
+// Row `row` of w as a matrix of one row: its planes' starts.
+ER_HD PackedMatrix row_view(const PackedMatrix& w, int row) {
+    PackedMatrix v = w;
+    const PlaneGeometry g = plane_geometry(w.type);
+    for (int p = 0; p < kMaxPlanes; ++p)
+        if (p < g.n_planes) v.plane[p] = plane_row(w, p, row, g.plane_bytes[p]);
+    v.n_rows = 1;
+    return v;
+}
+
 // row_pair_slice_dot through the ring: the same tasks in the same order, each copied in
 // `depth` iterations before its dots. An iteration's copies are one group (an empty one
 // past the row's end), so waiting for all but the newest depth - 1 groups is waiting for
@@ -106,11 +116,12 @@ __device__ __forceinline__ void row_pair_slice_dot_ring(const PackedMatrix& wa, 
                                                         const TaskRing& ring, float& acc_a, float& acc_b) {
     static_assert(plain_value_bytes(Type) == 0 && X::kQ8, "quantized weights and 8-bit x only");
     const TaskWalk walk = task_walk(first_task, stride, tasks_per_row(wa));
+    const PackedMatrix va = row_view(wa, row_a), vb = row_view(wb, row_b);
     auto copy_in = [&](TaskIndex k, int i) {
         if (k.group < walk.end) {
             RingCopyIn a{ring.place<Type>(i, 0)}, b{ring.place<Type>(i, 1)};
-            load_task<Type>(wa, row_a, k, a);
-            load_task<Type>(wb, row_b, k, b);
+            load_task<Type>(va, 0, k, a);
+            load_task<Type>(vb, 0, k, b);
             a.place.check(a.place.wide == task_load_counts(Type).wide &&
                               a.place.narrow == task_load_counts(Type).narrow,
                           "load_task's loads differ from task_load_counts");
@@ -127,8 +138,8 @@ __device__ __forceinline__ void row_pair_slice_dot_ring(const PackedMatrix& wa, 
         else
             wait_async_copies<1>();
         RingReadBack a{ring.place<Type>(i, 0)}, b{ring.place<Type>(i, 1)};
-        const TaskBytes bytes_a = load_task<Type>(wa, row_a, k, a);
-        const TaskBytes bytes_b = load_task<Type>(wb, row_b, k, b);
+        const TaskBytes bytes_a = load_task<Type>(va, 0, k, a);
+        const TaskBytes bytes_b = load_task<Type>(vb, 0, k, b);
         pair_task_dots<Type>(bytes_a, bytes_b, k, xr, acc_a, acc_b);
         copy_in(TaskIndex{k.group + ring.depth * walk.groups, k.sub}, i);
         i = i + 1 == ring.depth ? 0 : i + 1;
