@@ -32,12 +32,17 @@ struct GemvVariant {
     // Rows walked in pairs where the plan keeps them (GemvLaunch::swiglu_pairs and
     // row_pairs: the backend's default, gemv_pairs=all); false: a row at a time.
     bool pairs = true;
+    // Tasks each lane of a pair has on their way into shared memory (GemvLaunch::
+    // ring_depth, the backend's option gemv_ring): 0, the default, none; 2 or 3. Prepared
+    // 8-bit x only.
+    int ring_depth = 0;
     // "" for the defaults, else e.g. "4 tasks in flight", "4 warps a row".
     std::string text() const {
         std::string s;
         if (tasks_in_flight > 1) s += std::to_string(tasks_in_flight) + " tasks in flight";
         if (warps_per_row > 0) s += (s.empty() ? "" : ", ") + std::to_string(warps_per_row) + " warps a row";
         if (!pairs) s += (s.empty() ? "" : ", ") + std::string("a row at a time");
+        if (ring_depth > 0) s += (s.empty() ? "" : ", ") + std::string("a ring ") + std::to_string(ring_depth) + " deep";
         return s;
     }
 };
@@ -223,6 +228,7 @@ inline GemvLaunch gemv_launch(Activation x, ActivationForm form, const GemvVaria
     l.tasks_in_flight = variant.tasks_in_flight;
     l.asked_warps_per_row = variant.warps_per_row;
     l.swiglu_pairs = l.row_pairs = variant.pairs;
+    l.ring_depth = variant.ring_depth;
     return l;
 }
 

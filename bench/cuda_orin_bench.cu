@@ -10,7 +10,8 @@
 // default), over the same weights, with rows walked in pairs where the plan keeps them (its
 // default gemv_pairs=all); the layer sequence also a row at a time (gemv_pairs=none), with two and four
 // tasks of weights in flight a lane (its gemv_tasks_in_flight=N) and with four warps a row
-// (its gemv_warps_per_row=4), and its fused Q/K/V launch followed by rope_append against
+// (its gemv_warps_per_row=4), with the pairs through a ring of tasks 2 and 3 deep (its
+// gemv_ring=2|3), and its fused Q/K/V launch followed by rope_append against
 // the same launch doing rope_append's work (its rope_append=gemv). Weights and KV caches rotate
 // through distinct buffers totalling at least 4x the L2 (the H100's 50 MB L2 holds a
 // whole layer); the layer benchmarks run all 36 layers of Qwen3-4B Q4_K_M in order. So
@@ -261,11 +262,14 @@ void bench_layers(Bench& b) {
     int32_t* tickets = static_cast<int32_t*>(device_alloc(size_t(rope.n_head + n_head_kv) * 4));  // zero-filled
     // Each form with the defaults (one task of weights in flight a lane, the plan's warps
     // a row, rows in pairs), then a row at a time, two and four tasks in flight (which the
-    // plan walks a row at a time), four warps a row.
+    // plan walks a row at a time), four warps a row; and the pairs through a ring of tasks
+    // 2 and 3 deep (prepared 8-bit x, the one form that takes it).
     for (const GemvVariant variant : {GemvVariant{1, 0, true}, GemvVariant{1, 0, false}, GemvVariant{2, 0, true},
-                                      GemvVariant{4, 0, true}, GemvVariant{1, 4, true}})
+                                      GemvVariant{4, 0, true}, GemvVariant{1, 4, true}, GemvVariant{1, 0, true, 2},
+                                      GemvVariant{1, 0, true, 3}})
         for (const ActivationForm form : activation_forms(kQ4_K))
-            bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, variant, y, y + ff, rope, tickets});
+            if (variant.ring_depth == 0 || form == ActivationForm::kQ8Prepared)
+                bench_layer_gemvs(b, layers, {x, x_q, x_ff, form, variant, y, y + ff, rope, tickets});
     for (QwenLayer& L : layers)
         for (PackedMatrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) free_matrix(*m);
     for (void* p : {static_cast<void*>(y), static_cast<void*>(qkv), static_cast<void*>(head_norm),
@@ -323,7 +327,8 @@ void write_json(const Bench& b, const std::string& path, const std::string& devi
           << "\", \"type\": \"" << json_escape(r.type) << "\", \"activations\": \"" << r.activations
           << "\", \"tasks_in_flight\": " << (r.activations.empty() ? 0 : r.variant.tasks_in_flight)
           << ", \"warps_per_row\": " << r.variant.warps_per_row
-          << ", \"rows_in_pairs\": " << (r.activations.empty() ? 0 : int(r.variant.pairs)) << ", \"time_us\": " << r.time_us
+          << ", \"rows_in_pairs\": " << (r.activations.empty() ? 0 : int(r.variant.pairs))
+          << ", \"ring_depth\": " << (r.activations.empty() ? 0 : r.variant.ring_depth) << ", \"time_us\": " << r.time_us
           << ", \"bytes\": " << r.bytes << ", \"GBps\": " << r.gbps
           << ", \"fraction_of_peak\": " << r.fraction << ", \"note\": \""
           << json_escape(r.note) << "\"}" << (i + 1 < b.results.size() ? "," : "") << "\n";

@@ -88,8 +88,9 @@ def kernel_points(doc, kernels_file):
             warps = f"{r['warps_per_row']} warps a row" if r.get("warps_per_row", 0) > 0 else ""
             # rows_in_pairs: since 2026-11-28; 0 on a GEMV row is the form before pairs.
             one_row = "a row at a time" if r.get("activations") and r.get("rows_in_pairs") == 0 else ""
+            ring = f"a ring {r['ring_depth']} deep" if r.get("ring_depth", 0) > 0 else ""  # since 2026-11-28
             label = " ".join(part for part in ("cuda_orin", r["kernel"], r.get("shape", ""), form, in_flight, warps,
-                                               one_row) if part)
+                                               one_row, ring) if part)
             points.append((label, r["bytes"], r["GBps"]))
     return points
 

@@ -3,7 +3,7 @@
 # sets against the defaults in decode, conformance of the faster, and Nsight Compute over
 # one decode layer's GEMVs. For a session whose first call (tune_compare.sh) left a few
 # minutes of device time and whose change is a new default with its old form kept as an
-# option. CANDIDATES: the sets, ';' between them (default: merge_q8=1;merge_q8=1,attention_merge=last_block);
+# option. CANDIDATES: the sets, ';' between them (default: gemv_ring=3;gemv_ring=2;merge_q8=1);
 # NCU_OPTIONS: backend options of the Nsight Compute run (default: none, the defaults).
 #   1. Llama-3.2-1B and Qwen3-4B (Q4_K_M), synthesized;
 #   2. bench/tune_options.py: decode tg64 at depth 0 with the defaults and each set, the
@@ -23,7 +23,7 @@ for m in llama3.2-1b qwen3-4b; do
   [ -f $f ] || $E synth --preset $m --type Q4_K_M -o $f > $L/synth_$m.log 2>&1 &
 done
 wait
-IFS=';' read -ra SETS <<< "${CANDIDATES:-merge_q8=1;merge_q8=1,attention_merge=last_block}"
+IFS=';' read -ra SETS <<< "${CANDIDATES:-gemv_ring=3;gemv_ring=2;merge_q8=1}"
 ARGS=(); for s in "${SETS[@]}"; do ARGS+=(--candidate "$s"); done
 T=$(( $(left) - ${NCU_SECONDS:-35} ))
 TAILN=12 run tune $((T + 15)) python3 bench/tune_options.py --edgerun $E --test build-models/llama3.2-1b-Q4_K_M.gguf \

@@ -117,6 +117,8 @@ def test_plot(root, work):
              "tasks_in_flight": 2, "time_us": 4.5, "bytes": 1.4e7, "GBps": 3100.0},
             {"kernel": "gemv", "shape": "Qwen3-4B ffn_up 9728x2560", "type": "Q4_K", "activations": "f32",
              "tasks_in_flight": 1, "warps_per_row": 4, "time_us": 4.6, "bytes": 1.4e7, "GBps": 3000.0},
+            {"kernel": "gemv", "shape": "Qwen3-4B ffn_up 9728x2560", "type": "Q4_K", "activations": "q8-prepared",
+             "tasks_in_flight": 1, "rows_in_pairs": 1, "ring_depth": 3, "time_us": 4.1, "bytes": 1.4e7, "GBps": 3400.0},
             {"kernel": "attention", "shape": "kv 32768", "type": "f16 cache", "activations": "",
              "time_us": 50.0, "bytes": 1.3e8, "GBps": 2600.0}]}, f)
     r = subprocess.run([sys.executable, script, fixture, "--out-dir", work, "--kernels", kernels],
@@ -125,10 +127,11 @@ def test_plot(root, work):
     sys.path.insert(0, os.path.join(root, "bench"))
     import plot_results
     labels = [p[0] for p in plot_results.kernel_points(doc, kernels)][len(doc.get("kernels", [])):]
-    check("kernel points name the GEMV's input form, tasks in flight and warps a row, and only where it has them",
+    check("kernel points name the GEMV's input form, tasks in flight, warps a row and ring, and only where it has them",
           labels == ["cuda_orin gemv Qwen3-4B ffn_up 9728x2560 x f32", "cuda_orin gemv Qwen3-4B ffn_up 9728x2560 x q8",
                      "cuda_orin gemv Qwen3-4B ffn_up 9728x2560 x f32 2 tasks in flight",
                      "cuda_orin gemv Qwen3-4B ffn_up 9728x2560 x f32 4 warps a row",
+                     "cuda_orin gemv Qwen3-4B ffn_up 9728x2560 x q8-prepared a ring 3 deep",
                      "cuda_orin attention kv 32768"], labels)
 
     # Bad input: a clear one-line error, non-zero exit, nothing written.

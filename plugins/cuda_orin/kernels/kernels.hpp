@@ -19,7 +19,9 @@
 // row_pairs; option gemv_pairs, `all` by default since) passed the kernel tests (both
 // builds), the CUDA Graph test, compute-sanitizer and conformance at every level. Since
 // (run on the CPU emulation only): the attention's merge may make the output projection's
-// 8-bit x (AttentionParams::out_q; option merge_q8, off).
+// 8-bit x (AttentionParams::out_q; option merge_q8, off), and GEMV pairs may walk a ring
+// of tasks copied into shared memory ahead of their dots (task_ring.cuh; option
+// gemv_ring, off).
 // The math the kernels are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp);
 // the kernels themselves also run on the CPU emulation in CI
 // (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
