@@ -108,7 +108,8 @@ __device__ __forceinline__ float row_slice_dot_any(const PackedMatrix& w, int ro
 
 // Two rows of one quantized type walked together in the launch's form of 8-bit x
 // (GemvLaunch::swiglu_pairs, row_pairs); through the warp's ring of tasks if it has one
-// (ring.depth != 0: GemvLaunch::ring_depth, prepared x only, plan_gemv).
+// (ring.depth != 0: GemvLaunch::ring_depth, prepared x only, plan_gemv), which the kernel
+// primed for these rows before its wait (ring_prime).
 template <int32_t kBuiltType = kAnyWeightType>
 __device__ __forceinline__ void row_pair_slice_dot_any(const PackedMatrix& wa, int row_a, const PackedMatrix& wb,
                                                        int row_b, const Activation& x, XForm form, const Words4* stage,
@@ -118,8 +119,8 @@ __device__ __forceinline__ void row_pair_slice_dot_any(const PackedMatrix& wa, i
         constexpr int32_t kType = decltype(type)::value;
         if constexpr (plain_value_bytes(kType) == 0) {
             if (ring.depth)
-                row_pair_slice_dot_ring<kType>(wa, row_a, wb, row_b, GlobalQ8X{x.q8}, first_task, stride, ring, acc_a,
-                                               acc_b);
+                ring_walk<kType>(ring_pair(wa, row_a, wb, row_b, first_task, stride), ring, GlobalQ8X{x.q8}, acc_a,
+                                 acc_b);
             else if (form == XForm::kStagedQ8)
                 row_pair_slice_dot<kType>(wa, row_a, wb, row_b, StagedQ8X::in_stage(stage, 1, x.n_pad), first_task,
                                           stride, acc_a, acc_b);
@@ -268,7 +269,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
     const int first_row = (int(blockIdx.x) - p.block_begin[o]) * rows_per_pass * rows_per_warp + warp / warps_per_row;
     const int slice = warp % warps_per_row;
     const int first_task = slice * 32 + lane, stride = 32 * warps_per_row;
-
     if (p.prefetch) {
         prefetch_row(out.w, first_row, slice, warps_per_row, lane);
         if (swiglu) prefetch_row(p.out[1].w, first_row, slice, warps_per_row, lane);
@@ -283,20 +283,34 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
             load_first_tasks<decltype(type)::value, kCount>(out.w, first_row, first_task, stride, ahead);
             return true;
         });
+    ER_DYNAMIC_SHARED(Words4, x_stage);
+    // kRing: the pair's first tasks go into the warp's ring now, before the wait, as
+    // kLoadAhead's go into registers. The ring has the dynamic shared memory to itself
+    // (plan_gemv: no stage with it).
+    const int ring_depth = kRing ? p.ring_depth : 0;
+    const TaskRing ring{reinterpret_cast<uint8_t*>(x_stage) + warp * 2 * ring_depth * p.ring_slot_bytes,
+                        p.ring_slot_bytes, ring_depth, lane};
+    // The pair is the one the loop below walks (its two pair branches, for its one pass).
+    auto prime = [&](const PackedMatrix& wb, int row_b) {
+        visit_weight_type_of<kBuiltType>(out.w.type, false, [&](auto type) {
+            if constexpr (plain_value_bytes(decltype(type)::value) == 0)
+                ring_prime<decltype(type)::value>(ring_pair(out.w, first_row, wb, row_b, first_task, stride), ring);
+            return true;
+        });
+    };
+    if (kRing && ring.depth) {
+        if (row_pairs && first_row + rows_per_pass < out.w.n_rows) prime(out.w, first_row + rows_per_pass);
+        else if (first_row < out.w.n_rows && p.swiglu_pairs) prime(p.out[1].w, first_row);
+    }
     wait_for_prior_grids();  // x (and the residual) come from earlier launches
     allow_next_grid();
 
-    ER_DYNAMIC_SHARED(Words4, x_stage);
     const XForm form = x_form(p);
     // The staging's batch: four spilled in the task loops of four tasks in flight and of
     // several rows a warp (check_kernel_resources.py), two did not.
     constexpr int kStageBatch = kRowLoop || kInFlight == 4 ? 2 : 4;
     if (form == XForm::kStagedQ8) stage_x_q8<kStageBatch>(p.x, 1, reinterpret_cast<uint8_t*>(x_stage));
     else if (form == XForm::kStagedFloat) stage_x_row<kStageBatch>(p.x, x_stage);
-    // The ring has the dynamic shared memory to itself (plan_gemv: no stage with it).
-    const int ring_depth = kRing ? p.ring_depth : 0;
-    const TaskRing ring{reinterpret_cast<uint8_t*>(x_stage) + warp * 2 * ring_depth * p.ring_slot_bytes,
-                        p.ring_slot_bytes, ring_depth, lane};
 
 #pragma unroll 1
     for (int k = 0; k < rows_per_warp; k += row_pairs ? 2 : 1) {

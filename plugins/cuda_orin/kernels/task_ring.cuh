@@ -106,44 +106,73 @@ ER_HD PackedMatrix row_view(const PackedMatrix& w, int row) {
     return v;
 }
 
-// row_pair_slice_dot through the ring: the same tasks in the same order, each copied in
-// `depth` iterations before its dots. An iteration's copies are one group (an empty one
-// past the row's end), so waiting for all but the newest depth - 1 groups is waiting for
-// this iteration's; a slot is refilled only after its bytes were read into registers.
+// The two rows a lane walks through its ring, as one-row views, and its walk of their tasks.
+struct RingPair {
+    PackedMatrix a, b;
+    TaskWalk walk;
+};
+
+ER_HD RingPair ring_pair(const PackedMatrix& wa, int row_a, const PackedMatrix& wb, int row_b, int first_task,
+                         int stride) {
+    return {row_view(wa, row_a), row_view(wb, row_b), task_walk(first_task, stride, tasks_per_row(wa))};
+}
+
+// Task k of both rows copied into slot pair i, as one group of copies (an empty one past
+// the rows' end, so that every iteration commits one).
+template <int32_t Type>
+__device__ __forceinline__ void ring_copy_in(const RingPair& pair, const TaskRing& ring, TaskIndex k, int i) {
+    if (k.group < pair.walk.end) {
+        RingCopyIn a{ring.place<Type>(i, 0)}, b{ring.place<Type>(i, 1)};
+        load_task<Type>(pair.a, 0, k, a);
+        load_task<Type>(pair.b, 0, k, b);
+        a.place.check(a.place.wide == task_load_counts(Type).wide && a.place.narrow == task_load_counts(Type).narrow,
+                      "load_task's loads differ from task_load_counts");
+    }
+    commit_async_copies();
+}
+
+// The walk's first `depth` tasks on their way. Weights are written only at load, so a
+// kernel may do this before it waits for the previous launch (gemv.cu): their DRAM
+// latency then overlaps that launch's end and this one's start, at no cost in registers.
+template <int32_t Type>
+__device__ __forceinline__ void ring_prime(const RingPair& pair, const TaskRing& ring) {
+    for (int i = 0; i < ring.depth; ++i)
+        ring_copy_in<Type>(pair, ring, TaskIndex{pair.walk.first.group + i * pair.walk.groups, pair.walk.first.sub}, i);
+}
+
+// row_pair_slice_dot through a primed ring: the same tasks in the same order, each copied
+// in `depth` iterations before its dots. Waiting for all but the newest depth - 1 groups
+// is waiting for this iteration's; a slot is refilled only after its bytes were read into
+// registers.
 template <int32_t Type, class X>
-__device__ __forceinline__ void row_pair_slice_dot_ring(const PackedMatrix& wa, int row_a, const PackedMatrix& wb,
-                                                        int row_b, const X& xr, int first_task, int stride,
-                                                        const TaskRing& ring, float& acc_a, float& acc_b) {
+__device__ __forceinline__ void ring_walk(const RingPair& pair, const TaskRing& ring, const X& xr, float& acc_a,
+                                          float& acc_b) {
     static_assert(plain_value_bytes(Type) == 0 && X::kQ8, "quantized weights and 8-bit x only");
-    const TaskWalk walk = task_walk(first_task, stride, tasks_per_row(wa));
-    const PackedMatrix va = row_view(wa, row_a), vb = row_view(wb, row_b);
-    auto copy_in = [&](TaskIndex k, int i) {
-        if (k.group < walk.end) {
-            RingCopyIn a{ring.place<Type>(i, 0)}, b{ring.place<Type>(i, 1)};
-            load_task<Type>(va, 0, k, a);
-            load_task<Type>(vb, 0, k, b);
-            a.place.check(a.place.wide == task_load_counts(Type).wide &&
-                              a.place.narrow == task_load_counts(Type).narrow,
-                          "load_task's loads differ from task_load_counts");
-        }
-        commit_async_copies();
-    };
-    for (int i = 0; i < ring.depth; ++i) copy_in(TaskIndex{walk.first.group + i * walk.groups, walk.first.sub}, i);
     acc_a = acc_b = 0.0f;
     int i = 0;
 #pragma unroll 1
-    for (TaskIndex k = walk.first; k.group < walk.end; k.group += walk.groups) {
+    for (TaskIndex k = pair.walk.first; k.group < pair.walk.end; k.group += pair.walk.groups) {
         if (ring.depth == 3)
             wait_async_copies<2>();
         else
             wait_async_copies<1>();
         RingReadBack a{ring.place<Type>(i, 0)}, b{ring.place<Type>(i, 1)};
-        const TaskBytes bytes_a = load_task<Type>(va, 0, k, a);
-        const TaskBytes bytes_b = load_task<Type>(vb, 0, k, b);
+        const TaskBytes bytes_a = load_task<Type>(pair.a, 0, k, a);
+        const TaskBytes bytes_b = load_task<Type>(pair.b, 0, k, b);
         pair_task_dots<Type>(bytes_a, bytes_b, k, xr, acc_a, acc_b);
-        copy_in(TaskIndex{k.group + ring.depth * walk.groups, k.sub}, i);
+        ring_copy_in<Type>(pair, ring, TaskIndex{k.group + ring.depth * pair.walk.groups, k.sub}, i);
         i = i + 1 == ring.depth ? 0 : i + 1;
     }
+}
+
+// row_pair_slice_dot through the ring, primed here.
+template <int32_t Type, class X>
+__device__ __forceinline__ void row_pair_slice_dot_ring(const PackedMatrix& wa, int row_a, const PackedMatrix& wb,
+                                                        int row_b, const X& xr, int first_task, int stride,
+                                                        const TaskRing& ring, float& acc_a, float& acc_b) {
+    const RingPair pair = ring_pair(wa, row_a, wb, row_b, first_task, stride);
+    ring_prime<Type>(pair, ring);
+    ring_walk<Type>(pair, ring, xr, acc_a, acc_b);
 }
 
 }  // namespace edgerun::cuda_orin
