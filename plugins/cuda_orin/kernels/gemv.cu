@@ -269,6 +269,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, kMinBlocks)
     const int first_row = (int(blockIdx.x) - p.block_begin[o]) * rows_per_pass * rows_per_warp + warp / warps_per_row;
     const int slice = warp % warps_per_row;
     const int first_task = slice * 32 + lane, stride = 32 * warps_per_row;
+
     if (p.prefetch) {
         prefetch_row(out.w, first_row, slice, warps_per_row, lane);
         if (swiglu) prefetch_row(p.out[1].w, first_row, slice, warps_per_row, lane);

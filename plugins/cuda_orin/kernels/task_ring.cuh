@@ -77,10 +77,15 @@ struct RingCopyIn {
 struct RingReadBack {
     RingPlace place;
     __device__ __forceinline__ Words4 load_16B(const uint8_t*) { return load_shared<Words4>(place.next_wide()); }
-    __device__ __forceinline__ uint32_t load_4B(const uint8_t*) { return *reinterpret_cast<const uint32_t*>(place.next_narrow()); }
+    __device__ __forceinline__ uint32_t load_4B(const uint8_t*) {
+        return *reinterpret_cast<const uint32_t*>(place.next_narrow());
+    }
     __device__ __forceinline__ uint32_t load_2B(const uint8_t* p) { return (load_4B(p) >> byte_shift(p)) & 0xFFFFu; }
     __device__ __forceinline__ uint32_t load_1B(const uint8_t* p) { return (load_4B(p) >> byte_shift(p)) & 0xFFu; }
-    __device__ __forceinline__ static uint32_t byte_shift(const uint8_t* p) { return 8u * uint32_t(reinterpret_cast<uintptr_t>(p) & 3u); }
+    // Where the load's bytes lie in the word holding them (little-endian).
+    __device__ __forceinline__ static uint32_t byte_shift(const uint8_t* p) {
+        return 8u * uint32_t(reinterpret_cast<uintptr_t>(p) & 3u);
+    }
 };
 
 // A warp's ring as one lane sees it.
