@@ -208,7 +208,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                               "unknown option '" + std::string(item.substr(0, 24)) + (item.size() > 24 ? "..." : "") +
                                   "' (known: graphs,fuse,pdl,prefetch,profile,stage_x,mma_attention,"
                                   "attention_prefetch,gemv_load_ahead,merge_q8=0|1; gemm_rows,gemm_tile_kib,"
-                                  "tiled_attention,gemv_rows_per_warp,gemv_warps_per_row,gemv_ring=N; activations=f32|q8,gemm=f16|f32,"
+                                  "tiled_attention,gemv_rows_per_warp,gemv_warps_per_row,gemv_ring=N; "
+                                  "activations=f32|q8,gemm=f16|f32,"
                                   "tiled_attention_stages=1|2,attention_merge=kernel|last_block,rope_append=kernel|gemv,"
                                   "prepare=launch|gemv,gemv_tasks_in_flight=1|2|4,"
                                   "gemv_kernels=generic|typed|typed_4_blocks,gemv_pairs=none|swiglu|all,"
