@@ -26,20 +26,20 @@ inline void check_same_sums(DeviceApi& api, const Report& report, const GemvLaun
 // Pairs walked through a ring of tasks in shared memory (GemvLaunch::ring_depth, 2 and 3
 // deep) against rows one at a time. The plan must keep a ring exactly where the pairs are
 // kept with prepared x (`applies`), at most as deep as asked and within a block's 48 KB:
-// two deep always fits (every type's slot is at most 1536 bytes).
-inline void check_ring(DeviceApi& api, const Report& report, const GemvLaunch& launch, bool applies, int n, bool y_f16,
-                       const std::vector<float>& got, const std::string& name) {
-    const bool swiglu = launch.epilogue == kEpilogueSwiGLU;
+// two deep always fits (every type's slot is at most 1536 bytes). pair_up: check_pairs'.
+template <class PairUp>
+inline void check_ring(DeviceApi& api, const Report& report, const GemvLaunch& launch, PairUp pair_up, bool applies,
+                       int n, bool y_f16, const std::vector<float>& got, const std::string& name) {
     for (int depth : {2, 3}) {
         auto ringed = [&](GemvLaunch& l) {
-            (swiglu ? l.swiglu_pairs : l.row_pairs) = 1;
+            pair_up(l);
             l.ring_depth = depth;
         };
         GemvLaunch planned = launch;
         ringed(planned);
         plan_gemv(planned, 132);
         const bool planned_well =
-            applies ? planned.ring_depth >= 2 && planned.ring_depth <= depth && (depth != 2 || planned.ring_depth == 2) &&
+            applies ? planned.ring_depth >= 2 && planned.ring_depth <= depth &&
                           planned.shared_bytes >= ring_bytes(planned.ring_depth, planned.ring_slot_bytes) &&
                           ring_bytes(planned.ring_depth, planned.ring_slot_bytes) <= kGemvMaxRingBytes
                     : planned.ring_depth == 0;
@@ -80,7 +80,7 @@ inline void check_pairs(DeviceApi& api, const Report& report, const GemvLaunch& 
                         l.typed_blocks_per_sm = 4;
                     },
                     n, y_f16, got, name + ": largest difference, rows in pairs in the kernel of its type");
-    check_ring(api, report, launch, applies && launch.x.q8.q, n, y_f16, got, name);
+    check_ring(api, report, launch, pair_up, applies && launch.x.q8.q, n, y_f16, got, name);
 }
 
 // What check_same_sums compares a launch with: each warp taking `rows` rows one after

@@ -396,7 +396,7 @@ inline int plan_gemv(GemvLaunch& launch, int n_sms) {
     if (!valid_ring_depth(launch.ring_depth)) return 0;
     launch.ring_slot_bytes = 0;
     if ((launch.swiglu_pairs || launch.row_pairs) && launch.x.q8.q && !stage)
-        for (int i = 0; i < (swiglu ? 2 : launch.n_outputs); ++i)
+        for (int i = 0; i < launch.n_outputs; ++i)
             launch.ring_slot_bytes = std::max(launch.ring_slot_bytes, ring_slot_bytes(launch.out[i].w.type));
     while (launch.ring_depth > 0 && ring_bytes(launch.ring_depth, launch.ring_slot_bytes) > kGemvMaxRingBytes)
         --launch.ring_depth;

@@ -40,7 +40,7 @@ struct RingPlace {
     }
     ER_HD uint8_t* next_narrow() { return slot + 16 * 32 * wide_count + 4 * (32 * narrow++ + lane); }
 
-    ER_HD void check(bool ok, const char* what) const {
+    ER_HD static void check(bool ok, const char* what) {
 #if !defined(__CUDA_ARCH__)
         if (!ok) {
             std::fprintf(stderr, "cuda_orin: task ring: %s\n", what);
