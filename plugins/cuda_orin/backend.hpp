@@ -157,6 +157,15 @@ struct Backend {
     // 32768 (F16 cache) on the H100 (2026-11-28, 847a064): 6244 tok/s with 1, 6989 with 2;
     // Qwen3-0.6B's 14884 and 16832 (bench/results/h100-2026-11-28-847a064).
     int32_t tiled_attention_stages = 2;
+    // Option widen_kv=0|1: a step whose rows are all of one sequence (a prompt chunk) and
+    // that takes the tiled attention over an INT8 cache has a launch a layer widen that
+    // sequence's K and V to halves first (WidenKvParams; one layer's worth of device
+    // memory), and the tiled kernel stages halves from there, instead of each of its blocks
+    // widening every K/V tile it reads: 32 blocks a KV head read each tile in a 512-row step
+    // of Qwen3-4B. The same outputs bit for bit. The reading: Qwen3's pp512 at depth 32768
+    // on the H200 (a7e3b81) ran at 0.82-0.83x llama.cpp's with the Q8_0 cache and
+    // 1.08-1.12x with the F16 one. Off until a GPU measures it.
+    bool widen_kv = false;
     // Option mma_attention=0|1: steps the tiled attention does not take run the split
     // kernel's blocks on tensor cores (kernels/attention_mma.cu: a static 93 SASS
     // instructions per KB of INT8 K+V at head dim 128 against 236, the query rounded to

@@ -184,6 +184,10 @@ public:
     void attention(const AttentionParams& p) override {
         timer_.run(attention_kind(p), [&] { check(launch_attention(p, launch_stream()), "launch of attention"); });
     }
+    void widen_kv(const WidenKvParams& p) override {
+        timer_.run(LaunchKind(Kernel::widen_kv),
+                   [&] { check(launch_widen_kv(p, launch_stream()), "launch of widen_kv"); });
+    }
     void embed(const EmbedParams& p) override {
         timer_.run(LaunchKind(Kernel::embed), [&] { check(launch_embed(p, launch_stream()), "launch of embed"); });
     }

@@ -93,6 +93,7 @@ public:
     virtual void prepare(const PrepareParams& p) = 0;
     virtual void gemv(const GemvLaunch& launch) = 0;  // planned by the device (its SM count)
     virtual void attention(const AttentionParams& p) = 0;
+    virtual void widen_kv(const WidenKvParams& p) = 0;  // before a tiled attention over it
     virtual void embed(const EmbedParams& p) = 0;
     virtual void rms_norm(const RmsNormParams& p) = 0;
     virtual void rope_rows(const RopeRowsParams& p) = 0;

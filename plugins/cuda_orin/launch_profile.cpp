@@ -17,6 +17,7 @@ const char* entry_name(Kernel k) {
         case Kernel::attention: return "attention (split)";
         case Kernel::attention_mma: return "attention (split on mma)";
         case Kernel::attention_tiles: return "attention (tiled)";
+        case Kernel::widen_kv: return "widen_kv";
         case Kernel::embed: return "embed";
         case Kernel::rms_norm: return "rms_norm";
         case Kernel::rope_rows: return "rope_rows";

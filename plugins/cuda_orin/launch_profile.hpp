@@ -23,8 +23,8 @@ namespace edgerun::cuda_orin {
 // The Device interface's launch entries.
 // gemm counts as one kernel (cuBLAS may launch more than one for it).
 enum class Kernel : uint8_t {
-    prepare, gemv, attention, attention_mma, attention_tiles, embed, rms_norm, rope_rows, elementwise, kv_append, rope_append,
-    attention_rows, dequantize_rows, half_rows, gemm
+    prepare, gemv, attention, attention_mma, attention_tiles, widen_kv, embed, rms_norm, rope_rows, elementwise, kv_append,
+    rope_append, attention_rows, dequantize_rows, half_rows, gemm
 };
 
 // What a launch was: its entry and, for a GEMV, its shape (so the table tells the logits

@@ -106,6 +106,17 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
         split_attention && backend.merge_in_split_kernel ? uint64_t(ticket_groups) * uint64_t(max_tokens_) * 4 : 0;
     // The Q/K/V GEMV's tickets (option rope_append=gemv), likewise one set for every layer.
     const uint64_t rope_ticket_bytes = split_attention && backend.rope_append_in_gemv ? uint64_t(max_rope_heads) * 4 : 0;
+    // Option widen_kv=1: a layer's INT8 K and V of one sequence as halves, for steps that
+    // take the tiled attention (the largest layer's: layers may differ in heads).
+    uint64_t widened_bytes = 0;
+    if (backend.widen_kv && max_tiles_ > 0)
+        for (const er_node& node : nodes_) {
+            if (node.op != ER_OP_ATTENTION) continue;
+            KvCacheLayer halves = ctx.layers[size_t(node.layer)].layer;
+            if (halves.type != kKvQ8) continue;
+            halves.type = kKvF16;
+            widened_bytes = std::max(widened_bytes, 2 * kv_values_bytes(halves));  // K and V
+        }
     // The general row kernel's scores: every row's against the whole context.
     const uint64_t score_bytes = row_attention ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;
     // GEMV input: prepared rows of x, as many as one GEMV launch multiplies.
@@ -138,7 +149,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t gemm_x_bytes =
         gemm_tile_values_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
     const uint64_t fixed = act_bytes + 2 * q8_slot_bytes + q8_ticket_bytes + split_bytes + ticket_bytes +
-                           rope_ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
+                           rope_ticket_bytes + widened_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
                            gemm_tile_values_ * gemm_value_bytes + gemm_x_bytes;
     // Checks values + fixed before allocating.
     assign_buffers(graph, extend_fused_lifetimes(graph, fusions_, checked.last_use), fixed);
@@ -156,6 +167,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     if (split_bytes) split_workspace_ = DeviceBuffer(device_, split_bytes);
     if (ticket_bytes) merge_tickets_ = DeviceBuffer(device_, ticket_bytes);  // zero-filled, as the kernels need
     if (rope_ticket_bytes) rope_append_tickets_ = DeviceBuffer(device_, rope_ticket_bytes);  // zero-filled too
+    if (widened_bytes) widened_kv_ = DeviceBuffer(device_, widened_bytes);
     if (score_bytes) scores_ = DeviceBuffer(device_, score_bytes);
     if (gemm_tile_values_) gemm_tile_ = DeviceBuffer(device_, gemm_tile_values_ * gemm_value_bytes);
     if (gemm_x_bytes) gemm_x_ = DeviceBuffer(device_, gemm_x_bytes);
@@ -429,6 +441,8 @@ void Plan::execute(const er_step& step) {
 //     rope_append for one row); gemv_rows' groups and in-place reads; the split
 //     attention's row count and KV splits (attention_splits(n)), or the tiled one's
 //     tiles and splits (takes_tiled_attention(n), attention_tiles(n), tiled_splits(n));
+//   - whether the rows are all of one sequence (rows_of_one_sequence): with widen_kv=1 the
+//     tiled attention of such a step reads the INT8 cache widened to halves (widens_kv);
 //   - the logit rows (their count and which rows): LOGITS' GEMV rows (gemv_rows'
 //     row_index: the rows prepare reads, whether x is read in place, from which row), its
 //     fused RMS_NORM prologue for a single logit row (norm_fused), and no launch at all for
@@ -441,6 +455,7 @@ Plan::StepKey Plan::step_key(int32_t n) const {
     StepKey key;
     key.rows = n;
     key.logit_rows.assign(logit_rows_.begin(), logit_rows_.begin() + n_logit_rows_);
+    key.one_sequence = rows_of_one_sequence(n);
     return key;
 }
 

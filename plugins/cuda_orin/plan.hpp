@@ -84,6 +84,11 @@ private:
     bool takes_tiled_attention(int32_t n) const;
     int32_t attention_tiles(int32_t n) const { return max_attention_tiles(n, ctx_.n_seqs, rows_per_tile_); }
     int32_t tiled_splits(int32_t n) const;
+    // Whether the step's n rows are all of one sequence (a prompt chunk), and whether the
+    // tiled attention of such a step reads an INT8 cache widened to halves first (option
+    // widen_kv=1; widened_kv_).
+    bool rows_of_one_sequence(int32_t n) const;
+    bool widens_kv(const KvCacheLayer& cache, int32_t n) const;
     // x: the step's rows, floats (row stride width) or, for F16 GEMMs, halves (dense).
     void matmul_by_gemm(const void* x, int64_t width, const DeviceWeight& w, const float* bias, float* out, int32_t n);
     void launch_logits(size_t index, int32_t n);
@@ -173,6 +178,10 @@ private:
     // Attention scratch: the split kernel's partials and merge tickets, the row kernel's
     // scores; the Q/K/V GEMV's tickets for rope_append=gemv (one a head).
     DeviceBuffer split_workspace_, merge_tickets_, scores_, rope_append_tickets_;
+    // Option widen_kv=1: one layer's K and V of one sequence as halves (WidenKvParams),
+    // made anew by every layer's widen_kv launch; none without the option, an INT8 cache
+    // and steps that take the tiled attention.
+    DeviceBuffer widened_kv_;
     // The matrix-matrix path's tile of dequantized weight rows (none: steps keep the GEMV).
     static constexpr int64_t kGemmTileRowMultiple = 128;  // matmul_by_gemm's tiles after the first
     uint64_t gemm_tile_values_ = 0;
@@ -191,6 +200,7 @@ private:
     struct StepKey {
         int32_t rows = 0;
         std::vector<int32_t> logit_rows;
+        bool one_sequence = true;  // rows_of_one_sequence: whether a tiled attention widens the cache
         bool operator==(const StepKey&) const = default;
     };
     struct CapturedShape {

@@ -41,6 +41,14 @@ int32_t Plan::tiled_splits(int32_t n) const {
                                   device_.description().sm_count);
 }
 
+bool Plan::rows_of_one_sequence(int32_t n) const {
+    return std::all_of(row_seq_.begin(), row_seq_.begin() + n, [&](int32_t s) { return s == row_seq_[0]; });
+}
+
+bool Plan::widens_kv(const KvCacheLayer& cache, int32_t n) const {
+    return widened_kv_.data() && cache.type == kKvQ8 && takes_tiled_attention(n) && rows_of_one_sequence(n);
+}
+
 bool Plan::rope_append_fused(size_t attention, int32_t n) const {
     return ctx_.model->backend->fuse && fusions_.attention[attention].q_rope >= 0 && n == 1 &&
            takes_split_attention(nodes_[attention].params.attention, ctx_.params.kv_type);
@@ -446,7 +454,8 @@ void Plan::launch_logits(size_t index, int32_t n) {
 // mma_attention=1; its splits merged by a second kernel, or with
 // attention_merge=last_block by its own last blocks), in steps of tiled_attention rows or
 // more the tiled kernel over tiles of rows of one sequence (the tile table is device data
-// too), or the general row kernel for the head dims and cache types the split kernel
+// too; with widen_kv=1 an INT8 cache widened to halves first where the rows are of one
+// sequence), or the general row kernel for the head dims and cache types the split kernel
 // lacks.
 void Plan::launch_attention(size_t index, int32_t n) {
     const er_node& node = nodes_[index];
@@ -484,6 +493,12 @@ void Plan::launch_attention(size_t index, int32_t n) {
             p.tile_rows = device_tile_rows_;
             p.n_tiles = attention_tiles(n);
             p.n_splits = tiled_splits(n);
+            if (widens_kv(cache.layer, n)) {
+                uint16_t* halves = widened_kv_.as<uint16_t>();
+                const WidenKvParams w = widening_for(p, halves, halves + kv_values_bytes(cache.layer));
+                device_.widen_kv(w);
+                p = reading_widened(p, w);
+            }
             p.tile_stages = ctx_.model->backend->tiled_attention_stages;
         } else {
             p.merge_tickets = merge_tickets_.as<int32_t>();  // null without attention_merge=last_block

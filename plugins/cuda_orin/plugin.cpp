@@ -199,16 +199,18 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "prepare=gemv") backend->prepare_in_gemv = true;
             else if (item == "merge_q8=1") backend->merge_q8 = true;
             else if (item == "merge_q8=0") backend->merge_q8 = false;
+            else if (item == "widen_kv=1") backend->widen_kv = true;
+            else if (item == "widen_kv=0") backend->widen_kv = false;
             else if (item == "pdl=1") backend->pdl = true;
             else if (item == "pdl=0") backend->pdl = false;
             else if (item == "weights=shared") weights_shared = true;
             else if (item == "weights=device") weights_shared = false;
-            else  // ER_ERROR_MESSAGE_CAP (512) holds it with "cuda_orin_emu: " and the item cut to 27 characters
+            else  // ER_ERROR_MESSAGE_CAP (512) holds it with the item cut to 27 characters (510 bytes)
                 throw Failure(ER_E_INVALID_ARGUMENT,
                               "unknown option '" + std::string(item.substr(0, 24)) + (item.size() > 24 ? "..." : "") +
                                   "' (known: graphs,fuse,pdl,prefetch,profile,stage_x,mma_attention,"
-                                  "attention_prefetch,gemv_load_ahead,merge_q8=0|1; gemm_rows,gemm_tile_kib,"
-                                  "tiled_attention,gemv_rows_per_warp,gemv_warps_per_row,gemv_ring=N; "
+                                  "attention_prefetch,gemv_load_ahead,merge_q8,widen_kv=0|1;gemm_rows,gemm_tile_kib,"
+                                  "tiled_attention,gemv_rows_per_warp,gemv_warps_per_row,gemv_ring=N;"
                                   "activations=f32|q8,gemm=f16|f32,"
                                   "tiled_attention_stages=1|2,attention_merge=kernel|last_block,rope_append=kernel|gemv,"
                                   "prepare=launch|gemv,gemv_tasks_in_flight=1|2|4,"

@@ -2,9 +2,10 @@
 // the launches with the parameters they were recorded with, as a CUDA Graph does: a
 // per-step value the capture key (Plan::step_key) misses gives wrong logits.
 //
-// Usage: cuda_orin_capture_check [--options O] BACKEND MODEL PLUGIN_DIR...
+// Usage: cuda_orin_capture_check [--options O] [--kv f16|q8] BACKEND MODEL PLUGIN_DIR...
 // (--options: backend options added to every run, e.g. tiled_attention=2 so the steps of
-// several rows take the tiled attention and its per-step tile table.)
+// several rows take the tiled attention and its per-step tile table; --kv: the cache
+// type, F16 unless told.)
 //
 // Runs the same steps of four sequences in one context with the backend's default
 // options (steps captured and replayed), with graphs=0 (every step launched plainly) and
@@ -15,8 +16,10 @@
 //     the prior grids);
 //   - the replay line of the plan that ran them: every step replayed (none launched
 //     plainly) with graphs on (both captured runs), none replayed with graphs=0.
-// The steps cover the shapes the key must tell apart: the decode step of every sequence
-// (4 rows, all logits; run twice, so the second is a replay of the first's capture), a
+// The steps cover the shapes the key must tell apart: a verification step of four rows
+// of one sequence with every logit, then the decode step of every sequence (4 rows, all
+// logits too: the same rows and logit rows, but of four sequences; run twice, so the
+// second is a replay of the first's capture), a
 // verification step (two rows of one sequence with both logits, plus one row of another)
 // and a step of the same row count with other logit rows (no logits for the first row),
 // and one-row steps of two different sequences.
@@ -39,7 +42,7 @@ namespace {
 using namespace edgerun;
 
 constexpr int32_t kSequences = 4;
-constexpr int kSteps = 6;
+constexpr int kSteps = 7;
 
 struct Run {
     std::vector<float> logits;  // every step's logits, in order
@@ -83,6 +86,21 @@ public:
         take(other);
     }
 
+    // k rows of `seq` (its next token and k - 1 guessed ones), every row's logits (a
+    // speculative verification step); then the guesses are rejected: seq is rewound to
+    // after its first row.
+    void verify(int32_t seq, int32_t k) {
+        std::vector<int32_t> rows(static_cast<size_t>(k));
+        for (int32_t i = 0; i < k; ++i) rows[size_t(i)] = (tokens_[size_t(seq)] + i) % int32_t(batch_.n_vocab());
+        std::vector<float> all(size_t(k) * batch_.n_vocab());
+        const int32_t pos = batch_.position(seq);
+        const std::vector<SequenceFeed> feeds{{seq, rows, all.data()}};
+        batch_.feed(feeds);
+        logits_.insert(logits_.end(), all.begin(), all.end());
+        tokens_[size_t(seq)] = choose(all.data());
+        batch_.rewind(seq, pos + 1);
+    }
+
     std::vector<float> logits() const { return logits_; }
 
 private:
@@ -103,7 +121,7 @@ private:
 };
 
 Run run(const PluginRegistry& registry, const std::string& backend, const std::string& model,
-        const std::string& options, std::ostringstream& log) {
+        const std::string& options, int32_t kv_type, std::ostringstream& log) {
     log.str("");
     Run r;
     {
@@ -112,12 +130,13 @@ Run run(const PluginRegistry& registry, const std::string& backend, const std::s
         o.backend_options = options;
         o.n_ctx = 64;
         o.n_batch = 8;
-        o.kv_type = ER_KV_F16;
+        o.kv_type = kv_type;
         Engine engine(registry, model, o);
         const std::unique_ptr<BatchRunner> batch = engine.new_batch_runner(kSequences);
         if (!batch->batched()) throw Error(backend + " did not take " + std::to_string(kSequences) + " sequences in one context");
         Workload w(*batch);
-        w.decode({0, 1, 2, 3});  // 4 rows, logit rows 0-3
+        w.verify(0, 4);          // 4 rows of sequence 0, logit rows 0-3
+        w.decode({0, 1, 2, 3});  // 4 rows of four sequences, logit rows 0-3
         w.decode({0, 1, 2, 3});  // the same shape again
         w.pair(0, 1, true);      // 3 rows, logit rows 0, 1, 2
         w.pair(2, 3, false);     // 3 rows, logit rows 1, 2
@@ -145,18 +164,22 @@ int fail(const std::string& message, const std::string& log = "") {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 4) {
-        std::cerr << "usage: cuda_orin_capture_check BACKEND MODEL PLUGIN_DIR...\n";
-        return 2;
-    }
     std::string extra;
-    if (argc > 2 && std::strcmp(argv[1], "--options") == 0) {
-        extra = argv[2];
-        argv += 2;
-        argc -= 2;
+    int32_t kv_type = ER_KV_F16;
+    for (; argc > 2 && std::strncmp(argv[1], "--", 2) == 0; argv += 2, argc -= 2) {
+        if (std::strcmp(argv[1], "--options") == 0) {
+            extra = argv[2];
+        } else if (std::strcmp(argv[1], "--kv") == 0 && std::strcmp(argv[2], "f16") == 0) {
+            kv_type = ER_KV_F16;
+        } else if (std::strcmp(argv[1], "--kv") == 0 && std::strcmp(argv[2], "q8") == 0) {
+            kv_type = ER_KV_Q8;
+        } else {
+            std::cerr << "cuda_orin_capture_check: unknown flag " << argv[1] << " " << argv[2] << "\n";
+            return 2;
+        }
     }
     if (argc < 4) {
-        std::cerr << "usage: cuda_orin_capture_check [--options O] BACKEND MODEL PLUGIN_DIR...\n";
+        std::cerr << "usage: cuda_orin_capture_check [--options O] [--kv f16|q8] BACKEND MODEL PLUGIN_DIR...\n";
         return 2;
     }
     auto with = [&](const std::string& options) {
@@ -172,13 +195,13 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::info);
     try {
         const PluginRegistry registry = PluginRegistry::discover(std::vector<std::string>(argv + 3, argv + argc));
-        const Run graphs = run(registry, backend, model, with(""), log);
-        const Run plain = run(registry, backend, model, with("graphs=0"), log);
+        const Run graphs = run(registry, backend, model, with(""), kv_type, log);
+        const Run plain = run(registry, backend, model, with("graphs=0"), kv_type, log);
         // Programmatic dependent launch off and the GEMV's prefetch on: the defaults'
         // other side. On the emulated device pdl (the defaults' runs) makes every launch,
         // replays included, check that each of its threads waited for the prior grids
         // (tests/cuda/emu/cuda_emulation.hpp).
-        const Run swapped = run(registry, backend, model, with("pdl=0,prefetch=1"), log);
+        const Run swapped = run(registry, backend, model, with("pdl=0,prefetch=1"), kv_type, log);
         if (graphs.replayed != kSteps || graphs.plain != 0)
             return fail("with graphs on, " + std::to_string(graphs.replayed) + " of " + std::to_string(kSteps) +
                             " steps replayed and " + std::to_string(graphs.plain) + " launched plainly",
@@ -203,7 +226,7 @@ int main(int argc, char** argv) {
                                 ": " + std::to_string(other->logits[i]) + how + std::to_string(plain.logits[i]) +
                                 " launched plainly");
         }
-        std::cout << "ok: " << kSteps << " steps of 4, 3, 3, 1 and 1 rows replayed from captures, "
+        std::cout << "ok: " << kSteps << " steps of 4, 4, 4, 3, 3, 1 and 1 rows replayed from captures, "
                   << graphs.logits.size() / n_vocab
                   << " logit rows bit-identical to graphs=0, with the defaults and with pdl=0,prefetch=1\n";
     } catch (const std::exception& e) {

@@ -28,6 +28,7 @@ public:
     virtual void gemv(const GemvLaunch& launch) = 0;  // unplanned: the device plans it
     virtual void rope_append(const RopeAppendParams& p) = 0;
     virtual void attention(const AttentionParams& p) = 0;
+    virtual void widen_kv(const WidenKvParams& p) = 0;
     virtual void embed(const EmbedParams& p) = 0;
     virtual void advance(StepCounters* counters) = 0;
     virtual void reset() = 0;  // frees every allocation

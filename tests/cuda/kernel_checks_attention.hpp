@@ -179,6 +179,33 @@ inline void check_tile_stages(DeviceApi& api, const Report& report, const Attent
     });
 }
 
+// The tiled kernel over the cache widened to halves first (widen_kv), as a step of one
+// sequence's rows takes it with widen_kv=1: the halves are the ones the kernel makes tile
+// by tile, so the output is the same bit for bit, with one stage or two. The widened K
+// and V start as NaNs, so a position the widening missed below a row's length poisons the
+// output; every one at or past the longest row must still be NaN.
+inline void check_widened_kv(DeviceApi& api, const Report& report, const AttentionParams& p, const std::vector<float>& out,
+                             const std::string& name, int longest) {
+    const KvCacheLayer& c = p.cache;
+    const size_t values = size_t(c.n_head_kv) * c.n_ctx * c.head_dim;
+    const std::vector<uint16_t> nans(values, 0x7E00);
+    const WidenKvParams w = widening_for(p, api.upload_vector(nans), api.upload_vector(nans));
+    api.widen_kv(w);
+    for (const int stages : {1, 2})
+        check_same_output(api, report, p, out, name, [&](AttentionParams& q) {
+            q = reading_widened(q, w);
+            q.tile_stages = stages;
+            return "cache widened to halves first, " + std::to_string(stages) + " stage" + (stages > 1 ? "s" : "");
+        });
+    double written_past = 0;
+    for (const uint16_t* plane : {w.k, w.v}) {
+        const std::vector<uint16_t> halves = api.download_vector(plane, values);
+        for (size_t at = 0; at < values; ++at)
+            if (int(at / c.head_dim % c.n_ctx) >= longest && halves[at] != 0x7E00) ++written_past;
+    }
+    report({name + ", widened: halves written at or past the longest row", written_past, 0.0});
+}
+
 // Runs the split attention over `cache` and returns the output [n_head][dim] (merged by
 // the merge kernel); `params`, if given, receives the launch.
 inline std::vector<float> run_attention(DeviceApi& api, const KvCacheLayer& cache, const std::vector<float>& q,
@@ -295,6 +322,9 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
     report({name, nmse(out, ref), bound});
     if (kernel == AttentionKernel::mma) check_prefetch_next_tile(api, report, p, out, name);
     if (kernel == AttentionKernel::tiled) check_tile_stages(api, report, p, out, name);
+    const bool one_sequence = std::all_of(seqs.begin(), seqs.end(), [&](int32_t s) { return s == seqs[0]; });
+    if (kernel == AttentionKernel::tiled && kv_type == kKvQ8 && one_sequence)
+        check_widened_kv(api, report, p, out, name, longest);
     if (kernel != AttentionKernel::tiled) {
         check_merge_in_last_blocks(api, report, p, out, name);
         check_merge_q8(api, report, p, out, name);

@@ -67,6 +67,10 @@ public:
         REQUIRE(g.splits > 0);
         emulated::attention(p, g);
     }
+    void widen_kv(const WidenKvParams& p) override {
+        REQUIRE(valid(p));  // launch_widen_kv's check
+        emulated::widen_kv(p);
+    }
     void embed(const EmbedParams& p) override {
         REQUIRE(valid(p));  // launch_embed's check
         emulated::embed(p);
@@ -360,6 +364,11 @@ TEST_CASE("emulated: tiled attention (mma) against a double softmax") {
     // each): tiles gather each sequence's rows.
     for (int32_t kv : {kKvF16, kKvQ8})
         check_attention_rows(dev, doctest_report(), 8, 2, 64, 64, kv, {0, 1, 0, 1, 1, 0}, {7, 30, 8, 31, 32, 9}, 2,
+                             seed++, AttentionKernel::tiled);
+    // Rows of one sequence out of order, the longest neither first nor last (the INT8
+    // cache's widening covers the longest row's keys, wherever that row is).
+    for (int32_t kv : {kKvF16, kKvQ8})
+        check_attention_rows(dev, doctest_report(), 8, 2, 128, 320, kv, {1, 1, 1, 1, 1, 1}, {30, 9, 301, 8, 12, 7}, 1,
                              seed++, AttentionKernel::tiled);
 }
 

@@ -375,7 +375,46 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
     }
 }
 
-// The eight instantiations (head dim x cache type x stages), named so NVRTC compiles them too.
+// WidenKvParams (kernel_params.hpp): block (x: kWidenKvPositions positions, y: KV head),
+// each thread widening a chunk's units as stage_keys does, every load before the first
+// store. Blocks past the longest row return once they have its length.
+constexpr int kWidenKvThreads = 256, kWidenKvPositions = 256, kWidenKvChunk = 64;
+
+template <int Dim>
+__global__ void __launch_bounds__(kWidenKvThreads) widen_kv_kernel(const WidenKvParams p) {
+    begin_after_prior_grids();  // grid_dependency.cuh
+    constexpr int kUnits = Dim / 8, kUnitsPerThread = kWidenKvChunk * kUnits / kWidenKvThreads;
+    static_assert(kWidenKvChunk * kUnits % kWidenKvThreads == 0, "every thread widens as many units a chunk");
+    __shared__ float scratch[32];
+    ER_SHARED_ARRAY(scratch);
+    float longest = 0.0f;  // a length as a float: exact, lengths are far below 2^24
+    for (int r = threadIdx.x; r < p.n_rows; r += blockDim.x)
+        longest = fmaxf(longest, float(min(p.kv_len[r], p.cache.n_ctx)));
+    const int end = int(block_max(longest, scratch));
+    const int kv_head = blockIdx.y, begin = blockIdx.x * kWidenKvPositions;
+    if (begin >= end) return;
+    const KvCacheLayer c =
+        p.row_seq ? sequence_cache(p.cache, p.row_seq[0], p.seq_stride_values, p.seq_stride_scales) : p.cache;
+    for (int first = begin; first < min(begin + kWidenKvPositions, end); first += kWidenKvChunk) {
+        RawUnit<kKvQ8> units[kUnitsPerThread];
+#pragma unroll
+        for (int n = 0; n < kUnitsPerThread; ++n) {
+            const int i = threadIdx.x + n * kWidenKvThreads, key = first + i / kUnits;
+            if (key < end) units[n] = load_key_unit<Dim, kKvQ8>(c, kv_head, key, i % kUnits);
+        }
+#pragma unroll
+        for (int n = 0; n < kUnitsPerThread; ++n) {
+            const int i = threadIdx.x + n * kWidenKvThreads, key = first + i / kUnits;
+            if (key >= end) continue;
+            const size_t at = (size_t(kv_head) * c.n_ctx + key) * Dim + 8 * (i % kUnits);
+            store_16B(p.k + at, units[n].k_halves());
+            store_16B(p.v + at, units[n].v_halves());
+        }
+    }
+}
+
+// The eight instantiations (head dim x cache type x stages), and the widening's two, named
+// so NVRTC compiles them too.
 #define ER_TILED_ATTENTION(dim, kv)                                                   \
     template __global__ void attention_tiles_kernel<dim, kv, 1>(const AttentionParams); \
     template __global__ void attention_tiles_kernel<dim, kv, 2>(const AttentionParams);
@@ -384,6 +423,8 @@ ER_TILED_ATTENTION(128, kKvF16)
 ER_TILED_ATTENTION(64, kKvQ8)
 ER_TILED_ATTENTION(128, kKvQ8)
 #undef ER_TILED_ATTENTION
+template __global__ void widen_kv_kernel<64>(const WidenKvParams);
+template __global__ void widen_kv_kernel<128>(const WidenKvParams);
 
 #if !defined(__CUDACC_RTC__)
 template <int kStages>
@@ -397,6 +438,15 @@ auto attention_tiles_kernel_of(const AttentionParams& p) {
 inline auto attention_tiles_kernel_for(const AttentionParams& p) {
     return p.tile_stages == 2 ? attention_tiles_kernel_of<2>(p) : attention_tiles_kernel_of<1>(p);
 }
+
+// The widening's instantiation and grid for launch p (valid(p)), the CUDA launcher's and
+// the emulation's.
+inline auto widen_kv_kernel_for(const WidenKvParams& p) {
+    return p.cache.head_dim == 64 ? widen_kv_kernel<64> : widen_kv_kernel<128>;
+}
+inline dim3 widen_kv_grid(const WidenKvParams& p) {
+    return dim3(unsigned(ceil_div(p.cache.n_ctx, kWidenKvPositions)), unsigned(p.cache.n_head_kv));
+}
 #endif
 
 }  // namespace
@@ -404,6 +454,11 @@ inline auto attention_tiles_kernel_for(const AttentionParams& p) {
 #if ER_KERNEL_LAUNCHERS
 cudaError_t launch_attention_tiles(const AttentionParams& p, dim3 grid, LaunchStream stream) {
     return launch_kernel(attention_tiles_kernel_for(p), grid, dim3(kTileWarps * 32), 0, stream, p);
+}
+
+cudaError_t launch_widen_kv(const WidenKvParams& p, LaunchStream stream) {
+    if (!valid(p)) return cudaErrorInvalidValue;
+    return launch_kernel(widen_kv_kernel_for(p), widen_kv_grid(p), dim3(kWidenKvThreads), 0, stream, p);
 }
 #endif
 

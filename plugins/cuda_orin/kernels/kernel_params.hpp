@@ -534,6 +534,59 @@ inline AttentionGrid plan_attention(const AttentionParams& p) {
     return {p.n_splits, c.n_head_kv, chunks, p.n_rows};
 }
 
+// One sequence's INT8 cache widened to halves in the F16 cache's layout (K and V
+// [n_head_kv][n_ctx][head_dim]) over positions [0, the longest of the rows' kv_len), for
+// the tiled attention of a step whose rows are all of that sequence (the backend's option
+// widen_kv=1): its blocks then stage halves, where over the INT8 cache each block widens
+// every K/V tile it reads, once per tile of rows (32 times a layer in a 512-row step of
+// Qwen3-4B). The halves are the tiled kernel's own (int8_unit_to_halves),
+// so its outputs are the same bit for bit. The sequence (row 0's) and the lengths are read
+// from device memory, so a captured launch serves any step of one sequence.
+struct WidenKvParams {
+    KvCacheLayer cache{};              // INT8, sequence 0's
+    int64_t seq_stride_values = 0, seq_stride_scales = 0;
+    const int32_t* row_seq = nullptr;  // [n_rows]; null: sequence 0
+    const int32_t* kv_len = nullptr;   // [n_rows]
+    int32_t n_rows = 0;
+    uint16_t* k = nullptr;             // n_head_kv * n_ctx * head_dim halves each
+    uint16_t* v = nullptr;
+};
+
+// The head dims the widening is built for are the tiled kernel's.
+inline bool valid(const WidenKvParams& p) {
+    const KvCacheLayer& c = p.cache;
+    return c.type == kKvQ8 && split_attention_supports(c.head_dim, c.type) && c.k && c.v && c.k_scales && c.v_scales &&
+           c.n_ctx > 0 && c.n_head_kv > 0 && c.n_head_kv <= 65535 && p.kv_len && p.n_rows > 0 && p.k && p.v &&
+           (!p.row_seq || p.seq_stride_values >= int64_t(c.n_head_kv) * c.n_ctx * c.head_dim);
+}
+
+// The widening of tiled attention launch p's cache (the sequence of its row 0, up to its
+// longest row) into halves k and v, each as many as the INT8 cache has values.
+inline WidenKvParams widening_for(const AttentionParams& p, uint16_t* k, uint16_t* v) {
+    WidenKvParams w;
+    w.cache = p.cache;
+    w.seq_stride_values = p.seq_stride_values;
+    w.seq_stride_scales = p.seq_stride_scales;
+    w.row_seq = p.row_seq;
+    w.kv_len = p.kv_len;
+    w.n_rows = p.n_rows;
+    w.k = k;
+    w.v = v;
+    return w;
+}
+
+// Launch p reading the halves w made instead of its INT8 cache: an F16 cache of one
+// sequence, so no row_seq.
+inline AttentionParams reading_widened(AttentionParams p, const WidenKvParams& w) {
+    p.cache.type = kKvF16;
+    p.cache.k = w.k;
+    p.cache.v = w.v;
+    p.cache.k_scales = p.cache.v_scales = nullptr;
+    p.row_seq = nullptr;
+    p.seq_stride_values = p.seq_stride_scales = 0;
+    return p;
+}
+
 // ----------------------------------------------------------- small kernels --
 
 // Row r of out (n_cols floats, r < n_tokens) = row token[r] of a weight, dequantized

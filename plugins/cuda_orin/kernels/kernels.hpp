@@ -21,7 +21,8 @@
 // (run on the CPU emulation only): the attention's merge may make the output projection's
 // 8-bit x (AttentionParams::out_q; option merge_q8, off), and GEMV pairs may walk a ring
 // of tasks copied into shared memory ahead of their dots (task_ring.cuh; option
-// gemv_ring, off).
+// gemv_ring, off), and a step of one sequence's rows may have its INT8 cache widened to
+// halves before the tiled attention reads it (WidenKvParams; option widen_kv, off).
 // The math the kernels are made of is tested on the CPU (tests/cuda/test_kernel_math.cpp);
 // the kernels themselves also run on the CPU emulation in CI
 // (tests/cuda/test_kernels_emulated.cpp, and the whole backend under edgerun-conformance
@@ -66,6 +67,8 @@ cudaError_t launch_rope_append(const RopeAppendParams& p, LaunchStream stream);
 cudaError_t launch_attention(const AttentionParams& p, LaunchStream stream);
 // The tiled kernel alone, on the grid plan_attention gives (attention_tiles.cu).
 cudaError_t launch_attention_tiles(const AttentionParams& p, dim3 grid, LaunchStream stream);
+// One sequence's INT8 cache widened to halves for the tiled kernel (attention_tiles.cu).
+cudaError_t launch_widen_kv(const WidenKvParams& p, LaunchStream stream);
 // The split kernel on tensor cores alone, on the split kernel's grid (attention_mma.cu).
 cudaError_t launch_attention_mma(const AttentionParams& p, dim3 grid, LaunchStream stream);
 

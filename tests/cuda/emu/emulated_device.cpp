@@ -99,16 +99,18 @@ public:
         std::fprintf(stderr,
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
                      "attention launches: %lld split, %lld split on mma, %lld tiled, %lld merged in their last blocks, "
-                     "%lld prefetching next tiles, %lld tiled with two tiles in flight, %lld merges making 8-bit x; "
+                     "%lld prefetching next tiles, %lld tiled with two tiles in flight, %lld merges making 8-bit x, "
+                     "%lld INT8 caches widened first; "
                      "one-row GEMV launches with several tasks in flight: %lld, doing rope_append: %lld, "
                      "loading one task ahead: %lld, making the next 8-bit x: %lld, applying x's norm scale: %lld, "
                      "by a kernel of one weight type: %lld, walking rows in pairs: %lld SwiGLU, %lld two rows a warp, "
                      "%lld through a ring of tasks\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
-                     tiled_attention_, merged_in_last_blocks_, prefetching_, two_tiles_in_flight_, merges_making_q8_,
+                     tiled_attention_, merged_in_last_blocks_, prefetching_, two_tiles_in_flight_, merges_making_q8_, widened_,
                      several_in_flight_, rope_appending_,
                      one_ahead_, making_q8_, norm_scaled_, typed_, swiglu_pairs_, row_pairs_, ringed_);
     }
+    void add_widen_kv() { ++widened_; }
     void add_gemm() { ++gemms_; }
     // `l` as plan_gemv left it.
     void add_gemv(const GemvLaunch& l) {
@@ -141,7 +143,7 @@ private:
               one_ahead_ = 0, making_q8_ = 0, norm_scaled_ = 0, typed_ = 0, swiglu_pairs_ = 0,
               row_pairs_ = 0, ringed_ = 0;
     long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0, prefetching_ = 0,
-              two_tiles_in_flight_ = 0, merges_making_q8_ = 0;
+              two_tiles_in_flight_ = 0, merges_making_q8_ = 0, widened_ = 0;
 };
 
 LaunchCounts& launch_counts() {
@@ -253,6 +255,11 @@ public:
         require(g.splits > 0, "attention");
         launch_counts().add_attention(p);
         run(attention_kind(p), [p, g] { emulated::attention(p, g); });
+    }
+    void widen_kv(const WidenKvParams& p) override {
+        require(valid(p), "widen_kv");
+        launch_counts().add_widen_kv();
+        run(LaunchKind(Kernel::widen_kv), [p] { emulated::widen_kv(p); });
     }
     void embed(const EmbedParams& p) override {
         require(valid(p), "embed");

@@ -40,6 +40,11 @@ inline void attention(const AttentionParams& p, const AttentionGrid& g) {
                 "attention_merge");
 }
 
+// `p` must be valid(p).
+inline void widen_kv(const WidenKvParams& p) {
+    emu::launch(widen_kv_grid(p), dim3(kWidenKvThreads), [&] { widen_kv_kernel_for(p)(p); }, 0, "widen_kv");
+}
+
 // The packed or the table form, as launch_embed chooses; `p` must be valid(p).
 inline void embed(const EmbedParams& p) {
     if (embeds_packed(p))

@@ -58,6 +58,7 @@ public:
         cuda_check(launch_rope_append(p, stream_), "launch_rope_append");
     }
     void attention(const AttentionParams& p) override { cuda_check(launch_attention(p, stream_), "launch_attention"); }
+    void widen_kv(const WidenKvParams& p) override { cuda_check(launch_widen_kv(p, stream_), "launch_widen_kv"); }
     void embed(const EmbedParams& p) override { cuda_check(launch_embed(p, stream_), "launch_embed"); }
     void advance(StepCounters* c) override { cuda_check(launch_advance_step(c, stream_), "launch_advance_step"); }
     void reset() override {
