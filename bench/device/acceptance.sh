@@ -31,9 +31,11 @@ TAILN=4 run conf_in_flight 90 $B/edgerun-conformance run --candidate cuda_orin -
 # (attention_prefetch=1; cuda_kernels_gpu compares its outputs bit for bit too); and
 # since the second session of 2026-11-27 the tiled attention with two tiles of K/V in
 # flight a block (tiled_attention_stages=2: prompt steps of the models level; bit for
-# bit against one stage in cuda_kernels_gpu).
-TAILN=4 run conf_merge_warps 90 $B/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options attention_merge=last_block,gemv_warps_per_row=4,rope_append=gemv,attention_prefetch=1,tiled_attention_stages=2 \
+# bit against one stage in cuda_kernels_gpu); and since 2026-11-28 the INT8 cache widened
+# to halves before the tiled attention (widen_kv=1; bit for bit against the INT8 tiles in
+# cuda_kernels_gpu).
+O=attention_merge=last_block,gemv_warps_per_row=4,rope_append=gemv,attention_prefetch=1,tiled_attention_stages=2,widen_kv=1
+TAILN=4 run conf_merge_warps 90 $B/edgerun-conformance run --candidate cuda_orin --candidate-options $O \
   --levels ops,models --require-full -t 6 \
   --json $L/conf_merge_warps.json
 # Float x (activations=f32: exact to float rounding, staged), the default before

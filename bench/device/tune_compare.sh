@@ -13,10 +13,11 @@
 #   4. a launch profile (profile=1) of Qwen3-4B's and Llama-3.2-1B's decode with the choice
 #      (and of Qwen3-4B's with four tasks in flight, unless the choice sets that), and of
 #      Qwen3-4B's prefill at depth 32768;
-#   5. tiled_attention_stages=2 against 1: the suite's ATTENTION cases through the tiled
-#      kernel with two stages, then Qwen3-4B's and Qwen3-0.6B's pp512 at depth 32768 both ways.
+#   5. widen_kv=1 against 0: the suite's ATTENTION cases through the tiled kernel over the
+#      cache widened to halves first, then Qwen3-4B's and Qwen3-0.6B's pp512 at depth 32768
+#      with the Q8_0 cache both ways.
 # TUNE_SECONDS (default: what the DEADLINE leaves after COMPARE_SECONDS=170,
-# PROFILE_SECONDS=65 and STAGES_SECONDS=60) bounds step 2, TUNE_RESERVE (100) of it kept for conformance. Exit
+# PROFILE_SECONDS=65 and WIDEN_SECONDS=60) bounds step 2, TUNE_RESERVE (100) of it kept for conformance. Exit
 # status 0 when a choice passed conformance and every comparison run went well.
 # A bench run gets 30 s and a conformance run 120 (each takes a few seconds and under a
 # minute on an H200): an option whose kernel hangs costs no more. tests/bench's
@@ -36,8 +37,8 @@ done
 wait
 echo "models at $((SECONDS - t0)) s: $(ls build-models)" | tee -a $L/summary.txt
 M1=build-models/llama3.2-1b-Q4_K_M.gguf M4=build-models/qwen3-4b-Q4_K_M.gguf
-COMPARE_SECONDS=${COMPARE_SECONDS:-170} PROFILE_SECONDS=${PROFILE_SECONDS:-65} STAGES_SECONDS=${STAGES_SECONDS:-60}
-TUNE_SECONDS=${TUNE_SECONDS:-$(( $(left) - COMPARE_SECONDS - PROFILE_SECONDS - STAGES_SECONDS ))}
+COMPARE_SECONDS=${COMPARE_SECONDS:-170} PROFILE_SECONDS=${PROFILE_SECONDS:-65} WIDEN_SECONDS=${WIDEN_SECONDS:-60}
+TUNE_SECONDS=${TUNE_SECONDS:-$(( $(left) - COMPARE_SECONDS - PROFILE_SECONDS - WIDEN_SECONDS ))}
 TAILN=30 run tune $((TUNE_SECONDS + 20)) python3 bench/tune_options.py --edgerun $E --test $M1 --test $M4 --test $M1@4096 \
   --candidates-file bench/device/candidates.txt --deadline $TUNE_SECONDS --reserve ${TUNE_RESERVE:-100} \
   --timeout 30 --conformance-timeout 120 \
@@ -49,7 +50,7 @@ CHOSEN=$( [ -f $L/chosen ] && cat $L/chosen )
 echo "chosen: ${CHOSEN:-(the defaults)}; conformance $([ $TUNED -eq 0 ] && echo passed || echo 'not passed: compare.sh reruns it')" |
   tee -a $L/summary.txt
 pack
-EDGERUN_OPTIONS=$CHOSEN CONFORMED=$([ $TUNED -eq 0 ] && echo 1) DEADLINE=$(( $(left) - PROFILE_SECONDS - STAGES_SECONDS )) \
+EDGERUN_OPTIONS=$CHOSEN CONFORMED=$([ $TUNED -eq 0 ] && echo 1) DEADLINE=$(( $(left) - PROFILE_SECONDS - WIDEN_SECONDS )) \
   bash bench/device/compare.sh
 COMPARED=$?
 # Where a decode step's time goes with the choice: every launch timed (profile=1), per
@@ -71,21 +72,22 @@ esac
 # measure, so the attention's share is that of an average depth of about 16k.
 TAILN=14 run profile_prefill_32k 40 $E bench --backend cuda_orin --backend-options profile=1${CHOSEN:+,$CHOSEN} \
   --log-level info -m $M4 -c 33792 -d 32768 -p 512 -n 0 -r 1
-# The tiled attention with the next K/V tile copied while this one is computed (cp.async),
-# never run on a GPU before: first its correctness through the suite's attention cases (the
-# kernel tests compare it with one stage bit for bit, tests/cuda/gpu), then its speed where
-# one stage trails llama.cpp (Qwen3's head dim 128; pp512 at depth 32768, 2 repetitions).
-run stages_conformance 30 $B/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options tiled_attention=2,tiled_attention_stages=2${CHOSEN:+,$CHOSEN} --levels ops --ops ATTENTION \
+# The tiled attention over the INT8 cache widened to halves by one launch a layer
+# (widen_kv=1), never run on a GPU before: first its correctness through the suite's
+# attention cases (the kernel tests compare it with the INT8 tiles bit for bit,
+# tests/cuda/gpu), then its speed where the INT8 cache trails llama.cpp (Qwen3's pp512 at
+# depth 32768 with Q8_0: 0.82-0.83x on the H200, a7e3b81; 2 repetitions).
+run widen_conformance 30 $B/edgerun-conformance run --candidate cuda_orin \
+  --candidate-options tiled_attention=2,widen_kv=1${CHOSEN:+,$CHOSEN} --levels ops --ops ATTENTION \
   --kv f16,q8 --require-full
-STAGED=$?
-if [ $STAGED -eq 0 ]; then
+WIDENED=$?
+if [ $WIDENED -eq 0 ]; then
   for m in $M4 build-models/qwen3-0.6b-Q4_K_M.gguf; do
-    for stages in 1 2; do
-      TAILN=4 run "prefill32k_$(basename $m .gguf)_stages$stages" 25 $E bench --backend cuda_orin \
-        --backend-options tiled_attention_stages=$stages${CHOSEN:+,$CHOSEN} -m $m -c 33792 -d 32768 -p 512 -n 0 -r 2
+    for widen in 0 1; do
+      TAILN=4 run "prefill32k_$(basename $m .gguf)_q8_widen$widen" 25 $E bench --backend cuda_orin \
+        --backend-options widen_kv=$widen${CHOSEN:+,$CHOSEN} -m $m -c 33792 -d 32768 -p 512 -n 0 -r 2 --kv-type q8
     done
   done
 fi
-echo "T done at $((SECONDS - t0)) s: tune exit $TUNED, compare exit $COMPARED, two-stage attention conformance exit $STAGED"
+echo "T done at $((SECONDS - t0)) s: tune exit $TUNED, compare exit $COMPARED, widened attention conformance exit $WIDENED"
 [ $TUNED -eq 0 ] && [ $COMPARED -eq 0 ]

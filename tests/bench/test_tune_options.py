@@ -351,10 +351,9 @@ def test_device_call(root, work):
           (tune_doc.get("tests"), sorted(set(tune_doc.get("candidates", [])) - scored)))
     check("four tasks in flight chosen", tune_doc.get("chosen") == "gemv_tasks_in_flight=4", tune_doc.get("chosen"))
     asked = [json.loads(l) for l in open(suite_log)] if os.path.isfile(suite_log) else []
-    check("conformance by the tuner, with the choice, then the two-stage attention's ATTENTION cases", len(asked) == 2
+    check("conformance by the tuner, with the choice, then the widened attention's ATTENTION cases", len(asked) == 2
           and asked[0][-2:] == ["--candidate-options", "gemv_tasks_in_flight=4"]
-          and asked[1][asked[1].index("--candidate-options") + 1] ==
-          "tiled_attention=2,tiled_attention_stages=2,gemv_tasks_in_flight=4"
+          and asked[1][asked[1].index("--candidate-options") + 1] == "tiled_attention=2,widen_kv=1,gemv_tasks_in_flight=4"
           and asked[1][asked[1].index("--ops") + 1] == "ATTENTION", asked)
     cmp_doc = json.load(open(os.path.join(out, "gpu-compare.json"))) if "gpu-compare.json" in brought else {}
     check("the comparison runs with the choice", cmp_doc.get("settings", {}).get("backend_options") == "gemv_tasks_in_flight=4"
@@ -366,13 +365,14 @@ def test_device_call(root, work):
     check("a launch profile of two models' decode and of a prefill at 32k, with the choice", len(profiles) == 3 and all(
         a[a.index("--backend-options") + 1] == "profile=1,gemv_tasks_in_flight=4" for a in profiles)
           and sum(a[0] == "bench" and a[a.index("-d") + 1] == "32768" for a in profiles) == 1, profiles)
-    staged = [a for a in ran if a[0] == "bench" and "--backend-options" in a
-              and "tiled_attention_stages=" in a[a.index("--backend-options") + 1]]
-    check("pp512 at depth 32768 with one stage and with two, for Qwen3-4B and Qwen3-0.6B, with the choice",
-          sorted((os.path.basename(a[a.index("-m") + 1]), a[a.index("--backend-options") + 1]) for a in staged) ==
-          sorted((m + "-Q4_K_M.gguf", f"tiled_attention_stages={n},gemv_tasks_in_flight=4")
-                 for m in ("qwen3-4b", "qwen3-0.6b") for n in (1, 2))
-          and all(a[a.index("-d") + 1] == "32768" and a[a.index("-p") + 1] == "512" for a in staged), staged)
+    widened = [a for a in ran if a[0] == "bench" and "--backend-options" in a
+               and "widen_kv=" in a[a.index("--backend-options") + 1]]
+    check("pp512 at depth 32768 over the INT8 cache, widened and not, for Qwen3-4B and Qwen3-0.6B, with the choice",
+          sorted((os.path.basename(a[a.index("-m") + 1]), a[a.index("--backend-options") + 1]) for a in widened) ==
+          sorted((m + "-Q4_K_M.gguf", f"widen_kv={n},gemv_tasks_in_flight=4")
+                 for m in ("qwen3-4b", "qwen3-0.6b") for n in (0, 1))
+          and all(a[a.index("-d") + 1] == "32768" and a[a.index("-p") + 1] == "512"
+                  and a[a.index("--kv-type") + 1] == "q8" for a in widened), widened)
     check("the models synthesized once each", sorted(a[a.index("--preset") + 1] for a in ran if a[0] == "synth") ==
           ["llama3.2-1b", "qwen3-0.6b", "qwen3-4b"], [a for a in ran if a[0] == "synth"])
 
