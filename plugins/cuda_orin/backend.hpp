@@ -155,8 +155,12 @@ struct Backend {
     // block (AttentionParams::tile_stages): with 2 the next tile's copies (cp.async) are on
     // their way while this one is computed; the same values. Qwen3-4B's pp512 at depth
     // 32768 (F16 cache) on the H100 (2026-11-28, 847a064): 6244 tok/s with 1, 6989 with 2;
-    // Qwen3-0.6B's 14884 and 16832 (bench/results/h100-2026-11-28-847a064).
-    int32_t tiled_attention_stages = 2;
+    // Qwen3-0.6B's 14884 and 16832 (bench/results/h100-2026-11-28-847a064). Unset (0):
+    // two over the F16 cache, one over INT8, whose blocks widen each tile's raw bytes after
+    // their copies land: cuda_orin_bench's tiled kernel alone (pp512 rows at depths 4096
+    // and 32768, H200, e392d98) ran 1.08-1.18x faster with two stages over F16 and
+    // 0.84-0.87x over INT8, each model and depth.
+    int32_t tiled_attention_stages = 0;
     // Option widen_kv=0|1: a step whose rows are all of one sequence (a prompt chunk) and
     // that takes the tiled attention over an INT8 cache has a launch a layer widen that
     // sequence's K and V to halves first (WidenKvParams; one layer's worth of device

@@ -84,6 +84,9 @@ private:
     bool takes_tiled_attention(int32_t n) const;
     int32_t attention_tiles(int32_t n) const { return max_attention_tiles(n, ctx_.n_seqs, rows_per_tile_); }
     int32_t tiled_splits(int32_t n) const;
+    // K/V tiles in flight in its blocks over a cache of this type (option
+    // tiled_attention_stages, or the backend's choice per type).
+    int32_t tile_stages(int32_t kv_type) const;
     // Whether the step's n rows are all of one sequence (a prompt chunk), and whether the
     // tiled attention of such a step reads an INT8 cache widened to halves first (option
     // widen_kv=1; widened_kv_).

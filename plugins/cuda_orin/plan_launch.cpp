@@ -41,6 +41,11 @@ int32_t Plan::tiled_splits(int32_t n) const {
                                   device_.description().sm_count);
 }
 
+int32_t Plan::tile_stages(int32_t kv_type) const {
+    const int32_t asked = ctx_.model->backend->tiled_attention_stages;
+    return asked ? asked : kv_type == kKvQ8 ? 1 : 2;
+}
+
 bool Plan::rows_of_one_sequence(int32_t n) const {
     return std::all_of(row_seq_.begin(), row_seq_.begin() + n, [&](int32_t s) { return s == row_seq_[0]; });
 }
@@ -499,7 +504,7 @@ void Plan::launch_attention(size_t index, int32_t n) {
                 device_.widen_kv(w);
                 p = reading_widened(p, w);
             }
-            p.tile_stages = ctx_.model->backend->tiled_attention_stages;
+            p.tile_stages = tile_stages(p.cache.type);
         } else {
             p.merge_tickets = merge_tickets_.as<int32_t>();  // null without attention_merge=last_block
             p.prefetch_next_tile = p.mma && ctx_.model->backend->attention_prefetch;
