@@ -9,8 +9,8 @@
 // launches are asynchronous on a device, and synchronize() reports a fault a kernel hit.
 #pragma once
 
+#include "attention_params.hpp"
 #include "graph_op_params.hpp"
-#include "kernel_params.hpp"
 #include "launch_profile.hpp"
 
 #include <cstdint>

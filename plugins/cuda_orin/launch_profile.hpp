@@ -9,7 +9,7 @@
 //     and batched steps) and, when timed, by kind of launch; logged when the plan ends.
 #pragma once
 
-#include "kernel_params.hpp"
+#include "attention_params.hpp"
 
 #include <cstdint>
 #include <map>

@@ -6,6 +6,7 @@
 // double-precision references; each check states its bound and the reason for it.
 #pragma once
 
+#include "attention_params.hpp"
 #include "reference.hpp"
 
 #include <algorithm>

@@ -19,7 +19,7 @@
 // device memory) return at once and are skipped by the merge.
 //
 // STATUS: see kernels.hpp.
-#include "kernel_params.hpp"
+#include "attention_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "launch_kernel.cuh"
 #endif

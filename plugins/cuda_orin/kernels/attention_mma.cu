@@ -34,8 +34,8 @@
 // STATUS: run on an H200 (2026-11-25: the GPU kernel tests and conformance pass; the
 // default for decode since 9240755, 1.25-1.63x the CUDA-core kernel at KV 32768). The
 // prefetch of next tiles: the emulation only (2026-11-26), off by default.
+#include "attention_params.hpp"
 #include "attention_split.cuh"
-#include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "launch_kernel.cuh"
 #endif

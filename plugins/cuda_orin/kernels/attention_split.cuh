@@ -7,8 +7,8 @@
 // plan_attention gives it.
 #pragma once
 
+#include "attention_params.hpp"
 #include "device_math.hpp"
-#include "kernel_params.hpp"
 #include "last_block.cuh"
 #include "planted_faults.hpp"
 #include "softmax_merge.hpp"

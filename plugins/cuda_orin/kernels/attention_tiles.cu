@@ -37,8 +37,8 @@
 // emulation and the SASS only. Two stages: the emulation only (2026-11-27), bit for bit
 // one stage's outputs; unrun on a GPU.
 #include "async_copy.cuh"
+#include "attention_params.hpp"
 #include "attention_tile_layout.hpp"
-#include "kernel_params.hpp"
 #if ER_KERNEL_LAUNCHERS
 #include "launch_kernel.cuh"
 #endif
@@ -375,7 +375,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 2) attention_tiles_kernel(con
     }
 }
 
-// WidenKvParams (kernel_params.hpp): block (x: kWidenKvPositions positions, y: KV head),
+// WidenKvParams (attention_params.hpp): block (x: kWidenKvPositions positions, y: KV head),
 // each thread widening a chunk's units as stage_keys does, every load before the first
 // store. Blocks past the longest row return once they have its length.
 constexpr int kWidenKvThreads = 256, kWidenKvPositions = 256, kWidenKvChunk = 64;

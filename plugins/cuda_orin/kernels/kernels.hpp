@@ -34,8 +34,8 @@
 // launch allocates, copies from the host or synchronizes.
 #pragma once
 
+#include "attention_params.hpp"
 #include "graph_op_params.hpp"
-#include "kernel_params.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -53,7 +53,7 @@ struct LaunchStream {
     LaunchStream(cudaStream_t s = nullptr, bool programmatic = false) : stream(s), pdl(programmatic) {}
 };
 
-// What each launch computes is documented at its parameter struct (kernel_params.hpp).
+// What each launch computes is documented at its parameter struct (kernel_params.hpp, attention_params.hpp).
 // Each returns cudaErrorInvalidValue for parameters it cannot run, else the launch error.
 cudaError_t launch_prepare(const PrepareParams& p, LaunchStream stream);
 
