@@ -1,18 +1,19 @@
 #!/bin/bash
 # A second call after tune_compare.sh (a fresh or warm machine; carry .slim-carry and
 # .smol-c): what that call's figures leave open.
-#   1. conformance (every level, --require-full) with tiled_attention_stages=2, which gained
-#      1.12-1.13x in Qwen3's pp512 at depth 32768 on the H100 (tune_compare.sh's step 5
-#      ran only the suite's ATTENTION cases with it);
+#   1. conformance (every level, --require-full) with widen_kv=1 (tune_compare.sh's step 5
+#      runs only the suite's ATTENTION cases with it); until 2026-11-28 this step and the
+#      next ran tiled_attention_stages=2, the default over the F16 cache since;
 #   2. the side-by-side table at depth 32768 (compare_llamacpp_gpu.py, Qwen3-4B, then
-#      Llama-3.2-1B), edgerun with tiled_attention_stages=2: issue 18's prefill goal;
+#      Llama-3.2-1B), edgerun with widen_kv=1: issue 18's prefill goal over the Q8_0
+#      cache (0.82-0.83x llama.cpp on the H200 at a7e3b81);
 #   3. ncu_decode.sh's first step: Nsight Compute over decode layer 1's four GEMVs of
 #      Qwen3-4B (graphs=0), for why the FFN GEMVs stream at about 40% of the copy peak.
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-440}; L=/tmp/logsD  # packed into $OUT/logsD.tar.gz (common.sh)
 mkdir -p $L
 source bench/device/common.sh
 [ -d .device-bundle ] || tar -xJf .slim-carry/bundle-slim.tar.xz
-source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; E=$B/edgerun; O=tiled_attention_stages=2
+source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; E=$B/edgerun; O=widen_kv=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $L/device.txt
 echo "commit $(cat .device-bundle/COMMIT)" | tee -a $L/device.txt
 mkdir -p build-models /tmp/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /tmp/lb
@@ -21,7 +22,7 @@ for m in llama3.2-1b qwen3-4b; do
   [ -f $f ] || $E synth --preset $m --type Q4_K_M -o $f > $L/synth_$m.log 2>&1 &
 done
 wait
-TAILN=4 run conformance_stages2 100 $B/edgerun-conformance run --candidate cuda_orin --candidate-options $O --require-full -t 8
+TAILN=4 run conformance_widen_kv 100 $B/edgerun-conformance run --candidate cuda_orin --candidate-options $O --require-full -t 8
 J=$L/gpu-compare-32k.json
 for m in qwen3-4b llama3.2-1b; do
   [ $(left) -lt 150 ] && break
