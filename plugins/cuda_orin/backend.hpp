@@ -168,7 +168,8 @@ struct Backend {
     // widening every K/V tile it reads: 32 blocks a KV head read each tile in a 512-row step
     // of Qwen3-4B. The same outputs bit for bit. The reading: Qwen3's pp512 at depth 32768
     // on the H200 (a7e3b81) ran at 0.82-0.83x llama.cpp's with the Q8_0 cache and
-    // 1.08-1.12x with the F16 one. Off until a GPU measures it.
+    // 1.08-1.12x with the F16 one. Off until a GPU measures it. On a device with room for
+    // all else but not for the widened layer, the option is ignored with a warning.
     bool widen_kv = false;
     // Option mma_attention=0|1: steps the tiled attention does not take run the split
     // kernel's blocks on tensor cores (kernels/attention_mma.cu: a static 93 SASS

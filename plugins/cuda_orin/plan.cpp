@@ -107,7 +107,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     // The Q/K/V GEMV's tickets (option rope_append=gemv), likewise one set for every layer.
     const uint64_t rope_ticket_bytes = split_attention && backend.rope_append_in_gemv ? uint64_t(max_rope_heads) * 4 : 0;
     // Option widen_kv=1: a layer's INT8 K and V of one sequence as halves, for steps that
-    // take the tiled attention (the largest layer's: layers may differ in heads).
+    // take the tiled attention (the largest layer's: layers may differ in heads). Optional
+    // scratch: left out (the option ignored, with a warning) where only it does not fit.
     uint64_t widened_bytes = 0;
     if (backend.widen_kv && max_tiles_ > 0)
         for (const er_node& node : nodes_) {
@@ -149,10 +150,14 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     const uint64_t gemm_x_bytes =
         gemm_tile_values_ && backend.gemm_f16 ? uint64_t(max_tokens_) * uint64_t(max_gemv_width_) * 2 : 0;
     const uint64_t fixed = act_bytes + 2 * q8_slot_bytes + q8_ticket_bytes + split_bytes + ticket_bytes +
-                           rope_ticket_bytes + widened_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
+                           rope_ticket_bytes + score_bytes + 4 * uint64_t(row_table_ints()) +
                            gemm_tile_values_ * gemm_value_bytes + gemm_x_bytes;
-    // Checks values + fixed before allocating.
-    assign_buffers(graph, extend_fused_lifetimes(graph, fusions_, checked.last_use), fixed);
+    // Checks values + fixed (+ the widening, where it fits) before allocating.
+    const uint64_t widening_asked = widened_bytes;
+    assign_buffers(graph, extend_fused_lifetimes(graph, fusions_, checked.last_use), fixed, &widened_bytes);
+    if (widening_asked && !widened_bytes)
+        sdk::logf(ER_LOG_WARN, "cuda_orin: option widen_kv=1 ignored: its %.1f MiB of scratch do not fit "
+                  "in device memory", double(widening_asked) / 1048576.0);
     uint64_t need = 0;
     for (const DeviceBuffer& b : buffers_) need += b.bytes();
     if (n_pad > 0) {
@@ -176,7 +181,7 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     device_rows_ = {table + row_table_at(kRowSeq), table + row_table_at(kRowPos), table + row_table_at(kRowKvLen)};
     device_tile_rows_ = table + row_table_at(kTileRows);
     device_tiles_ = table + row_table_at(kTiles);
-    scratch_bytes_ = need + fixed;
+    scratch_bytes_ = need + fixed + widened_bytes;
     row_seq_.assign(size_t(max_tokens_), 0);
     row_pos_.assign(size_t(max_tokens_), 0);
     logit_rows_.assign(size_t(max_tokens_), 0);
@@ -242,7 +247,8 @@ void Plan::report_memory() const {
 // largest free one, else opens a new slot; outputs of a node take slots before its dying
 // inputs are released, so no launch writes over its own input. Host inputs and outputs
 // keep their own slots.
-void Plan::assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use, uint64_t fixed_scratch) {
+void Plan::assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use, uint64_t fixed_scratch,
+                          uint64_t* optional_scratch) {
     const int32_t n_values = graph.n_values;
     auto pinned = [&](int32_t v) { return (values_[v].flags & (ER_VALUE_INPUT | ER_VALUE_OUTPUT)) != 0; };
     auto bytes_of = [&](int32_t v) { return uint64_t(values_[v].width) * uint64_t(max_tokens_) * 4; };
@@ -288,7 +294,8 @@ void Plan::assign_buffers(const er_graph& graph, const std::vector<int32_t>& las
     }
     uint64_t total = 0;
     for (const Slot& s : slots) total += s.bytes;
-    const uint64_t scratch = total + fixed_scratch;
+    if (*optional_scratch && device_.memory().free < total + fixed_scratch + *optional_scratch) *optional_scratch = 0;
+    const uint64_t scratch = total + fixed_scratch + *optional_scratch;
     if (const std::string why =
             memory_shortfall(device_, "the plan's scratch", scratch, {ctx_.model->bytes, ctx_.kv_bytes, scratch});
         !why.empty())

@@ -59,8 +59,10 @@ private:
     };
 
     // Shares value buffers by lifetime; refuses, before allocating, when they and the
-    // plan's fixed scratch do not fit.
-    void assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use, uint64_t fixed_scratch);
+    // plan's fixed scratch do not fit. *optional_scratch (bytes the plan can run without)
+    // is set to 0 when only it does not fit.
+    void assign_buffers(const er_graph& graph, const std::vector<int32_t>& last_use, uint64_t fixed_scratch,
+                        uint64_t* optional_scratch);
     void read_rows(const er_step& step);
     uint64_t counted_bytes() const;  // the context, GEMM, weights, KV cache and scratch
     void report_memory() const;

@@ -15,7 +15,10 @@ C is the context set; G is the GEMM's workspace when the GEMM is present and 0 w
 W, K and S are the figures the host prints from the backend's memory stats; R is T / P;
 and T equals P, since on the emulation nothing but the backend allocates (on a GPU the
 driver's launch resources come on top). Then a device too small for the model: the
-refusal's free figure is the total less the context and the workspace it names.
+refusal's free figure is the total less the context and the workspace it names. Last,
+widen_kv=1's scratch (the INT8 cache widened to halves for the tiled attention) is
+optional: on a device with room for all else but not for it, the run goes on without it,
+with one warning line, and its scratch is the one without the option.
 """
 import os
 import re
@@ -46,9 +49,9 @@ def fail(message, output=""):
     sys.exit(1)
 
 
-def run(edgerun, plugin_dir, model, env, expect_exit=0):
+def run(edgerun, plugin_dir, model, env, expect_exit=0, args=("-p", "hi", "-c", "64")):
     cmd = [edgerun, "--plugin-dir", plugin_dir, "--backend", "cuda_orin_emu", "--log-level", "info",
-           "-m", model, "-p", "hi", "-n", "2", "-c", "64", "--temp", "0"]
+           "-m", model, "-n", "2", "--temp", "0", *args]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, **env})
     output = done.stdout + done.stderr
     if (done.returncode == 0) != (expect_exit == 0):
@@ -113,6 +116,30 @@ def main():
              f"{device_mib}, {CONTEXT_MIB}, {EMULATED_WORKSPACE_MIB}", output)
     if abs(free - (total - context_mib - workspace)) > 0.15:
         fail(f"{free} MiB free is not the total less the context and the workspace", output)
+
+    # widen_kv=1 over an INT8 cache of 4096 positions, every prompt step tiled.
+    prompt = ("-p", "hello there, how are you today", "-c", "4096", "--kv-type", "q8")
+    widened = ("--backend-options", "widen_kv=1,tiled_attention=2") + prompt
+    plain = ("--backend-options", "tiled_attention=2") + prompt
+    sizes = {}
+    for label, args in (("widened", widened), ("plain", plain)):
+        stats = STATS.findall(run(edgerun, plugin_dir, model, context, args=args))
+        if len(stats) != 1:
+            fail(f"{label}: {len(stats)} memory stats lines, not 1")
+        sizes[label] = tuple(map(float, stats[0]))
+    weights, kv, scratch = sizes["plain"]
+    widening = sizes["widened"][2] - scratch
+    if widening < 1.0:
+        fail(f"widen_kv=1 took {widening:.1f} MiB of scratch more, not a layer's K and V as halves (3 MiB)")
+    device_mib = int(CONTEXT_MIB + EMULATED_WORKSPACE_MIB + weights + kv + scratch + widening / 2)
+    output = run(edgerun, plugin_dir, model, {**context, "EDGERUN_EMU_DEVICE_MIB": str(device_mib)}, args=widened)
+    warnings = re.findall(r"option widen_kv=1 ignored: its ([0-9.]+) MiB of scratch do not fit", output)
+    stats = STATS.findall(output)
+    print(f"widen_kv=1 on {device_mib} MiB: {len(warnings)} warning(s), {warnings}; stats {stats}")
+    if len(warnings) != 1 or abs(float(warnings[0]) - widening) > 0.15:
+        fail(f"{len(warnings)} warnings naming the widening's {widening:.1f} MiB, not 1", output)
+    if len(stats) != 1 or tuple(map(float, stats[0])) != sizes["plain"]:
+        fail(f"the squeezed run's memory {stats} is not the plain run's {sizes['plain']}", output)
     print("PASS")
 
 
