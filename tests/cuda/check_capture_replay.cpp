@@ -19,10 +19,10 @@
 // The steps cover the shapes the key must tell apart: a verification step of four rows
 // of one sequence with every logit, then the decode step of every sequence (4 rows, all
 // logits too: the same rows and logit rows, but of four sequences; run twice, so the
-// second is a replay of the first's capture), a
-// verification step (two rows of one sequence with both logits, plus one row of another)
-// and a step of the same row count with other logit rows (no logits for the first row),
-// and one-row steps of two different sequences.
+// second is a replay of the first's capture), a verification step (two rows of one
+// sequence with both logits, plus one row of another) and a step of the same row count
+// with other logit rows (no logits for the first row), and one-row steps of two different
+// sequences.
 #include <edgerun/argmax.hpp>
 #include <edgerun/engine.hpp>
 #include <edgerun/plugin_registry.hpp>

@@ -99,16 +99,15 @@ public:
         std::fprintf(stderr,
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
                      "attention launches: %lld split, %lld split on mma, %lld tiled, %lld merged in their last blocks, "
-                     "%lld prefetching next tiles, %lld tiled with two tiles in flight (%lld of %lld over INT8), %lld merges making 8-bit x, "
-                     "%lld INT8 caches widened first; "
+                     "%lld prefetching next tiles, %lld tiled with two tiles in flight (%lld of %lld over INT8), "
+                     "%lld merges making 8-bit x, %lld INT8 caches widened first; "
                      "one-row GEMV launches with several tasks in flight: %lld, doing rope_append: %lld, "
                      "loading one task ahead: %lld, making the next 8-bit x: %lld, applying x's norm scale: %lld, "
                      "by a kernel of one weight type: %lld, walking rows in pairs: %lld SwiGLU, %lld two rows a warp, "
                      "%lld through a ring of tasks\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
-                     tiled_attention_, merged_in_last_blocks_, prefetching_, two_tiles_in_flight_, two_tiles_int8_, tiled_int8_,
-                     merges_making_q8_, widened_,
-                     several_in_flight_, rope_appending_,
+                     tiled_attention_, merged_in_last_blocks_, prefetching_, two_tiles_in_flight_, two_tiles_int8_,
+                     tiled_int8_, merges_making_q8_, widened_, several_in_flight_, rope_appending_,
                      one_ahead_, making_q8_, norm_scaled_, typed_, swiglu_pairs_, row_pairs_, ringed_);
     }
     void add_widen_kv() { ++widened_; }
