@@ -183,11 +183,11 @@ void bench_prefill_attention(Bench& b, const char* model, int n_head, int n_kv, 
                       us, cache_bytes, text);
             }
             if (type == kKvQ8) {  // widen_kv=1: a launch widens the layer's K and V to halves, then F16 tiles
-                auto* halves = static_cast<uint16_t*>(device_alloc(2 * 2 * kv_values_bytes(shape)));
+                auto* halves = static_cast<uint16_t*>(device_alloc(2 * kv_values(shape) * 2));  // K, V: halves
                 p.tile_stages = 2;
                 const double us = b.time_us(int(layers.size()), b.reps(), [&](int i) {
                     p.cache = layers[size_t(i)];
-                    const WidenKvParams w = widening_for(p, halves, halves + kv_values_bytes(shape));
+                    const WidenKvParams w = widening_for(p, halves, halves + kv_values(shape));
                     check(launch_widen_kv(w, b.stream), "widen_kv");
                     check(launch_attention(reading_widened(p, w), b.stream), "tiled attention");
                 });

@@ -113,10 +113,8 @@ Plan::Plan(Context& ctx, const er_graph& graph) : ctx_(ctx), device_(*ctx.model-
     if (backend.widen_kv && max_tiles_ > 0)
         for (const er_node& node : nodes_) {
             if (node.op != ER_OP_ATTENTION) continue;
-            KvCacheLayer halves = ctx.layers[size_t(node.layer)].layer;
-            if (halves.type != kKvQ8) continue;
-            halves.type = kKvF16;
-            widened_bytes = std::max(widened_bytes, 2 * kv_values_bytes(halves));  // K and V
+            const KvCacheLayer& layer = ctx.layers[size_t(node.layer)].layer;
+            if (layer.type == kKvQ8) widened_bytes = std::max(widened_bytes, 2 * kv_values(layer) * 2);  // K, V: halves
         }
     // The general row kernel's scores: every row's against the whole context.
     const uint64_t score_bytes = row_attention ? uint64_t(max_tokens_) * max_heads * ctx.params.n_ctx * 4 : 0;

@@ -500,7 +500,7 @@ void Plan::launch_attention(size_t index, int32_t n) {
             p.n_splits = tiled_splits(n);
             if (widens_kv(cache.layer, n)) {
                 uint16_t* halves = widened_kv_.as<uint16_t>();
-                const WidenKvParams w = widening_for(p, halves, halves + kv_values_bytes(cache.layer));
+                const WidenKvParams w = widening_for(p, halves, halves + kv_values(cache.layer));
                 device_.widen_kv(w);
                 p = reading_widened(p, w);
             }

@@ -187,7 +187,7 @@ inline void check_tile_stages(DeviceApi& api, const Report& report, const Attent
 inline void check_widened_kv(DeviceApi& api, const Report& report, const AttentionParams& p, const std::vector<float>& out,
                              const std::string& name, int longest) {
     const KvCacheLayer& c = p.cache;
-    const size_t values = size_t(c.n_head_kv) * c.n_ctx * c.head_dim;
+    const size_t values = kv_values(c);
     const std::vector<uint16_t> nans(values, 0x7E00);
     const WidenKvParams w = widening_for(p, api.upload_vector(nans), api.upload_vector(nans));
     api.widen_kv(w);

@@ -86,10 +86,9 @@ ER_HD KvCacheLayer sequence_cache(KvCacheLayer c, int64_t seq, int64_t stride_va
     return c;
 }
 
-// Bytes of one layer's K (or V) values and scales.
-inline uint64_t kv_values_bytes(const KvCacheLayer& c) {
-    return uint64_t(c.n_head_kv) * c.n_ctx * c.head_dim * kv_value_bytes(c.type);
-}
+// Values of one layer's K (or V), and their bytes and scales'.
+inline uint64_t kv_values(const KvCacheLayer& c) { return uint64_t(c.n_head_kv) * c.n_ctx * c.head_dim; }
+inline uint64_t kv_values_bytes(const KvCacheLayer& c) { return kv_values(c) * kv_value_bytes(c.type); }
 inline uint64_t kv_scales_bytes(const KvCacheLayer& c) {
     return c.type == kKvQ8 ? uint64_t(c.n_head_kv) * c.n_ctx * (c.head_dim / 32) * 2 : 0;
 }

@@ -235,15 +235,6 @@ ER_HD float row_slice_dot(const PackedMatrix& w, int row, const X& xr, int first
     return acc;
 }
 
-// Two rows of one quantized type and length walked together with 8-bit x: SwiGLU's gate
-// and up rows (GemvLaunch::swiglu_pairs), or two rows of one matrix (row_pairs). Each
-// iteration loads both rows' task before it dots either, so a lane waits on one chain of
-// DRAM round trips for the pair where row_slice_dot, called for each, makes two one after
-// the other; and x's two segments of the task are read once for both rows (a task's
-// place in a row depends on its index alone). Each task is decoded just before its dots,
-// so that one decoded task is live at a time (two made ptxas spill in the kernel of every
-// type). Each row's sum adds row_slice_dot's products in its order: the same sums bit
-// for bit.
 // Task k of both rows, from their bytes, added to the rows' sums (row_pair_slice_dot's
 // step, and the ring's: task_ring.cuh).
 template <int32_t Type, class X>
@@ -256,6 +247,15 @@ ER_HD void pair_task_dots(const TaskBytes& bytes_a, const TaskBytes& bytes_b, Ta
     acc_b += segment_dot<Type>(b.seg[0], x0) + segment_dot<Type>(b.seg[1], x1);
 }
 
+// Two rows of one quantized type and length walked together with 8-bit x: SwiGLU's gate
+// and up rows (GemvLaunch::swiglu_pairs), or two rows of one matrix (row_pairs). Each
+// iteration loads both rows' task before it dots either, so a lane waits on one chain of
+// DRAM round trips for the pair where row_slice_dot, called for each, makes two one after
+// the other; and x's two segments of the task are read once for both rows (a task's
+// place in a row depends on its index alone). Each task is decoded just before its dots,
+// so that one decoded task is live at a time (two made ptxas spill in the kernel of every
+// type). Each row's sum adds row_slice_dot's products in its order: the same sums bit
+// for bit.
 template <int32_t Type, class X>
 ER_HD void row_pair_slice_dot(const PackedMatrix& wa, int row_a, const PackedMatrix& wb, int row_b, const X& xr,
                               int first_task, int stride, float& acc_a, float& acc_b) {
