@@ -220,6 +220,11 @@ struct Backend {
     // Option profile=1: every launch timed on the device, a table per plan at its end
     // (launch_profile.hpp); decode steps are then launched plainly, not replayed.
     bool profile = false;
+    // Option profile_skip=ENTRY[+ENTRY...] (launch_profile.hpp's names): those launches are
+    // not made, so a replayed step's time without them is what they cost in it, the figure
+    // a fusion removing them could save at most (profile=1 times each launch alone, with
+    // its launch cost). Every output is wrong then: for timing only, with a warning.
+    KernelSet profile_skip = 0;
 };
 
 // One weight as the device holds it, in the forms its uses need.

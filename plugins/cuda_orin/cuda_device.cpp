@@ -232,6 +232,7 @@ public:
     int64_t kernels_launched() const override { return timer_.kernels_launched(); }
     void set_launch_timing(bool on) override { timer_.set_timing(on); }
     std::vector<TimedLaunch> take_launch_times() override { return timer_.take_times(); }
+    void set_skipped_launches(KernelSet skipped) override { timer_.set_skipped(skipped); }
 
     // PDL only where the launched kernels wait for the prior grid (grid_dependency.cuh):
     // compute capability 9.0 or later, running code built for it (not the compute_87 PTX).

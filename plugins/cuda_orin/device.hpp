@@ -118,6 +118,8 @@ public:
     // marks would become part of the recording): begin_capture refuses.
     virtual void set_launch_timing(bool on) = 0;
     virtual std::vector<TimedLaunch> take_launch_times() = 0;
+    // Option profile_skip: launches of these entries are not made (LaunchTimer::set_skipped).
+    virtual void set_skipped_launches(KernelSet skipped) = 0;
 
     // Option pdl: later launches may start before the one ahead of them has finished
     // (programmatic dependent launch, kernels/grid_dependency.cuh), where the device can

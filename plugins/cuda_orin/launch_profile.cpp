@@ -56,6 +56,47 @@ std::string gigabytes_per_second(double bytes, double ms) {
 
 }  // namespace
 
+namespace {
+
+struct NamedKernels {
+    const char* name;
+    KernelSet kernels;
+};
+constexpr NamedKernels kNamedKernels[] = {
+    {"prepare", kernel_bit(Kernel::prepare)},
+    {"gemv", kernel_bit(Kernel::gemv)},
+    {"attention", kernel_bit(Kernel::attention) | kernel_bit(Kernel::attention_mma)},
+    {"attention_tiles", kernel_bit(Kernel::attention_tiles)},
+    {"widen_kv", kernel_bit(Kernel::widen_kv)},
+    {"embed", kernel_bit(Kernel::embed)},
+    {"rms_norm", kernel_bit(Kernel::rms_norm)},
+    {"rope_rows", kernel_bit(Kernel::rope_rows)},
+    {"elementwise", kernel_bit(Kernel::elementwise)},
+    {"kv_append", kernel_bit(Kernel::kv_append)},
+    {"rope_append", kernel_bit(Kernel::rope_append)},
+    {"attention_rows", kernel_bit(Kernel::attention_rows)},
+    {"dequantize_rows", kernel_bit(Kernel::dequantize_rows)},
+    {"half_rows", kernel_bit(Kernel::half_rows)},
+    {"gemm", kernel_bit(Kernel::gemm)},
+};
+
+}  // namespace
+
+KernelSet kernels_named(std::string_view name) {
+    for (const NamedKernels& n : kNamedKernels)
+        if (name == n.name) return n.kernels;
+    return 0;
+}
+
+std::string kernel_names() {
+    std::string names;
+    for (const NamedKernels& n : kNamedKernels) {
+        if (!names.empty()) names += ',';
+        names += n.name;
+    }
+    return names;
+}
+
 std::string LaunchKind::label() const {
     if (merged) {  // "attention (split + merge)"
         const std::string name = entry_name(kernel);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -26,6 +27,16 @@ enum class Kernel : uint8_t {
     prepare, gemv, attention, attention_mma, attention_tiles, widen_kv, embed, rms_norm, rope_rows, elementwise, kv_append,
     rope_append, attention_rows, dequantize_rows, half_rows, gemm
 };
+
+// A set of Kernel entries, a bit each.
+using KernelSet = uint32_t;
+constexpr KernelSet kernel_bit(Kernel k) { return KernelSet(1) << unsigned(k); }
+static_assert(unsigned(Kernel::gemm) < 32, "a KernelSet holds every entry");
+// Option profile_skip's name of a set of entries: an entry's own name, "attention" for the
+// split kernel in both forms (CUDA cores and tensor cores, attention_kind's two); 0 for a
+// name that is none. kernel_names(): every name, commas between them.
+KernelSet kernels_named(std::string_view name);
+std::string kernel_names();
 
 // What a launch was: its entry and, for a GEMV, its shape (so the table tells the logits
 // GEMV from the layers' projections). A key of the profile's table.
@@ -69,10 +80,15 @@ public:
 
     void set_timing(bool on) { timing_ = on; }
     bool timing() const { return timing_; }
+    // Option profile_skip: launches of these entries are not made, nor counted, so that a
+    // replayed step's time without them says what they cost in it (option profile=1 times
+    // each launch alone, its launch cost included). Every output is wrong then.
+    void set_skipped(KernelSet skipped) { skipped_ = skipped; }
     int64_t kernels_launched() const { return kernels_; }
 
     template <class Launch>
     void run(const LaunchKind& kind, Launch&& launch) {
+        if (skipped_ & kernel_bit(kind.kernel)) return;
         if (!timing_) {
             launch();
         } else {
@@ -98,6 +114,7 @@ private:
     };
     Clock clock_;
     bool timing_ = false;
+    KernelSet skipped_ = 0;
     int64_t kernels_ = 0;
     std::vector<Pending> pending_;
     std::vector<TimedLaunch> times_;

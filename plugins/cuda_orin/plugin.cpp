@@ -113,6 +113,38 @@ int32_t parse_kib(std::string_view option, std::string_view text) {
     return value;
 }
 
+// "unknown option 'ITEM' (known: ...)", the item cut to what ER_ERROR_MESSAGE_CAP leaves
+// beside the list (21 characters).
+std::string unknown_option(std::string_view item) {
+    static constexpr std::string_view kKnown =
+        "graphs,fuse,pdl,prefetch,profile,stage_x,mma_attention,attention_prefetch,gemv_load_ahead,merge_q8,"
+        "widen_kv=0|1;gemm_rows,gemm_tile_kib,tiled_attention,tiled_attention_stages,gemv_rows_per_warp,"
+        "gemv_warps_per_row,gemv_tasks_in_flight,gemv_ring=N;profile_skip=X+Y;activations=f32|q8,gemm=f16|f32,"
+        "attention_merge=kernel|last_block,rope_append=kernel|gemv,prepare=launch|gemv,"
+        "gemv_kernels=generic|typed|typed_4_blocks,gemv_pairs=none|swiglu|all,weights=shared|device";
+    static constexpr std::string_view kBefore = "unknown option '", kAfter = "' (known: ";
+    constexpr size_t kRoom = ER_ERROR_MESSAGE_CAP - 1 - kBefore.size() - kAfter.size() - kKnown.size() - 1;
+    static_assert(kRoom >= 16, "the list leaves room for an item");
+    const std::string shown = item.size() <= kRoom ? std::string(item) : std::string(item.substr(0, kRoom - 3)) + "...";
+    return std::string(kBefore) + shown + std::string(kAfter) + std::string(kKnown) + ")";
+}
+
+// profile_skip=ENTRY[+ENTRY...]: launch_profile.hpp's names of the Device's entries.
+KernelSet parse_kernels(std::string_view text) {
+    KernelSet set = 0;
+    for (std::string_view rest = text;;) {
+        const size_t plus = rest.find('+');
+        const std::string_view name = rest.substr(0, plus);
+        const KernelSet named = kernels_named(name);
+        if (!named)
+            throw Failure(ER_E_INVALID_ARGUMENT, "option profile_skip: '" + std::string(name.substr(0, 24)) +
+                                                     "' is not a launch (known: " + kernel_names() + ", '+' between)");
+        set |= named;
+        if (plus == std::string_view::npos) return set;
+        rest.remove_prefix(plus + 1);
+    }
+}
+
 er_status create(const er_backend_params* params, er_backend** out, er_error* err) {
     return guard(err, [&] {
         if (!out) throw Failure(ER_E_INVALID_ARGUMENT, "create: no output pointer");
@@ -121,6 +153,7 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             throw Failure(ER_E_INVALID_ARGUMENT, "create: backend params missing or too small");
         auto backend = std::make_unique<Backend>();
         std::optional<bool> weights_shared;  // the device's default until it is open
+        std::string_view profile_skip;       // the item, for its warning
         for (std::string_view rest = params->options ? params->options : ""; !rest.empty();) {
             const size_t comma = rest.find(',');
             const std::string_view item = rest.substr(0, comma);
@@ -135,10 +168,19 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
                 backend->gemm_tile_bytes = uint64_t(parse_kib("gemm_tile_kib", item.substr(14))) << 10;
             else if (item.substr(0, 16) == "tiled_attention=")
                 backend->tiled_attention_rows = parse_rows("tiled_attention", item.substr(16));
-            else if (item == "tiled_attention_stages=1") backend->tiled_attention_stages = 1;
-            else if (item == "tiled_attention_stages=2") backend->tiled_attention_stages = 2;
+            else if (item.substr(0, 23) == "tiled_attention_stages=") {
+                const std::string_view value = item.substr(23);
+                if (value != "1" && value != "2")
+                    throw Failure(ER_E_INVALID_ARGUMENT, "option tiled_attention_stages: '" + std::string(value) +
+                                                             "' is not 1 or 2");
+                backend->tiled_attention_stages = value[0] - '0';
+            }
             else if (item == "profile=1") backend->profile = true;
             else if (item == "profile=0") backend->profile = false;
+            else if (item.substr(0, 13) == "profile_skip=") {
+                backend->profile_skip = parse_kernels(item.substr(13));
+                profile_skip = item;
+            }
             else if (item.substr(0, 19) == "gemv_rows_per_warp=") {
                 const int32_t rows = parse_rows("gemv_rows_per_warp", item.substr(19));
                 if (rows > kGemvMaxRowsPerWarp)
@@ -205,17 +247,8 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             else if (item == "pdl=0") backend->pdl = false;
             else if (item == "weights=shared") weights_shared = true;
             else if (item == "weights=device") weights_shared = false;
-            else  // ER_ERROR_MESSAGE_CAP (512) holds it with the item cut to 27 characters (510 bytes)
-                throw Failure(ER_E_INVALID_ARGUMENT,
-                              "unknown option '" + std::string(item.substr(0, 24)) + (item.size() > 24 ? "..." : "") +
-                                  "' (known: graphs,fuse,pdl,prefetch,profile,stage_x,mma_attention,"
-                                  "attention_prefetch,gemv_load_ahead,merge_q8,widen_kv=0|1;gemm_rows,gemm_tile_kib,"
-                                  "tiled_attention,gemv_rows_per_warp,gemv_warps_per_row,gemv_ring=N;"
-                                  "activations=f32|q8,gemm=f16|f32,"
-                                  "tiled_attention_stages=1|2,attention_merge=kernel|last_block,rope_append=kernel|gemv,"
-                                  "prepare=launch|gemv,gemv_tasks_in_flight=1|2|4,"
-                                  "gemv_kernels=generic|typed|typed_4_blocks,gemv_pairs=none|swiglu|all,"
-                                  "weights=shared|device)");
+            else
+                throw Failure(ER_E_INVALID_ARGUMENT, unknown_option(item));
         }
         // Options with several rows a warp that no GEMV kernel takes: one line naming both.
         auto refuse_with_rows_per_warp = [&](const char* option, int32_t value, bool taken, const char* why) {
@@ -242,6 +275,10 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
             throw Failure(ER_E_UNSUPPORTED, "option weights=shared: " + device.name + " has no managed memory");
         backend->weights_shared = weights_shared.value_or(device.integrated && device.host_filled_memory);
         backend->device->set_launch_timing(backend->profile);
+        backend->device->set_skipped_launches(backend->profile_skip);
+        if (backend->profile_skip)
+            sdk::logf(ER_LOG_WARN, "cuda_orin: option %.*s: those launches are not made, so every output is wrong "
+                      "(for timing a step without them only)", int(profile_skip.size()), profile_skip.data());
         backend->device->set_programmatic_launch(backend->pdl.value_or(true), backend->pdl.has_value());
         log_memory_taken(*backend->device, "opening the device (and cuBLAS)", device.context_bytes + device.gemm_bytes);
         *out = reinterpret_cast<er_backend*>(backend.release());

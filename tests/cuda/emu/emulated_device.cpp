@@ -326,6 +326,7 @@ public:
     // the prior grids (cuda_emulation.hpp's RequirePriorGridWaits), replays included.
     void set_programmatic_launch(bool on, bool) override { pdl_ = on; }
     std::vector<TimedLaunch> take_launch_times() override { return timer_.take_times(); }
+    void set_skipped_launches(KernelSet skipped) override { timer_.set_skipped(skipped); }
 
     void begin_capture() override {
         if (timer_.timing()) throw Failure(ER_E_INTERNAL, "emulated capture while launches are timed");
