@@ -10,14 +10,14 @@
 #      fastest sets in turn until one passes: the choice;
 #   3. compare.sh with EDGERUN_OPTIONS=the choice: issue 18's side-by-side table against
 #      llama.cpp's CUDA build (its conformance run skipped when the tuner's passed);
-#   4. a launch profile (profile=1) of Qwen3-4B's and Llama-3.2-1B's decode with the choice
-#      (and of Qwen3-4B's with four tasks in flight, unless the choice sets that), and of
-#      Qwen3-4B's prefill at depth 32768;
+#   4. a launch profile (profile=1) of Qwen3-4B's and Llama-3.2-1B's decode with the choice,
+#      what each kind of launch costs in Qwen3-4B's replayed step (bench/skip_profile.py),
+#      and a launch profile of Qwen3-4B's prefill at depth 32768;
 #   5. widen_kv=1 against 0: the suite's ATTENTION cases through the tiled kernel over the
 #      cache widened to halves first, then Qwen3-4B's and Qwen3-0.6B's pp512 at depth 32768
 #      with the Q8_0 cache both ways.
 # TUNE_SECONDS (default: what the DEADLINE leaves after COMPARE_SECONDS=170,
-# PROFILE_SECONDS=65 and WIDEN_SECONDS=60) bounds step 2, TUNE_RESERVE (100) of it kept for conformance. Exit
+# PROFILE_SECONDS=80 and WIDEN_SECONDS=60) bounds step 2, TUNE_RESERVE (100) of it kept for conformance. Exit
 # status 0 when a choice passed conformance and every comparison run went well.
 # A bench run gets 30 s and a conformance run 120 (each takes a few seconds and under a
 # minute on an H200): an option whose kernel hangs costs no more. tests/bench's
@@ -37,7 +37,7 @@ done
 wait
 echo "models at $((SECONDS - t0)) s: $(ls build-models)" | tee -a $L/summary.txt
 M1=build-models/llama3.2-1b-Q4_K_M.gguf M4=build-models/qwen3-4b-Q4_K_M.gguf
-COMPARE_SECONDS=${COMPARE_SECONDS:-170} PROFILE_SECONDS=${PROFILE_SECONDS:-65} WIDEN_SECONDS=${WIDEN_SECONDS:-60}
+COMPARE_SECONDS=${COMPARE_SECONDS:-170} PROFILE_SECONDS=${PROFILE_SECONDS:-80} WIDEN_SECONDS=${WIDEN_SECONDS:-60}
 TUNE_SECONDS=${TUNE_SECONDS:-$(( $(left) - COMPARE_SECONDS - PROFILE_SECONDS - WIDEN_SECONDS ))}
 TAILN=30 run tune $((TUNE_SECONDS + 20)) python3 bench/tune_options.py --edgerun $E --test $M1 --test $M4 --test $M1@4096 \
   --candidates-file bench/device/candidates.txt --deadline $TUNE_SECONDS --reserve ${TUNE_RESERVE:-100} \
@@ -59,14 +59,13 @@ for m in $M4 $M1; do
   TAILN=14 run "profile_$(basename $m .gguf)" 40 $E --backend cuda_orin --backend-options profile=1${CHOSEN:+,$CHOSEN} \
     --log-level info -m $m -p "Hello" -n 64 --temp 0
 done
-# The same for Qwen3-4B with four tasks of weights in flight a lane. The kernel bench's
-# GEMVs take about 1 us per task a lane walks in turn (Qwen3-4B's ffn_down: 9.5 tasks,
-# 11.4 us; H200, 2026-11-25), which four in flight would cut, yet decode end to end was
-# 10-18% slower with them (H100, 2026-11-27): per launch, this says where that went.
-case ",$CHOSEN," in *,gemv_tasks_in_flight=*) ;; *)
-  TAILN=14 run profile_qwen3-4b_in_flight4 40 $E --backend cuda_orin \
-    --backend-options profile=1${CHOSEN:+,$CHOSEN},gemv_tasks_in_flight=4 --log-level info -m $M4 -p "Hello" -n 64 --temp 0 ;;
-esac
+# What each kind of launch costs in Qwen3-4B's replayed decode step with the choice: the
+# step with prepare, rope_append, the attention, the GEMVs, and all but the GEMVs left out
+# (profile_skip; outputs wrong), where the launches timed alone above carry their own
+# launch cost (bench/skip_profile.py).
+TAILN=14 run skip_profile 40 python3 bench/skip_profile.py --edgerun $E --test $M4 ${CHOSEN:+--options "$CHOSEN"} \
+  --timeout 15 --commit "$(cat .device-bundle/COMMIT)" --out $L/skip-profile.json
+cp $L/skip-profile.md $OUT/ 2>/dev/null
 # Qwen3's prefill with 32768 tokens cached, where it trails llama.cpp most (0.60x on the
 # H200, 2026-11-27): one table for the 65 steps of 512 rows that fill the cache and then
 # measure, so the attention's share is that of an average depth of about 16k.
