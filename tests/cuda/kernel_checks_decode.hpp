@@ -7,7 +7,7 @@
 #pragma once
 
 #include "kernel_checks_attention.hpp"
-#include "kernel_checks_gemv.hpp"
+#include "kernel_checks_gemv_x.hpp"
 
 namespace edgerun::cuda_orin::testing {
 
