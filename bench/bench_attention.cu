@@ -4,7 +4,8 @@
 // cores (attention_mma.cu, the backend's option mma_attention=1), there also with its
 // splits merged by its own last blocks instead of the merge kernel (attention_split.cuh,
 // option attention_merge=last_block), and with each warp's next tile prefetched into L2
-// (option attention_prefetch=1). Bytes counted are
+// (option attention_prefetch=1), or its tiles software-pipelined (option
+// attention_pipeline=1). Bytes counted are
 // the bytes the kernel must read: K and V (values and scales) of every cached token of
 // every KV head, the query, and the split partials written and read back.
 //
@@ -53,7 +54,7 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
     for (int kv_len : {4096, 16384, 32768}) {
         // Quick: 32k (issue 18's goal) and 4096, where decode fell furthest behind llama.cpp.
         if (b.quick && kv_len == 16384) continue;
-        double f16_us[2] = {};  // the F16 cache's time by each kernel: CUDA cores, mma
+        double f16_us[5] = {};  // the F16 cache's time by each kernel (us_by's order): CUDA cores, mma, pipelined
         for (int32_t type : {kKvF16, kKvQ8}) {
             KvCacheLayer shape;
             shape.type = type;
@@ -79,35 +80,39 @@ void bench_attention_model(Bench& b, const char* model, int n_head, int n_kv, in
             int32_t* tickets = static_cast<int32_t*>(device_alloc(ticket_bytes));
             check(cudaMemset(tickets, 0, ticket_bytes), "tickets");
             // The kernels: CUDA cores, tensor cores, tensor cores merged in their last blocks,
-            // tensor cores prefetching each warp's next tile (where attention_prefetches).
-            double us_by[4] = {};
-            for (int k = 0; k < 4; ++k) {
-                const bool mma = k > 0, last_blocks = k == 2, prefetch = k == 3;
+            // tensor cores prefetching each warp's next tile (where attention_prefetches),
+            // tensor cores with each warp's tiles pipelined.
+            double us_by[5] = {};
+            for (int k = 0; k < 5; ++k) {
+                const bool mma = k > 0, last_blocks = k == 2, prefetch = k == 3, pipelined = k == 4;
                 if (prefetch && !attention_prefetches(dim, type)) continue;
                 p.mma = mma;
                 p.merge_tickets = last_blocks ? tickets : nullptr;
                 p.prefetch_next_tile = prefetch;
+                p.pipeline_tiles = pipelined;
                 const double us = b.time_us(n_layers, b.reps(), [&](int i) {
                     p.cache = layers[i];
                     check(launch_attention(p, b.stream), "attention");
                 });
                 us_by[k] = us;
-                if (type == kKvF16 && k < 2) f16_us[k] = us;
+                if (type == kKvF16 && (k < 2 || pipelined)) f16_us[k] = us;
                 // Each kernel's INT8 row against its own F16 row (issue 18: INT8 >= 1.6x F16),
                 // the mma row against the CUDA-core kernel, the last-block merge against the
                 // merge kernel.
                 char vs_f16[64] = "", vs_other[64] = "";
-                if (type != kKvF16 && k < 2)
+                if (type != kKvF16 && (k < 2 || pipelined))
                     std::snprintf(vs_f16, sizeof vs_f16, "%.2fx faster than f16, %d splits", f16_us[k] / us, splits);
                 if (k == 1) std::snprintf(vs_other, sizeof vs_other, "%.2fx the CUDA-core kernel's speed", us_by[0] / us);
                 if (k == 2) std::snprintf(vs_other, sizeof vs_other, "%.2fx the speed with the merge kernel", us_by[1] / us);
                 if (k == 3) std::snprintf(vs_other, sizeof vs_other, "%.2fx the speed without prefetch", us_by[1] / us);
+                if (k == 4) std::snprintf(vs_other, sizeof vs_other, "%.2fx the speed of tiles in turn", us_by[1] / us);
                 const std::string note = std::string(vs_f16) + (*vs_f16 && *vs_other ? "; " : "") + vs_other;
                 b.add("attention",
                       std::string(model) + " " + std::to_string(n_head) + "/" + std::to_string(n_kv) + "x" +
                           std::to_string(dim) + " kv " + std::to_string(kv_len),
                       std::string(type == kKvF16 ? "f16 cache" : "int8 cache") + (mma ? ", mma" : "") +
-                          (last_blocks ? ", merged in its last blocks" : "") + (prefetch ? ", next tile prefetched" : ""),
+                          (last_blocks ? ", merged in its last blocks" : "") + (prefetch ? ", next tile prefetched" : "") +
+                          (pipelined ? ", tiles pipelined" : ""),
                       us, bytes, note);
             }
             cudaFree(tickets);

@@ -33,8 +33,10 @@ TAILN=4 run conf_in_flight 90 $B/edgerun-conformance run --candidate cuda_orin -
 # flight a block (tiled_attention_stages=2: prompt steps of the models level; bit for
 # bit against one stage in cuda_kernels_gpu); and since 2026-11-28 the INT8 cache widened
 # to halves before the tiled attention (widen_kv=1; bit for bit against the INT8 tiles in
-# cuda_kernels_gpu).
-O=attention_merge=last_block,gemv_warps_per_row=4,rope_append=gemv,attention_prefetch=1,tiled_attention_stages=2,widen_kv=1
+# cuda_kernels_gpu); since the fifth session of 2026-11-28 each warp of the split attention
+# pipelining its tiles (attention_pipeline=1, in place of attention_prefetch=1, which does
+# not combine with it; both bit for bit against the walk in turn in cuda_kernels_gpu).
+O=attention_merge=last_block,gemv_warps_per_row=4,rope_append=gemv,attention_pipeline=1,tiled_attention_stages=2,widen_kv=1
 TAILN=4 run conf_merge_warps 90 $B/edgerun-conformance run --candidate cuda_orin --candidate-options $O \
   --levels ops,models --require-full -t 6 \
   --json $L/conf_merge_warps.json

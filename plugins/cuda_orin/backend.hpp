@@ -185,8 +185,15 @@ struct Backend {
     // Option attention_prefetch=0|1: the split kernel on tensor cores has each warp ask L2
     // for its next tile's keys and values before it loads this tile's
     // (AttentionParams::prefetch_next_tile), so that a tile's K and V are no longer two DRAM
-    // round trips a warp waits out in turn. Off until a GPU measures it.
+    // round trips a warp waits out in turn. Off: 0.88-1.01x the walk in turn in the H200's
+    // kernel bench (e392d98).
     bool attention_prefetch = false;
+    // Option attention_pipeline=0|1: the split kernel on tensor cores walks each warp's
+    // tiles software-pipelined (AttentionParams::pipeline_tiles): a tile's value loads and
+    // the next tile's key loads go out as soon as the tile's scores are taken, so both
+    // round trips run under its softmax and products. The same outputs.
+    // Off until a GPU measures it (2026-11-28: run on the CPU emulation only).
+    bool attention_pipeline = false;
     // Option rope_append=kernel|gemv: a decode step's per-head norms, RoPE and KV append
     // done by a launch of their own (rope_append_kernel), or by the Q/K/V GEMV's block that
     // stores each head's last rows (GemvLaunch::rope_append_tickets): one launch a layer

@@ -508,6 +508,7 @@ void Plan::launch_attention(size_t index, int32_t n) {
         } else {
             p.merge_tickets = merge_tickets_.as<int32_t>();  // null without attention_merge=last_block
             p.prefetch_next_tile = p.mma && ctx_.model->backend->attention_prefetch;
+            p.pipeline_tiles = p.mma && ctx_.model->backend->attention_pipeline;
             if (merge_makes_q8(index, n)) {  // read by the next GEMV (q8_handoff)
                 p.out_q = act_q_.as<uint8_t>();
                 p.out_segments = act_segments_.as<Words2>();

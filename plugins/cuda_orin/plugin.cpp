@@ -3,13 +3,13 @@
 // against the Device interface, so the same entries run on the GPU (cuda_device.cpp) and
 // on the CPU emulation of the kernels (tests/cuda/emu/emulated_device.cpp).
 #include "backend.hpp"
+#include "backend_options.hpp"
 #include "plan.hpp"
 
 #include <edgerun/dtype.hpp>
 #include <edgerun/plugin_sdk.hpp>
 #include <edgerun/quant/blocks.hpp>
 
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -93,58 +93,6 @@ er_status device_info(int32_t index, er_device_info* out, er_error* err) {
     });
 }
 
-// gemm_rows=N, tiled_attention=N: a whole number from 0 (never) to 65536.
-int32_t parse_rows(std::string_view option, std::string_view text) {
-    int32_t value = -1;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > 65536)
-        throw Failure(ER_E_INVALID_ARGUMENT, "option " + std::string(option) + ": '" + std::string(text) +
-                                                 "' is not a number of rows from 0 (never) to 65536");
-    return value;
-}
-
-// gemm_tile_kib=N: a whole number of KiB from 1 to 4194304 (4 GiB).
-int32_t parse_kib(std::string_view option, std::string_view text) {
-    int32_t value = -1;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > (4 << 20))
-        throw Failure(ER_E_INVALID_ARGUMENT, "option " + std::string(option) + ": '" + std::string(text) +
-                                                 "' is not a size in KiB from 1 to 4194304");
-    return value;
-}
-
-// "unknown option 'ITEM' (known: ...)", the item cut to what ER_ERROR_MESSAGE_CAP leaves
-// beside the list (21 characters).
-std::string unknown_option(std::string_view item) {
-    static constexpr std::string_view kKnown =
-        "graphs,fuse,pdl,prefetch,profile,stage_x,mma_attention,attention_prefetch,gemv_load_ahead,merge_q8,"
-        "widen_kv=0|1;gemm_rows,gemm_tile_kib,tiled_attention,tiled_attention_stages,gemv_rows_per_warp,"
-        "gemv_warps_per_row,gemv_tasks_in_flight,gemv_ring=N;profile_skip=X+Y;activations=f32|q8,gemm=f16|f32,"
-        "attention_merge=kernel|last_block,rope_append=kernel|gemv,prepare=launch|gemv,"
-        "gemv_kernels=generic|typed|typed_4_blocks,gemv_pairs=none|swiglu|all,weights=shared|device";
-    static constexpr std::string_view kBefore = "unknown option '", kAfter = "' (known: ";
-    constexpr size_t kRoom = ER_ERROR_MESSAGE_CAP - 1 - kBefore.size() - kAfter.size() - kKnown.size() - 1;
-    static_assert(kRoom >= 16, "the list leaves room for an item");
-    const std::string shown = item.size() <= kRoom ? std::string(item) : std::string(item.substr(0, kRoom - 3)) + "...";
-    return std::string(kBefore) + shown + std::string(kAfter) + std::string(kKnown) + ")";
-}
-
-// profile_skip=ENTRY[+ENTRY...]: launch_profile.hpp's names of the Device's entries.
-KernelSet parse_kernels(std::string_view text) {
-    KernelSet set = 0;
-    for (std::string_view rest = text;;) {
-        const size_t plus = rest.find('+');
-        const std::string_view name = rest.substr(0, plus);
-        const KernelSet named = kernels_named(name);
-        if (!named)
-            throw Failure(ER_E_INVALID_ARGUMENT, "option profile_skip: '" + std::string(name.substr(0, 24)) +
-                                                     "' is not a launch (known: " + kernel_names() + ", '+' between)");
-        set |= named;
-        if (plus == std::string_view::npos) return set;
-        rest.remove_prefix(plus + 1);
-    }
-}
-
 er_status create(const er_backend_params* params, er_backend** out, er_error* err) {
     return guard(err, [&] {
         if (!out) throw Failure(ER_E_INVALID_ARGUMENT, "create: no output pointer");
@@ -152,133 +100,17 @@ er_status create(const er_backend_params* params, er_backend** out, er_error* er
         if (!params || params->struct_size < sizeof(er_backend_params))
             throw Failure(ER_E_INVALID_ARGUMENT, "create: backend params missing or too small");
         auto backend = std::make_unique<Backend>();
-        std::optional<bool> weights_shared;  // the device's default until it is open
-        std::string_view profile_skip;       // the item, for its warning
-        for (std::string_view rest = params->options ? params->options : ""; !rest.empty();) {
-            const size_t comma = rest.find(',');
-            const std::string_view item = rest.substr(0, comma);
-            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-            if (item.empty()) continue;
-            if (item == "graphs=0") backend->use_graphs = false;
-            else if (item == "graphs=1") backend->use_graphs = true;
-            else if (item == "activations=q8") backend->q8_activations = true;
-            else if (item == "activations=f32") backend->q8_activations = false;
-            else if (item.substr(0, 10) == "gemm_rows=") backend->gemm_rows = parse_rows("gemm_rows", item.substr(10));
-            else if (item.substr(0, 14) == "gemm_tile_kib=")
-                backend->gemm_tile_bytes = uint64_t(parse_kib("gemm_tile_kib", item.substr(14))) << 10;
-            else if (item.substr(0, 16) == "tiled_attention=")
-                backend->tiled_attention_rows = parse_rows("tiled_attention", item.substr(16));
-            else if (item.substr(0, 23) == "tiled_attention_stages=") {
-                const std::string_view value = item.substr(23);
-                if (value != "1" && value != "2")
-                    throw Failure(ER_E_INVALID_ARGUMENT, "option tiled_attention_stages: '" + std::string(value) +
-                                                             "' is not 1 or 2");
-                backend->tiled_attention_stages = value[0] - '0';
-            }
-            else if (item == "profile=1") backend->profile = true;
-            else if (item == "profile=0") backend->profile = false;
-            else if (item.substr(0, 13) == "profile_skip=") {
-                backend->profile_skip = parse_kernels(item.substr(13));
-                profile_skip = item;
-            }
-            else if (item.substr(0, 19) == "gemv_rows_per_warp=") {
-                const int32_t rows = parse_rows("gemv_rows_per_warp", item.substr(19));
-                if (rows > kGemvMaxRowsPerWarp)
-                    throw Failure(ER_E_INVALID_ARGUMENT, "option gemv_rows_per_warp: " + std::to_string(rows) +
-                                                             " is more than " + std::to_string(kGemvMaxRowsPerWarp) +
-                                                             " (0: the plan chooses)");
-                backend->gemv_rows_per_warp = rows;
-            }
-            else if (item.substr(0, 21) == "gemv_tasks_in_flight=") {
-                const std::string_view value = item.substr(21);
-                if (value != "1" && value != "2" && value != "4")
-                    throw Failure(ER_E_INVALID_ARGUMENT, "option gemv_tasks_in_flight: '" + std::string(value) +
-                                                             "' is not 1, 2 or 4");
-                backend->gemv_tasks_in_flight = value[0] - '0';
-            }
-            else if (item == "gemv_load_ahead=1") backend->gemv_load_ahead = true;
-            else if (item == "gemv_load_ahead=0") backend->gemv_load_ahead = false;
-            else if (item == "gemv_kernels=generic") backend->gemv_typed_kernels = false;
-            else if (item == "gemv_kernels=typed" || item == "gemv_kernels=typed_4_blocks") {
-                backend->gemv_typed_kernels = true;
-                backend->gemv_typed_blocks_per_sm = item == "gemv_kernels=typed" ? 3 : 4;
-            }
-            else if (item == "gemv_pairs=none" || item == "gemv_pairs=swiglu" || item == "gemv_pairs=all") {
-                backend->gemv_swiglu_pairs = item != "gemv_pairs=none";
-                backend->gemv_row_pairs = item == "gemv_pairs=all";
-            }
-            else if (item.substr(0, 10) == "gemv_ring=") {
-                const std::string_view value = item.substr(10);
-                if (value.size() != 1 || !valid_ring_depth(value[0] - '0'))
-                    throw Failure(ER_E_INVALID_ARGUMENT,
-                                  "option gemv_ring: '" + std::string(value) + "' is not 0, 2 or 3");
-                backend->gemv_ring_depth = value[0] - '0';
-            }
-            else if (item.substr(0, 19) == "gemv_warps_per_row=") {
-                const std::string_view value = item.substr(19);
-                if (value.size() != 1 || !valid_asked_warps_per_row(value[0] - '0'))
-                    throw Failure(ER_E_INVALID_ARGUMENT, "option gemv_warps_per_row: '" + std::string(value) +
-                                                             "' is not 1, 2, 4 or 8 (0: the plan chooses)");
-                backend->gemv_warps_per_row = value[0] - '0';
-            }
-            else if (item == "stage_x=1") backend->stage_x = true;
-            else if (item == "stage_x=0") backend->stage_x = false;
-            else if (item == "gemm=f16") backend->gemm_f16 = true;
-            else if (item == "gemm=f32") backend->gemm_f16 = false;
-            else if (item == "fuse=1") backend->fuse = true;
-            else if (item == "fuse=0") backend->fuse = false;
-            else if (item == "prefetch=1") backend->prefetch = true;
-            else if (item == "prefetch=0") backend->prefetch = false;
-            else if (item == "mma_attention=1") backend->mma_attention = true;
-            else if (item == "mma_attention=0") backend->mma_attention = false;
-            else if (item == "attention_merge=kernel") backend->merge_in_split_kernel = false;
-            else if (item == "attention_merge=last_block") backend->merge_in_split_kernel = true;
-            else if (item == "attention_prefetch=1") backend->attention_prefetch = true;
-            else if (item == "attention_prefetch=0") backend->attention_prefetch = false;
-            else if (item == "rope_append=kernel") backend->rope_append_in_gemv = false;
-            else if (item == "rope_append=gemv") backend->rope_append_in_gemv = true;
-            else if (item == "prepare=launch") backend->prepare_in_gemv = false;
-            else if (item == "prepare=gemv") backend->prepare_in_gemv = true;
-            else if (item == "merge_q8=1") backend->merge_q8 = true;
-            else if (item == "merge_q8=0") backend->merge_q8 = false;
-            else if (item == "widen_kv=1") backend->widen_kv = true;
-            else if (item == "widen_kv=0") backend->widen_kv = false;
-            else if (item == "pdl=1") backend->pdl = true;
-            else if (item == "pdl=0") backend->pdl = false;
-            else if (item == "weights=shared") weights_shared = true;
-            else if (item == "weights=device") weights_shared = false;
-            else
-                throw Failure(ER_E_INVALID_ARGUMENT, unknown_option(item));
-        }
-        // Options with several rows a warp that no GEMV kernel takes: one line naming both.
-        auto refuse_with_rows_per_warp = [&](const char* option, int32_t value, bool taken, const char* why) {
-            if (taken && backend->gemv_rows_per_warp > 1)
-                throw Failure(ER_E_INVALID_ARGUMENT, std::string("options ") + option + "=" + std::to_string(value) +
-                                                         " and gemv_rows_per_warp=" +
-                                                         std::to_string(backend->gemv_rows_per_warp) +
-                                                         " do not combine: " + why);
-        };
-        refuse_with_rows_per_warp("gemv_tasks_in_flight", backend->gemv_tasks_in_flight,
-                                  backend->gemv_tasks_in_flight > 1,
-                                  "the GEMV that takes several rows a warp loads one task at a time");
-        refuse_with_rows_per_warp("gemv_warps_per_row", backend->gemv_warps_per_row, backend->gemv_warps_per_row > 1,
-                                  "a row split across warps is one row a warp");
-        refuse_with_rows_per_warp("gemv_load_ahead", 1, backend->gemv_load_ahead,
-                                  "the GEMV that takes several rows a warp loads each row's tasks as it reaches it");
-        if (backend->gemv_load_ahead && backend->gemv_tasks_in_flight > 1)
-            throw Failure(ER_E_INVALID_ARGUMENT, "option gemv_load_ahead=1 is for one task in flight: with "
-                                                 "gemv_tasks_in_flight=" + std::to_string(backend->gemv_tasks_in_flight) +
-                                                 " the first tasks are loaded ahead already");
+        const OpenOptions open = apply_backend_options(params->options ? params->options : "", *backend);
         backend->device = open_device(params->device);
         const DeviceDescription& device = backend->device->description();
-        if (weights_shared.value_or(false) && !device.host_filled_memory)
+        if (open.weights_shared.value_or(false) && !device.host_filled_memory)
             throw Failure(ER_E_UNSUPPORTED, "option weights=shared: " + device.name + " has no managed memory");
-        backend->weights_shared = weights_shared.value_or(device.integrated && device.host_filled_memory);
+        backend->weights_shared = open.weights_shared.value_or(device.integrated && device.host_filled_memory);
         backend->device->set_launch_timing(backend->profile);
         backend->device->set_skipped_launches(backend->profile_skip);
         if (backend->profile_skip)
-            sdk::logf(ER_LOG_WARN, "cuda_orin: option %.*s: those launches are not made, so every output is wrong "
-                      "(for timing a step without them only)", int(profile_skip.size()), profile_skip.data());
+            sdk::logf(ER_LOG_WARN, "cuda_orin: option %s: those launches are not made, so every output is wrong "
+                      "(for timing a step without them only)", open.profile_skip.c_str());
         backend->device->set_programmatic_launch(backend->pdl.value_or(true), backend->pdl.has_value());
         log_memory_taken(*backend->device, "opening the device (and cuBLAS)", device.context_bytes + device.gemm_bytes);
         *out = reinterpret_cast<er_backend*>(backend.release());

@@ -81,7 +81,12 @@ def demangle(names):
 
 def short_name(demangled):
     """`edgerun::cuda_orin::(anonymous namespace)::gemv_kernel(...)` -> `gemv_kernel`, keeping template arguments."""
-    name = demangled.replace("(anonymous namespace)::", "").split("(")[0]
+    name, depth = demangled.replace("(anonymous namespace)::", ""), 0
+    for i, c in enumerate(name):  # the argument list: the first '(' outside the template arguments
+        depth += (c == "<") - (c == ">")
+        if c == "(" and depth == 0:
+            name = name[:i]
+            break
     name = re.sub(r"^void ", "", name)
     return re.sub(r"^[\w:]*::(?=\w+(<.*>)?$)", "", name)
 

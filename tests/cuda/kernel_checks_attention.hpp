@@ -169,6 +169,17 @@ inline void check_prefetch_next_tile(DeviceApi& api, const Report& report, const
     });
 }
 
+// The tensor-core split kernel with each warp's tiles software-pipelined (a tile's values
+// and the next tile's keys loaded as soon as the tile's scores are taken): the same
+// products in the same order.
+inline void check_pipelined_tiles(DeviceApi& api, const Report& report, const AttentionParams& p,
+                                  const std::vector<float>& out, const std::string& name) {
+    check_same_output(api, report, p, out, name, [](AttentionParams& q) {
+        q.pipeline_tiles = 1;
+        return "tiles pipelined";
+    });
+}
+
 // The tiled kernel with two K/V tiles in flight (the next tile's copies on their way while
 // this one is computed): the same tiles in the same order.
 inline void check_tile_stages(DeviceApi& api, const Report& report, const AttentionParams& p, const std::vector<float>& out,
@@ -256,7 +267,10 @@ inline void check_attention(DeviceApi& api, const Report& report, int n_head, in
                          : kv_type == kKvF16           ? kBoundF16Attention
                                                        : kBoundQ8Attention;
     report({name, nmse(out, ref_attention(q, t, n_head, kv_len)), bound});
-    if (kernel == AttentionKernel::mma) check_prefetch_next_tile(api, report, p, out, name);
+    if (kernel == AttentionKernel::mma) {
+        check_prefetch_next_tile(api, report, p, out, name);
+        check_pipelined_tiles(api, report, p, out, name);
+    }
     check_merge_in_last_blocks(api, report, p, out, name);
     check_merge_q8(api, report, p, out, name);
     api.reset();
@@ -320,7 +334,10 @@ inline void check_attention_rows(DeviceApi& api, const Report& report, int n_hea
                          : kv_type == kKvF16         ? kBoundF16Attention
                                                      : q8_bound;
     report({name, nmse(out, ref), bound});
-    if (kernel == AttentionKernel::mma) check_prefetch_next_tile(api, report, p, out, name);
+    if (kernel == AttentionKernel::mma) {
+        check_prefetch_next_tile(api, report, p, out, name);
+        check_pipelined_tiles(api, report, p, out, name);
+    }
     if (kernel == AttentionKernel::tiled) check_tile_stages(api, report, p, out, name);
     const bool one_sequence = std::all_of(seqs.begin(), seqs.end(), [&](int32_t s) { return s == seqs[0]; });
     if (kernel == AttentionKernel::tiled && kv_type == kKvQ8 && one_sequence)

@@ -28,12 +28,14 @@
 // ptxas issues the V loads after the first mma, whatever the source order) one for its
 // values. With AttentionParams::prefetch_next_tile each warp asks L2 for its next tile's
 // keys and values before loading this tile's, and for its first tile's values at the
-// start, so that those loads find L2 (kPrefetch: an instantiation of its own, so that the
-// kernel without it is the same code as before).
+// start, so that those loads find L2. With AttentionParams::pipeline_tiles a warp issues a
+// tile's value loads and its next tile's key loads as soon as the tile's scores are taken
+// (add_tiles_pipelined), so both round trips run under the softmax and O^T's products.
 //
 // STATUS: run on an H200 (2026-11-25: the GPU kernel tests and conformance pass; the
 // default for decode since 9240755, 1.25-1.63x the CUDA-core kernel at KV 32768). The
-// prefetch of next tiles: the emulation only (2026-11-26), off by default.
+// prefetch of next tiles: H200 kernel bench (e392d98) 0.88-1.01x the walk in turn, off by
+// default. The pipelined walk: the emulation only (2026-11-28), off by default.
 #include "attention_params.hpp"
 #include "attention_split.cuh"
 #if ER_KERNEL_LAUNCHERS
@@ -196,22 +198,31 @@ struct WarpFlashDecode {
         }
     }
 
-    // Keys tile .. tile + 31. A tail tile (Tail) ends past `last`: its keys past the end
-    // load the last key and are masked. A full one needs neither, so its rows' addresses
-    // are one base and constant offsets.
+    // The chunk of row lane_row + offset of the tile at `tile` (offset a constant once
+    // unrolled). A tail tile (Tail) ends past `last`: its keys past the end load the last
+    // key and are masked. A full one needs neither, so its rows' addresses are one base
+    // and constant offsets.
     template <bool Tail>
-    __device__ __forceinline__ void add_tile(int tile, int last) {
-        // The chunk of the tile's row lane_row + offset (offset a constant once unrolled).
-        const auto row = [&](const ChunkColumn<Dim, Kv>& c, int lane_row, int offset, int dims = 0) {
-            return Tail ? c.row(min(tile + lane_row + offset, last), 0, dims) : c.row(tile + lane_row, offset, dims);
-        };
-        // 1. S = Q K^T.
-        KeyChunks<Dim, Kv> keys[4];
+    __device__ __forceinline__ RowChunk<Dim, Kv> tile_row(const ChunkColumn<Dim, Kv>& c, int tile, int last,
+                                                          int lane_row, int offset, int dims = 0) const {
+        return Tail ? c.row(min(tile + lane_row + offset, last), 0, dims) : c.row(tile + lane_row, offset, dims);
+    }
+    // The tile's keys, as S's B fragments want them.
+    template <bool Tail>
+    __device__ __forceinline__ void load_keys(KeyChunks<Dim, Kv> (&keys)[4], int tile, int last) const {
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) keys[nt].chunk[h] = row(key_chunk, g, 8 * nt, h * (Dim / 2));
-        float s[4][4] = {};
+            for (int h = 0; h < 2; ++h) keys[nt].chunk[h] = tile_row<Tail>(key_chunk, tile, last, g, 8 * nt, h * (Dim / 2));
+    }
+    // The tile's value rows of k-step kk of O^T: keys 2t, 2t + 1, 2t + 8, 2t + 9 of its 16.
+    template <bool Tail>
+    __device__ __forceinline__ void load_values(RowChunk<Dim, Kv> (&rows)[4], int tile, int last, int kk) const {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) rows[r] = tile_row<Tail>(value_chunk, tile, last, 2 * t, 16 * kk + r % 2 + 8 * (r / 2));
+    }
+    // 1. S = Q K^T.
+    __device__ __forceinline__ void scores(const KeyChunks<Dim, Kv> (&keys)[4], float (&s)[4][4]) const {
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
@@ -220,7 +231,11 @@ struct WarpFlashDecode {
                 keys[nt].fragment(ks, kb);
                 mma_m16n8k16(s[nt], qa[ks], kb);
             }
-        // 2. Head g's online softmax: s[nt][i], i < 2, is key tile + 8 nt + 2t + i.
+    }
+    // 2. Head g's online softmax: s[nt][i], i < 2, is key tile + 8 nt + 2t + i; s becomes
+    // the probabilities.
+    template <bool Tail>
+    __device__ __forceinline__ void fold_scores(float (&s)[4][4], int tile, int last) {
         float tile_max = -INFINITY;
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt)
@@ -251,30 +266,92 @@ struct WarpFlashDecode {
                 o[mt][3] *= factor_2t1;
             }
         }
-        // 3. O^T += V^T P^T. P^T's B fragment: head g's probabilities of keys 2t, 2t + 1
-        // (n-tile 2 kk) and 2t + 8, 2t + 9 (n-tile 2 kk + 1) of the k-step's 16.
+    }
+    // 3. O^T += V^T P^T for k-step kk. P^T's B fragment: head g's probabilities of keys
+    // 2t, 2t + 1 (n-tile 2 kk) and 2t + 8, 2t + 9 (n-tile 2 kk + 1) of the k-step's 16.
+    __device__ __forceinline__ void add_values(const RowChunk<Dim, Kv> (&rows)[4], const float (&s)[4][4], int kk) {
+        const uint32_t pb[2] = {pack_halves(s[2 * kk][0], s[2 * kk][1]), pack_halves(s[2 * kk + 1][0], s[2 * kk + 1][1])};
+#pragma unroll
+        for (int mt = 0; mt < kSteps; ++mt) {
+            uint32_t va[4];
+            value_pair(rows[0], rows[1], mt, va[0], va[1]);
+            value_pair(rows[2], rows[3], mt, va[2], va[3]);
+            mma_m16n8k16(o[mt], va, pb);
+        }
+    }
+
+    // Keys tile .. tile + 31, each DRAM round trip waited out in turn: its keys, then
+    // (the scores need them first; ptxas issues the V loads after the first mma, whatever
+    // the source order) its values.
+    template <bool Tail>
+    __device__ __forceinline__ void add_tile(int tile, int last) {
+        KeyChunks<Dim, Kv> keys[4];
+        load_keys<Tail>(keys, tile, last);
+        float s[4][4] = {};
+        scores(keys, s);
+        fold_scores<Tail>(s, tile, last);
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
-            RowChunk<Dim, Kv> rows[4];  // keys 2t, 2t + 1, 2t + 8, 2t + 9
+            RowChunk<Dim, Kv> rows[4];
+            load_values<Tail>(rows, tile, last, kk);
+            add_values(rows, s, kk);
+        }
+    }
+
+    // The warp's tiles first_tile, first_tile + step, ... below end, software-pipelined
+    // (AttentionParams::pipeline_tiles): a tile's values are loaded as soon as its scores
+    // are taken, and the next tile's keys then too, into the registers the scores freed,
+    // so that both round trips are under way while the softmax and O^T's products run,
+    // where add_tile waits out each in turn. The same products in the same order: add_tile's
+    // results bit for bit.
+    __device__ __forceinline__ void add_tiles_pipelined(int first_tile, int step, int end) {
+        const int last = end - 1;
+        const auto full = [&](int tile) { return tile + kSplitTile <= end; };
+        KeyChunks<Dim, Kv> keys[4];
+        if (first_tile < end) {
+            if (full(first_tile)) load_keys<false>(keys, first_tile, last);
+            else load_keys<true>(keys, first_tile, last);
+        }
+        for (int tile = first_tile; tile < end; tile += step) {
+            const bool tail = !full(tile);
+            float s[4][4] = {};
+            scores(keys, s);
+            RowChunk<Dim, Kv> rows[2][4];
 #pragma unroll
-            for (int r = 0; r < 4; ++r) rows[r] = row(value_chunk, 2 * t, 16 * kk + r % 2 + 8 * (r / 2));
-            const uint32_t pb[2] = {pack_halves(s[2 * kk][0], s[2 * kk][1]), pack_halves(s[2 * kk + 1][0], s[2 * kk + 1][1])};
-#pragma unroll
-            for (int mt = 0; mt < kSteps; ++mt) {
-                uint32_t va[4];
-                value_pair(rows[0], rows[1], mt, va[0], va[1]);
-                value_pair(rows[2], rows[3], mt, va[2], va[3]);
-                mma_m16n8k16(o[mt], va, pb);
+            for (int kk = 0; kk < 2; ++kk) {
+                if (tail) load_values<true>(rows[kk], tile, last, kk);
+                else load_values<false>(rows[kk], tile, last, kk);
             }
+            const int next = tile + step;
+            if (next < end) {
+                if (full(next)) load_keys<false>(keys, next, last);
+                else load_keys<true>(keys, next, last);
+            }
+            if (tail) fold_scores<true>(s, tile, last);
+            else fold_scores<false>(s, tile, last);
+#pragma unroll
+            for (int kk = 0; kk < 2; ++kk) add_values(rows[kk], s, kk);
         }
     }
 };
 
-// INT8: four blocks an SM, as choose_kv_splits assumes (at head dim 128 ptxas keeps four
-// words of a tile in local memory to fit 128 registers). F16 takes more registers for its
+// How a warp walks its tiles: each in turn (add_tile), the same with L2 asked for the
+// next tile first (AttentionParams::prefetch_next_tile), or software-pipelined
+// (AttentionParams::pipeline_tiles, add_tiles_pipelined). Each an instantiation of its own,
+// so that the kernel walking tiles in turn is the same code as before the others.
+enum class TileWalk : int { in_turn, prefetch_next, pipelined };
+
+// Blocks an SM. INT8: four, as choose_kv_splits assumes (walking in turn at head dim 128
+// ptxas keeps two words of a tile in local memory to fit 128 registers), but two for the
+// pipelined walk at head dim 128, which holds a tile's values and the next tile's keys at
+// once (199-201 registers; at head dim 64 it fits 128). F16 takes more registers for its
 // keys' words: two blocks an SM, 8 warps with 8 KB of K each in flight.
-template <int Dim, int Kv, bool kPrefetch>
-__global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attention_mma_kernel(const AttentionParams p) {
+template <int Dim, int Kv, TileWalk Walk>
+constexpr int kMmaBlocksPerSm = Kv == kKvF16 || (Walk == TileWalk::pipelined && Dim == 128) ? 2 : 4;
+
+template <int Dim, int Kv, TileWalk Walk>
+__global__ void __launch_bounds__(kSplitWarps * 32, (kMmaBlocksPerSm<Dim, Kv, Walk>))
+    attention_mma_kernel(const AttentionParams p) {
     begin_after_prior_grids();  // grid_dependency.cuh
     __shared__ float warp_o[kSplitWarps][kSplitMaxGroup][Dim];
     ER_SHARED_ARRAY(warp_o);
@@ -289,19 +366,23 @@ __global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attent
     if (split_is_empty(p, b)) return;
     constexpr int kStep = kSplitWarps * kSplitTile;  // from a warp's tile to its next
     const int first_tile = b.begin + warp * kSplitTile;
-    constexpr bool kPrefetches = kPrefetch && attention_prefetches(Dim, Kv);
-    // The block's KV head's whole rows of K and V, for the prefetches.
-    const ChunkColumn<Dim, Kv> key_rows(b.cache.k, b.cache.k_scales, b.cache, b.kv_head, 0),
-        value_rows(b.cache.v, b.cache.v_scales, b.cache, b.kv_head, 0);
-    if (kPrefetches && first_tile < b.end) prefetch_rows(value_rows, first_tile, min(first_tile + kSplitTile, b.end), lane);
-    for (int tile = first_tile; tile < b.end; tile += kStep) {
-        if (kPrefetches && tile + kStep < b.end) {
-            const int next_end = min(tile + kStep + kSplitTile, b.end);
-            prefetch_rows(key_rows, tile + kStep, next_end, lane);
-            prefetch_rows(value_rows, tile + kStep, next_end, lane);
+    if constexpr (Walk == TileWalk::pipelined) {
+        w.add_tiles_pipelined(first_tile, kStep, b.end);
+    } else {
+        constexpr bool kPrefetches = Walk == TileWalk::prefetch_next && attention_prefetches(Dim, Kv);
+        // The block's KV head's whole rows of K and V, for the prefetches.
+        const ChunkColumn<Dim, Kv> key_rows(b.cache.k, b.cache.k_scales, b.cache, b.kv_head, 0),
+            value_rows(b.cache.v, b.cache.v_scales, b.cache, b.kv_head, 0);
+        if (kPrefetches && first_tile < b.end) prefetch_rows(value_rows, first_tile, min(first_tile + kSplitTile, b.end), lane);
+        for (int tile = first_tile; tile < b.end; tile += kStep) {
+            if (kPrefetches && tile + kStep < b.end) {
+                const int next_end = min(tile + kStep + kSplitTile, b.end);
+                prefetch_rows(key_rows, tile + kStep, next_end, lane);
+                prefetch_rows(value_rows, tile + kStep, next_end, lane);
+            }
+            if (tile + kSplitTile <= b.end) w.template add_tile<false>(tile, b.end - 1);
+            else w.template add_tile<true>(tile, b.end - 1);
         }
-        if (tile + kSplitTile <= b.end) w.template add_tile<false>(tile, b.end - 1);
-        else w.template add_tile<true>(tile, b.end - 1);
     }
 
     // Lanes t < 2 hold heads 2t, 2t + 1; lanes 4g hold head g's m and l.
@@ -318,27 +399,30 @@ __global__ void __launch_bounds__(kSplitWarps * 32, Kv == kKvF16 ? 2 : 4) attent
     finish_split<Dim>(p, b, warp_o, warp_ml);
 }
 
-// The eight instantiations (head dim x cache type x prefetch), named so NVRTC compiles them too.
-template __global__ void attention_mma_kernel<64, kKvF16, false>(const AttentionParams);
-template __global__ void attention_mma_kernel<128, kKvF16, false>(const AttentionParams);
-template __global__ void attention_mma_kernel<64, kKvQ8, false>(const AttentionParams);
-template __global__ void attention_mma_kernel<128, kKvQ8, false>(const AttentionParams);
-template __global__ void attention_mma_kernel<64, kKvF16, true>(const AttentionParams);
-template __global__ void attention_mma_kernel<128, kKvF16, true>(const AttentionParams);
-template __global__ void attention_mma_kernel<64, kKvQ8, true>(const AttentionParams);
-template __global__ void attention_mma_kernel<128, kKvQ8, true>(const AttentionParams);
+// The twelve instantiations (head dim x cache type x walk), named so NVRTC compiles them too.
+#define ER_ATTENTION_MMA_WALK(walk)                                                              \
+    template __global__ void attention_mma_kernel<64, kKvF16, walk>(const AttentionParams);     \
+    template __global__ void attention_mma_kernel<128, kKvF16, walk>(const AttentionParams);    \
+    template __global__ void attention_mma_kernel<64, kKvQ8, walk>(const AttentionParams);      \
+    template __global__ void attention_mma_kernel<128, kKvQ8, walk>(const AttentionParams);
+ER_ATTENTION_MMA_WALK(TileWalk::in_turn)
+ER_ATTENTION_MMA_WALK(TileWalk::prefetch_next)
+ER_ATTENTION_MMA_WALK(TileWalk::pipelined)
+#undef ER_ATTENTION_MMA_WALK
 
 #if !defined(__CUDACC_RTC__)
-template <bool kPrefetch>
+template <TileWalk Walk>
 auto attention_mma_kernel_of(const AttentionParams& p) {
     return for_attention_shape(p, [](auto dim, auto kv) {
-        return attention_mma_kernel<decltype(dim)::value, decltype(kv)::value, kPrefetch>;
+        return attention_mma_kernel<decltype(dim)::value, decltype(kv)::value, Walk>;
     });
 }
 
 // The instantiation that takes launch p (the CUDA launcher's and the emulation's).
 inline auto attention_mma_kernel_for(const AttentionParams& p) {
-    return p.prefetch_next_tile ? attention_mma_kernel_of<true>(p) : attention_mma_kernel_of<false>(p);
+    if (p.pipeline_tiles) return attention_mma_kernel_of<TileWalk::pipelined>(p);
+    return p.prefetch_next_tile ? attention_mma_kernel_of<TileWalk::prefetch_next>(p)
+                                : attention_mma_kernel_of<TileWalk::in_turn>(p);
 }
 #endif
 

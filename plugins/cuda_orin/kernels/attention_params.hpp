@@ -63,6 +63,11 @@ struct AttentionParams {
     // trip for its keys and another for its values per tile (attention_mma.cu), where
     // attention_prefetches says it does.
     int32_t prefetch_next_tile = 0;
+    // Without tiles, on tensor cores (mma): each warp's tiles software-pipelined, a tile's
+    // value loads and the next tile's key loads issued as soon as the tile's scores are
+    // taken (attention_mma.cu); the same outputs bit for bit. Takes precedence over
+    // prefetch_next_tile.
+    int32_t pipeline_tiles = 0;
     // Without tiles, out float: the merge (the merge kernel, or the split kernel's last
     // blocks) also writes the output's 8-bit x, each group of 32 by one warp as prepare
     // quantizes it (quantize_q8_in_warp: the same bytes and segment words), rows of

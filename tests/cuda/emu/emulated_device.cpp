@@ -99,14 +99,14 @@ public:
         std::fprintf(stderr,
                      "cuda_orin_emu: GEMV launches: %lld of one row, %lld of 2-%d rows (%lld rows); GEMMs: %lld; "
                      "attention launches: %lld split, %lld split on mma, %lld tiled, %lld merged in their last blocks, "
-                     "%lld prefetching next tiles, %lld tiled with two tiles in flight (%lld of %lld over INT8), "
+                     "%lld prefetching next tiles, %lld pipelining their tiles, %lld tiled with two tiles in flight (%lld of %lld over INT8), "
                      "%lld merges making 8-bit x, %lld INT8 caches widened first; "
                      "one-row GEMV launches with several tasks in flight: %lld, doing rope_append: %lld, "
                      "loading one task ahead: %lld, making the next 8-bit x: %lld, applying x's norm scale: %lld, "
                      "by a kernel of one weight type: %lld, walking rows in pairs: %lld SwiGLU, %lld two rows a warp, "
                      "%lld through a ring of tasks\n",
                      one_row_, multi_row_, kGemvMaxRows, multi_rows_total_, gemms_, split_attention_, mma_attention_,
-                     tiled_attention_, merged_in_last_blocks_, prefetching_, two_tiles_in_flight_, two_tiles_int8_,
+                     tiled_attention_, merged_in_last_blocks_, prefetching_, pipelining_, two_tiles_in_flight_, two_tiles_int8_,
                      tiled_int8_, merges_making_q8_, widened_, several_in_flight_, rope_appending_,
                      one_ahead_, making_q8_, norm_scaled_, typed_, swiglu_pairs_, row_pairs_, ringed_);
     }
@@ -133,7 +133,9 @@ public:
     void add_attention(const AttentionParams& p) {
         ++(p.tiles ? tiled_attention_ : p.mma ? mma_attention_ : split_attention_);
         merged_in_last_blocks_ += p.merge_tickets != nullptr;
-        prefetching_ += !p.tiles && p.mma && p.prefetch_next_tile && attention_prefetches(p.cache.head_dim, p.cache.type);
+        prefetching_ += !p.tiles && p.mma && !p.pipeline_tiles && p.prefetch_next_tile &&
+                        attention_prefetches(p.cache.head_dim, p.cache.type);
+        pipelining_ += !p.tiles && p.mma && p.pipeline_tiles;
         two_tiles_in_flight_ += p.tiles && p.tile_stages == 2;
         tiled_int8_ += p.tiles && p.cache.type == kKvQ8;
         two_tiles_int8_ += p.tiles && p.tile_stages == 2 && p.cache.type == kKvQ8;
@@ -144,7 +146,7 @@ private:
     long long one_row_ = 0, multi_row_ = 0, multi_rows_total_ = 0, gemms_ = 0, several_in_flight_ = 0, rope_appending_ = 0,
               one_ahead_ = 0, making_q8_ = 0, norm_scaled_ = 0, typed_ = 0, swiglu_pairs_ = 0,
               row_pairs_ = 0, ringed_ = 0;
-    long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0, prefetching_ = 0,
+    long long split_attention_ = 0, mma_attention_ = 0, tiled_attention_ = 0, merged_in_last_blocks_ = 0, prefetching_ = 0, pipelining_ = 0,
               two_tiles_in_flight_ = 0, two_tiles_int8_ = 0, tiled_int8_ = 0, merges_making_q8_ = 0, widened_ = 0;
 };
 
