@@ -343,7 +343,7 @@ def test_device_call(root, work):
         shutil.rmtree(d, ignore_errors=True)
     log, suite_log = os.path.join(work, "edgerun.log"), os.path.join(work, "suite.log")
     env = dict(os.environ, OUT=out, PATH=tools + os.pathsep + os.environ["PATH"], FAKE_LOG=log, FAKE_SUITE_LOG=suite_log,
-               DEADLINE="275", COMPARE_SECONDS="100", TUNE_RESERVE="20")
+               DEADLINE="375", COMPARE_SECONDS="100", TUNE_RESERVE="20")
     r = subprocess.run(["bash", os.path.join(tree, "bench", "device", "tune_compare.sh")], capture_output=True, text=True,
                        env=env, timeout=600)
     check("the call's script ends well", r.returncode == 0 and "T done at" in r.stdout, (r.returncode, r.stdout[-1500:],
@@ -359,10 +359,12 @@ def test_device_call(root, work):
           (tune_doc.get("tests"), sorted(set(tune_doc.get("candidates", [])) - scored)))
     check("four tasks in flight chosen", tune_doc.get("chosen") == "gemv_tasks_in_flight=4", tune_doc.get("chosen"))
     asked = [json.loads(l) for l in open(suite_log)] if os.path.isfile(suite_log) else []
-    check("conformance by the tuner, with the choice, then the widened attention's ATTENTION cases", len(asked) == 2
-          and asked[0][-2:] == ["--candidate-options", "gemv_tasks_in_flight=4"]
+    check("conformance by the tuner, with the choice, then the widened and the pipelined attention's ATTENTION cases",
+          len(asked) == 3 and asked[0][-2:] == ["--candidate-options", "gemv_tasks_in_flight=4"]
           and asked[1][asked[1].index("--candidate-options") + 1] == "tiled_attention=2,widen_kv=1,gemv_tasks_in_flight=4"
-          and asked[1][asked[1].index("--ops") + 1] == "ATTENTION", asked)
+          and asked[2][asked[2].index("--candidate-options") + 1] ==
+          "tiled_attention=0,attention_pipeline=1,gemv_tasks_in_flight=4"
+          and all(a[a.index("--ops") + 1] == "ATTENTION" for a in asked[1:]), asked)
     cmp_doc = json.load(open(os.path.join(out, "gpu-compare.json"))) if "gpu-compare.json" in brought else {}
     check("the comparison runs with the choice", cmp_doc.get("settings", {}).get("backend_options") == "gemv_tasks_in_flight=4"
           and len(cmp_doc.get("models", [])) == 3, (cmp_doc.get("settings"), len(cmp_doc.get("models", []))))
@@ -389,6 +391,13 @@ def test_device_call(root, work):
                  for m in ("qwen3-4b", "qwen3-0.6b") for n in (0, 1))
           and all(a[a.index("-d") + 1] == "32768" and a[a.index("-p") + 1] == "512"
                   and a[a.index("--kv-type") + 1] == "q8" for a in widened), widened)
+    pipelined = [a for a in ran if a[0] == "bench" and "--backend-options" in a and "--kv-type" in a
+                 and "attention_pipeline=" in a[a.index("--backend-options") + 1]]
+    check("Qwen3-4B's decode at depth 32768 over both caches, pipelined and not, with the choice",
+          sorted((a[a.index("--kv-type") + 1], a[a.index("--backend-options") + 1]) for a in pipelined) ==
+          sorted((kv, f"attention_pipeline={n},gemv_tasks_in_flight=4") for kv in ("q8", "f16") for n in (0, 1))
+          and all(os.path.basename(a[a.index("-m") + 1]) == "qwen3-4b-Q4_K_M.gguf" and a[a.index("-d") + 1] == "32768"
+                  and a[a.index("-p") + 1] == "0" for a in pipelined), pipelined)
     check("the models synthesized once each", sorted(a[a.index("--preset") + 1] for a in ran if a[0] == "synth") ==
           ["llama3.2-1b", "qwen3-0.6b", "qwen3-4b"], [a for a in ran if a[0] == "synth"])
 
