@@ -300,10 +300,12 @@ struct WarpFlashDecode {
 
     // The warp's tiles first_tile, first_tile + step, ... below end, software-pipelined
     // (AttentionParams::pipeline_tiles): a tile's values are loaded as soon as its scores
-    // are taken, and the next tile's keys then too, into the registers the scores freed,
-    // so that both round trips are under way while the softmax and O^T's products run,
-    // where add_tile waits out each in turn. The same products in the same order: add_tile's
-    // results bit for bit.
+    // are taken, and the next tile's keys then too, into the registers the scores freed.
+    // The values' round trip runs under the softmax, the next keys' under the softmax and
+    // O^T's products, so the next scores find their keys loaded: one round trip a tile
+    // waited out where add_tile waits out two (the SASS keeps that order: the loads
+    // between the scores' HMMAs and the softmax's exponentials). The same products in the
+    // same order: add_tile's results bit for bit.
     __device__ __forceinline__ void add_tiles_pipelined(int first_tile, int step, int end) {
         const int last = end - 1;
         const auto full = [&](int tile) { return tile + kSplitTile <= end; };
