@@ -25,7 +25,8 @@ import shlex
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_llamacpp_gpu import device_info, git_commit, run_command, summary  # noqa: E402
+from compare_llamacpp_gpu import device_info, git_commit  # noqa: E402
+from decode_bench import add_decode_arguments, parse_tests, run_decode  # noqa: E402
 
 SCHEMA = "edgerun-skip-profile/1"
 # The launches of a decode step (Device entries: launch_profile.hpp's names), then all
@@ -39,19 +40,10 @@ PLAN_LINE = re.compile(r"cuda_orin: (\d+) steps replayed from a CUDA Graph, (\d+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--edgerun", default="build/bin/edgerun", help="the edgerun binary")
-    p.add_argument("--backend", default="cuda_orin", help="a backend with option profile_skip (default: cuda_orin)")
-    p.add_argument("--plugin-dir", default=None, help="also look for plugins here (edgerun --plugin-dir)")
-    p.add_argument("--test", action="append", default=[], metavar="MODEL[@DEPTH]",
-                   help="decode of MODEL with DEPTH tokens cached (default 0); repeatable")
+    add_decode_arguments(p, "a backend with option profile_skip (default: cuda_orin)")
     p.add_argument("--skip", action="append", default=[], metavar="ENTRY[+ENTRY...]",
                    help="launches left out together (repeatable; default: " + ", ".join(DEFAULT_SKIPS) + ")")
     p.add_argument("--options", default="", help="backend options of every run, the skips added to them")
-    p.add_argument("--kv-type", default=None, help="edgerun --kv-type for every run (default: the backend's)")
-    p.add_argument("--n-gen", "-n", type=int, default=64, help="decode tokens a repetition (default 64)")
-    p.add_argument("--repetitions", "-r", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=90, help="seconds one bench run may take (default 90)")
-    p.add_argument("--commit", default=None, help="the commit measured (default: git rev-parse HEAD)")
     p.add_argument("--out", required=True, help="results JSON; the table goes beside it as .md")
     args = p.parse_args(argv)
     args.skips = list(dict.fromkeys(args.skip or DEFAULT_SKIPS))
@@ -60,16 +52,7 @@ def parse_args(argv):
             p.error(f"--skip '{s}': give launch names joined by '+' (e.g. prepare+rope_append)")
     if "profile_skip=" in args.options:
         p.error("--options: profile_skip is this script's to set")
-    args.tests = []
-    for spec in args.test:
-        model, _, depth = spec.rpartition("@") if "@" in spec else (spec, "", "0")
-        if not model or not depth.isdigit():
-            p.error(f"--test {spec}: give MODEL or MODEL@DEPTH (DEPTH a token count)")
-        args.tests.append((model, int(depth)))
-    if not args.tests:
-        p.error("no test: give --test MODEL[@DEPTH]")
-    if args.n_gen < 1 or args.repetitions < 1:
-        p.error("--n-gen and --repetitions must be >= 1")
+    parse_tests(p, args)
     return args
 
 
@@ -85,25 +68,11 @@ def decode_launches(stderr):
 
 def bench(args, model, depth, skip):
     options = ",".join(o for o in (args.options, f"profile_skip={skip}" if skip else "") if o)
-    cmd = [args.edgerun, "bench", "--backend", args.backend, "-m", model, "-p", "0", "-n", str(args.n_gen),
-           "-d", str(depth), "-r", str(args.repetitions), "--json", "--log-level", "info"]
-    if args.plugin_dir:
-        cmd += ["--plugin-dir", args.plugin_dir]
-    if args.kv_type:
-        cmd += ["--kv-type", args.kv_type]
-    if options:
-        cmd += ["--backend-options", options]
-    record, stdout = run_command(cmd, args.timeout)
-    record.update(model=os.path.basename(model), depth=depth, skip=skip, options=options)
-    if record["error"] is None:
-        try:
-            raw = json.loads(stdout.strip().splitlines()[-1])
-            record["tok_s"] = summary(raw.get("tg_tok_s_samples") or [raw["tg_tok_s"]])
-        except (IndexError, KeyError, TypeError, ValueError) as e:
-            record["error"] = f"edgerun bench printed no decode figures ({type(e).__name__}: {e})"
-        record["launches_per_step"] = decode_launches(record.get("stderr_tail", ""))
-        if record["error"] is None and record["launches_per_step"] is None:
-            record["error"] = "no 'launches per step' line (is the backend cuda_orin, logging at info?)"
+    record = run_decode(args, model, depth, options, args.timeout, extra=("--log-level", "info"))
+    record["skip"] = skip
+    record["launches_per_step"] = decode_launches(record.get("stderr_tail", ""))
+    if record["error"] is None and record["launches_per_step"] is None:
+        record["error"] = "no 'launches per step' line (is the backend cuda_orin, logging at info?)"
     print(f"skip_profile: {record['model']}@{depth} {skip or '(nothing skipped)'}: "
           f"{record['error'] or '%.1f tok/s' % record['tok_s']['median']}", file=sys.stderr)
     return record

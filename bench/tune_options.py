@@ -35,7 +35,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_llamacpp_gpu import device_info, git_commit, run_command, summary  # noqa: E402
+from compare_llamacpp_gpu import device_info, git_commit, run_command  # noqa: E402
+from decode_bench import add_decode_arguments, parse_tests, run_decode  # noqa: E402
 
 SCHEMA = "edgerun-option-tuning/1"
 DEFAULTS = ""
@@ -43,18 +44,11 @@ DEFAULTS = ""
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--edgerun", default="build/bin/edgerun", help="the edgerun binary")
-    p.add_argument("--backend", default="cuda_orin", help="the backend whose options are tuned (default: cuda_orin)")
-    p.add_argument("--plugin-dir", default=None, help="also look for plugins here (edgerun --plugin-dir)")
-    p.add_argument("--test", action="append", default=[], metavar="MODEL[@DEPTH]",
-                   help="decode of MODEL with DEPTH tokens cached (default 0); repeatable, every set runs every test")
+    add_decode_arguments(p, "the backend whose options are tuned (default: cuda_orin)")
     p.add_argument("--candidate", action="append", default=[], metavar="KEY=VALUE[,...]",
                    help="an option set to try (repeatable; order: most promising first)")
     p.add_argument("--candidates-file", default=None,
                    help="option sets one a line ('#' starts a comment), before any --candidate")
-    p.add_argument("--kv-type", default=None, help="edgerun --kv-type for every run (default: the backend's)")
-    p.add_argument("--n-gen", type=int, default=64, help="decode tokens a repetition (default 64)")
-    p.add_argument("--repetitions", "-r", type=int, default=3)
     p.add_argument("--min-gain", type=float, default=0.02,
                    help="a set (or an addition to one) must be this much faster to count (default 0.02: 2%%)")
     p.add_argument("--conformance", default=None, metavar="COMMAND",
@@ -64,8 +58,6 @@ def parse_args(argv):
                    help="seconds one conformance run may take (default 150)")
     p.add_argument("--deadline", type=float, default=300, help="seconds for everything (default 300)")
     p.add_argument("--reserve", type=float, default=150, help="seconds of the deadline kept for conformance (default 150)")
-    p.add_argument("--timeout", type=float, default=90, help="seconds one bench run may take (default 90)")
-    p.add_argument("--commit", default=None, help="the commit measured (default: git rev-parse HEAD)")
     p.add_argument("--out", required=True, help="results JSON; the table goes beside it as .md")
     p.add_argument("--chosen", default=None, help="also write the chosen options (one line, empty: the defaults) here")
     args = p.parse_args(argv)
@@ -81,16 +73,9 @@ def parse_args(argv):
         if parse_options(c) is None:
             p.error(f"candidate '{c}': give key=value pairs separated by commas")
     args.candidates = list(dict.fromkeys(candidates))  # the first of each duplicate
-    args.tests = []
-    for spec in args.test:
-        model, _, depth = spec.rpartition("@") if "@" in spec else (spec, "", "0")
-        if not model or not depth.isdigit():
-            p.error(f"--test {spec}: give MODEL or MODEL@DEPTH (DEPTH a token count)")
-        args.tests.append((model, int(depth)))
-    if not args.tests:
-        p.error("no test: give --test MODEL[@DEPTH]")
-    if args.n_gen < 1 or args.repetitions < 1 or args.deadline <= 0 or args.reserve < 0 or args.min_gain < 0:
-        p.error("--n-gen and --repetitions must be >= 1, --deadline > 0, --reserve and --min-gain >= 0")
+    parse_tests(p, args)
+    if args.deadline <= 0 or args.reserve < 0 or args.min_gain < 0:
+        p.error("--deadline must be > 0, --reserve and --min-gain >= 0")
     return args
 
 
@@ -128,25 +113,7 @@ class Tuner:
         return self.args.deadline - (time.monotonic() - self.start)
 
     def bench(self, options, model, depth):
-        a = self.args
-        cmd = [a.edgerun, "bench", "--backend", a.backend, "-m", model, "-p", "0", "-n", str(a.n_gen),
-               "-d", str(depth), "-r", str(a.repetitions), "--json"]
-        if a.plugin_dir:
-            cmd += ["--plugin-dir", a.plugin_dir]
-        if a.kv_type:
-            cmd += ["--kv-type", a.kv_type]
-        if options:
-            cmd += ["--backend-options", options]
-        record, stdout = run_command(cmd, min(a.timeout, max(self.left(), 1)))
-        record.update(options=options, model=os.path.basename(model), depth=depth)
-        if record["error"] is None:
-            try:
-                raw = json.loads(stdout.strip().splitlines()[-1])
-                record["tok_s"] = summary(raw.get("tg_tok_s_samples") or [raw["tg_tok_s"]])
-                record["device"] = raw.get("device")
-            except (IndexError, KeyError, TypeError, ValueError) as e:
-                record["error"] = f"edgerun bench printed no decode figures ({type(e).__name__}: {e})"
-                record["stdout_tail"] = stdout[-2000:]
+        record = run_decode(self.args, model, depth, options, min(self.args.timeout, max(self.left(), 1)))
         self.runs.append(record)
         return record
 
