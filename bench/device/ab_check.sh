@@ -13,16 +13,8 @@
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-180}; L=/tmp/logsA  # packed into $OUT/logsA.tar.gz (common.sh)
 mkdir -p $L
 source bench/device/common.sh
-[ -d .device-bundle ] || tar -xJf .slim-carry/bundle-slim.tar.xz
-source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; E=$B/edgerun
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $L/device.txt
-echo "commit $(cat .device-bundle/COMMIT)" | tee -a $L/device.txt
-mkdir -p build-models
-for m in llama3.2-1b qwen3-4b; do
-  f=build-models/$m-Q4_K_M.gguf
-  [ -f $f ] || $E synth --preset $m --type Q4_K_M -o $f > $L/synth_$m.log 2>&1 &
-done
-wait
+open_bundle
+synth_models llama3.2-1b qwen3-4b
 IFS=';' read -ra SETS <<< "${CANDIDATES:-gemv_ring=3;gemv_ring=2;merge_q8=1}"
 ARGS=(); for s in "${SETS[@]}"; do ARGS+=(--candidate "$s"); done
 T=$(( $(left) - ${NCU_SECONDS:-35} ))

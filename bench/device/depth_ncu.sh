@@ -12,16 +12,9 @@
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-440}; L=/tmp/logsD  # packed into $OUT/logsD.tar.gz (common.sh)
 mkdir -p $L
 source bench/device/common.sh
-[ -d .device-bundle ] || tar -xJf .slim-carry/bundle-slim.tar.xz
-source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; E=$B/edgerun; O=widen_kv=1
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $L/device.txt
-echo "commit $(cat .device-bundle/COMMIT)" | tee -a $L/device.txt
-mkdir -p build-models /tmp/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /tmp/lb
-for m in llama3.2-1b qwen3-4b; do
-  f=build-models/$m-Q4_K_M.gguf
-  [ -f $f ] || $E synth --preset $m --type Q4_K_M -o $f > $L/synth_$m.log 2>&1 &
-done
-wait
+open_bundle; O=widen_kv=1
+mkdir -p /tmp/lb; tar -xJf .smol-c/llama-bench.tar.xz -C /tmp/lb
+synth_models llama3.2-1b qwen3-4b
 TAILN=4 run conformance_widen_kv 100 $B/edgerun-conformance run --candidate cuda_orin --candidate-options $O --require-full -t 8
 J=$L/gpu-compare-32k.json
 for m in qwen3-4b llama3.2-1b; do

@@ -11,16 +11,8 @@
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-200}; L=/tmp/logsS  # packed into $OUT/logsS.tar.gz (common.sh)
 mkdir -p $L
 source bench/device/common.sh
-[ -d .device-bundle ] || tar -xJf .slim-carry/bundle-slim.tar.xz
-source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; E=$B/edgerun
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $L/device.txt
-echo "commit $(cat .device-bundle/COMMIT)" | tee -a $L/device.txt
-mkdir -p build-models
-for m in qwen3-4b llama3.2-1b qwen3-0.6b; do
-  f=build-models/$m-Q4_K_M.gguf
-  [ -f $f ] || $E synth --preset $m --type Q4_K_M -o $f > $L/synth_$m.log 2>&1 &
-done
-wait
+open_bundle
+synth_models qwen3-4b llama3.2-1b qwen3-0.6b
 for t in qwen3-4b llama3.2-1b qwen3-0.6b qwen3-4b@4096; do
   m=${t%@*}; d=0; [ "$t" != "$m" ] && d=${t#*@}
   TAILN=14 run skip_${m}_$d 90 python3 bench/skip_profile.py --edgerun $E --test build-models/$m-Q4_K_M.gguf@$d \

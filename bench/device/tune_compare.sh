@@ -28,16 +28,8 @@
 set -u; cd "$(dirname "$0")/../.."; DEADLINE=${DEADLINE:-540}; L=/tmp/logsT  # packed into $OUT/logsT.tar.gz after every step (common.sh)
 mkdir -p $L
 source bench/device/common.sh
-[ -d .device-bundle ] || tar -xJf .slim-carry/bundle-slim.tar.xz
-source .device-bundle/env.sh; B=$PWD/.device-bundle/bin; E=$B/edgerun
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee $L/device.txt
-echo "commit $(cat .device-bundle/COMMIT)" | tee -a $L/device.txt
-mkdir -p build-models
-for m in llama3.2-1b qwen3-4b qwen3-0.6b; do  # compare_llamacpp_gpu.py reuses these files
-  f=build-models/$m-Q4_K_M.gguf
-  [ -f $f ] || $E synth --preset $m --type Q4_K_M -o $f > $L/synth_$m.log 2>&1 &  # synth writes whole files only
-done
-wait
+open_bundle
+synth_models llama3.2-1b qwen3-4b qwen3-0.6b
 echo "models at $((SECONDS - t0)) s: $(ls build-models)" | tee -a $L/summary.txt
 M1=build-models/llama3.2-1b-Q4_K_M.gguf M4=build-models/qwen3-4b-Q4_K_M.gguf
 COMPARE_SECONDS=${COMPARE_SECONDS:-170} PROFILE_SECONDS=${PROFILE_SECONDS:-80} DEPTH_SECONDS=${DEPTH_SECONDS:-100}
