@@ -56,6 +56,8 @@ KernelSet launches(std::string_view value) {
     }
 }
 
+// A key, and what a value of it does to the backend (or to what create() does once the
+// device is open); a value it does not take throws wrong_value's line.
 using Apply = std::function<void(std::string_view value, Backend&, OpenOptions&)>;
 struct Option {
     const char* key;

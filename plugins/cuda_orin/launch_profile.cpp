@@ -54,10 +54,7 @@ std::string gigabytes_per_second(double bytes, double ms) {
     return text;
 }
 
-}  // namespace
-
-namespace {
-
+// profile_skip's names of the Device's entries (kernels_named), in Kernel's order.
 struct NamedKernels {
     const char* name;
     KernelSet kernels;
