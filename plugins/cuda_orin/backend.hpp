@@ -190,8 +190,8 @@ struct Backend {
     bool attention_prefetch = false;
     // Option attention_pipeline=0|1: the split kernel on tensor cores walks each warp's
     // tiles software-pipelined (AttentionParams::pipeline_tiles): a tile's value loads and
-    // the next tile's key loads go out as soon as the tile's scores are taken, so both
-    // round trips run under its softmax and products. The same outputs.
+    // the next tile's key loads go out as soon as the tile's scores are taken: one round
+    // trip a tile waited out instead of two. The same outputs.
     // Off until a GPU measures it (2026-11-28: run on the CPU emulation only).
     bool attention_pipeline = false;
     // Option rope_append=kernel|gemv: a decode step's per-head norms, RoPE and KV append

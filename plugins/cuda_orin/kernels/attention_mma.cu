@@ -30,7 +30,8 @@
 // keys and values before loading this tile's, and for its first tile's values at the
 // start, so that those loads find L2. With AttentionParams::pipeline_tiles a warp issues a
 // tile's value loads and its next tile's key loads as soon as the tile's scores are taken
-// (add_tiles_pipelined), so both round trips run under the softmax and O^T's products.
+// (add_tiles_pipelined): the values' round trip runs under the softmax, the next keys'
+// under the softmax and O^T's products.
 //
 // STATUS: run on an H200 (2026-11-25: the GPU kernel tests and conformance pass; the
 // default for decode since 9240755, 1.25-1.63x the CUDA-core kernel at KV 32768). The
