@@ -66,20 +66,23 @@ cp $L/skip-profile.md $OUT/ 2>/dev/null
 # measure, so the attention's share is that of an average depth of about 16k.
 TAILN=14 run profile_prefill_32k 40 $E bench --backend cuda_orin --backend-options profile=1${CHOSEN:+,$CHOSEN} \
   --log-level info -m $M4 -c 33792 -d 32768 -p 512 -n 0 -r 1
+# The choice without the options steps 5 and 6 set themselves (and attention_prefetch, which
+# does not combine with attention_pipeline), so that each compares its option both ways.
+BASE=$(echo ",$CHOSEN," | sed -E 's/,(widen_kv|attention_pipeline|attention_prefetch)=[^,]*//g; s/^,//; s/,$//')
 # The tiled attention over the INT8 cache widened to halves by one launch a layer
 # (widen_kv=1), never run on a GPU before: first its correctness through the suite's
 # attention cases (the kernel tests compare it with the INT8 tiles bit for bit,
 # tests/cuda/gpu), then its speed where the INT8 cache trails llama.cpp (Qwen3's pp512 at
 # depth 32768 with Q8_0: 0.82-0.83x on the H200, a7e3b81; 2 repetitions).
 run widen_conformance 30 $B/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options tiled_attention=2,widen_kv=1${CHOSEN:+,$CHOSEN} --levels ops --ops ATTENTION \
+  --candidate-options tiled_attention=2,widen_kv=1${BASE:+,$BASE} --levels ops --ops ATTENTION \
   --kv f16,q8 --require-full
 WIDENED=$?
 if [ $WIDENED -eq 0 ]; then
   for m in $M4 build-models/qwen3-0.6b-Q4_K_M.gguf; do
     for widen in 0 1; do
       TAILN=4 run "prefill32k_$(basename $m .gguf)_q8_widen$widen" 25 $E bench --backend cuda_orin \
-        --backend-options widen_kv=$widen${CHOSEN:+,$CHOSEN} -m $m -c 33792 -d 32768 -p 512 -n 0 -r 2 --kv-type q8
+        --backend-options widen_kv=$widen${BASE:+,$BASE} -m $m -c 33792 -d 32768 -p 512 -n 0 -r 2 --kv-type q8
     done
   done
 fi
@@ -88,14 +91,14 @@ fi
 # 32768, where issue 18 wants the INT8 cache 1.6x faster than F16 (1.21x end to end on the
 # H200, a7e3b81), over both caches without and with it (2 repetitions).
 run pipeline_conformance 30 $B/edgerun-conformance run --candidate cuda_orin \
-  --candidate-options tiled_attention=0,attention_pipeline=1${CHOSEN:+,$CHOSEN} --levels ops --ops ATTENTION \
+  --candidate-options tiled_attention=0,attention_pipeline=1${BASE:+,$BASE} --levels ops --ops ATTENTION \
   --kv f16,q8 --require-full
 PIPELINED=$?
 if [ $PIPELINED -eq 0 ]; then
   for kv in q8 f16; do
     for pipeline in 0 1; do
       TAILN=4 run "decode32k_qwen3-4b_${kv}_pipeline$pipeline" 25 $E bench --backend cuda_orin \
-        --backend-options attention_pipeline=$pipeline${CHOSEN:+,$CHOSEN} -m $M4 -c 33024 -d 32768 -p 0 -n 64 -r 2 \
+        --backend-options attention_pipeline=$pipeline${BASE:+,$BASE} -m $M4 -c 33024 -d 32768 -p 0 -n 64 -r 2 \
         --kv-type $kv
     done
   done
