@@ -41,7 +41,7 @@ def parse_tests(p, args):
 def run_decode(args, model, depth, options, timeout, extra=()):
     """`edgerun bench -p 0 -n N -d DEPTH -r R --json` of MODEL with backend OPTIONS (and
     `extra` arguments): run_command's record with model, depth and options, and tok_s (the
-    decode samples' summary) and device where it went well; and the run's stderr tail."""
+    decode samples' summary), device and bytes_per_token where it went well."""
     cmd = [args.edgerun, "bench", "--backend", args.backend, "-m", model, "-p", "0", "-n", str(args.n_gen),
            "-d", str(depth), "-r", str(args.repetitions), "--json", *extra]
     if args.plugin_dir:
@@ -57,6 +57,7 @@ def run_decode(args, model, depth, options, timeout, extra=()):
             raw = json.loads(stdout.strip().splitlines()[-1])
             record["tok_s"] = summary(raw.get("tg_tok_s_samples") or [raw["tg_tok_s"]])
             record["device"] = raw.get("device")
+            record["bytes_per_token"] = raw.get("bytes_per_token")  # the model's: weights and the cache read
         except (IndexError, KeyError, TypeError, ValueError) as e:
             record["error"] = f"edgerun bench printed no decode figures ({type(e).__name__}: {e})"
             record["stdout_tail"] = stdout[-2000:]

@@ -9,6 +9,8 @@ the backend's defaults (or --options), then with each --skip set of launches lef
 replayed step as a user runs it. The difference of the two step times is what those
 launches cost in the step, the most a fusion removing them could save; the difference of
 the launches a step (`--log-level info`'s "N launches per step") says how many they were.
+Each row also gives the model's bytes a token (`edgerun bench`'s) over its step time: with
+all but the GEMVs left out, the rate at which the GEMVs stream the weights in the step.
 
   bench/skip_profile.py --edgerun build/bin/edgerun --test MODEL[@DEPTH] ... --out F.json
 
@@ -93,6 +95,9 @@ def rows_of(runs):
             if not r["error"]:
                 row["tok_s"] = r["tok_s"]["median"]
                 row["step_ms"] = 1000.0 / row["tok_s"]
+                # The model's bytes a token over this step's time: without all but the GEMVs,
+                # the rate at which the GEMVs stream the weights in a replayed step.
+                row["gb_s"] = r["bytes_per_token"] * row["tok_s"] / 1e9 if r.get("bytes_per_token") else None
             if r is not base and not r["error"] and base_ms is not None:
                 row["saved_ms"] = base_ms - row["step_ms"]
                 row["saved_share"] = row["saved_ms"] / base_ms
@@ -112,17 +117,17 @@ def markdown(doc):
              f"{', options ' + doc['options'] if doc['options'] else ''}; the outputs of a step with launches left "
              f"out are wrong, only its time counts. {doc['date']}.", ""]
     for test, rows in doc["tables"].items():
-        lines += [f"### {test}", "", "| left out | launches a step | tok/s | ms a step | saved ms | of the step | µs a launch |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"### {test}", "", "| left out | launches a step | tok/s | ms a step | saved ms | of the step | "
+                  "µs a launch | model GB/s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in rows:
             name = r["skip"] or "(nothing: the full step)"
             if r["error"]:
-                lines.append(f"| {name} | | failed: {r['error']} | | | | |")
+                lines.append(f"| {name} | | failed: {r['error']} | | | | | |")
                 continue
-            per = r.get("us_per_launch")
+            per, gb_s = r.get("us_per_launch"), r.get("gb_s")
             lines.append(f"| {name} | {r['launches_per_step']:g} | {r['tok_s']:.1f} | {r['step_ms']:.4f} | "
                          + (f"{r['saved_ms']:.4f} | {100 * r['saved_share']:.1f}% | " if "saved_ms" in r else " | | ")
-                         + (f"{per:.2f} |" if per is not None else " |"))
+                         + (f"{per:.2f} | " if per is not None else " | ") + (f"{gb_s:.1f} |" if gb_s else " |"))
         lines.append("")
     return "\n".join(lines)
 

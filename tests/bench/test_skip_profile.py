@@ -78,6 +78,9 @@ def main(root, work, edgerun, plugin_dir, model):
     check("a warning says the outputs are wrong",
           warned.returncode == 0 and "warning: [cuda_orin_emu] cuda_orin: option profile_skip=prepare+rope_append: "
           "those launches are not made, so every output is wrong" in warned.stderr, (warned.returncode, warned.stderr))
+    rates = [(r["skip"], r["bytes_per_token"], r["tok_s"]["median"], rows[r["skip"]]["gb_s"]) for r in doc["runs"]]
+    check("each row's model GB/s is the bench's bytes a token times its tok/s",
+          all(b and abs(g - b * t / 1e9) <= 1e-9 * max(1.0, g) for _, b, t, g in rates), rates)
     md = open(os.path.splitext(out)[0] + ".md").read()
     check("the table has a row a skip", "| prepare | " in md and "| gemv | " in md, md)
 

@@ -382,7 +382,7 @@ def test_device_call(root, work):
           ",".join(skips), skips)
     table = open(os.path.join(out, "skip-profile.md")).read() if "skip-profile.md" in brought else ""
     check("... and its table: prepare's 145 launches a step, 2.00 us each",
-          re.search(r"\| prepare \| 254 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| 2\.00 \|", table), table)
+          re.search(r"\| prepare \| 254 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| 2\.00 \| [0-9.]+ \|", table), table)
     widened = [a for a in ran if a[0] == "bench" and "--backend-options" in a
                and "widen_kv=" in a[a.index("--backend-options") + 1]]
     check("pp512 at depth 32768 over the INT8 cache, widened and not, for Qwen3-4B and Qwen3-0.6B, with the choice",
