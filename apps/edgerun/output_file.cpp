@@ -6,13 +6,27 @@
 
 namespace edgerun::cli {
 
-OutputFile::OutputFile(const std::filesystem::path& target) : target_(target) {
-    std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+std::filesystem::path file_to_replace(const std::filesystem::path& target) {
+    std::error_code ec;  // a target that does not exist yet sets it: that is the usual case
+    std::filesystem::path resolved = target;
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec))) {
+        resolved = std::filesystem::weakly_canonical(target, ec);
+        if (ec) throw Error(target.string() + ": " + ec.message(), ER_E_IO);
+    }
+    const std::filesystem::file_status status = std::filesystem::status(resolved, ec);
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+        throw Error(target.string() + ": exists and is not a regular file (a directory, device or FIFO)",
+                    ER_E_INVALID_ARGUMENT);
+    return resolved;
+}
+
+OutputFile::OutputFile(const std::filesystem::path& target) : target_(file_to_replace(target)) {
+    std::filesystem::path dir = target_.has_parent_path() ? target_.parent_path() : std::filesystem::path(".");
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
         throw Error(target.string() + ": folder " + dir.string() + " does not exist", ER_E_IO);
     std::string hidden_name = ".";
-    hidden_name += target.filename().string() + ".tmp." + std::to_string(::getpid());
+    hidden_name += target_.filename().string() + ".tmp." + std::to_string(::getpid());
     temporary_ = dir / hidden_name;
     stream_.open(temporary_, std::ios::binary | std::ios::trunc);
     if (!stream_) throw Error(target.string() + ": cannot write in " + dir.string(), ER_E_IO);

@@ -9,6 +9,12 @@
 
 namespace edgerun::cli {
 
+// Where a file written to `target` goes: through symbolic links to the file they name, so
+// that the link stays and its file is replaced. Throws Error when a directory, device or
+// FIFO is there: renaming over it would replace /dev/null itself (run as root) and still
+// report success. OutputFile calls it; a command calls it first to refuse before any work.
+std::filesystem::path file_to_replace(const std::filesystem::path& target);
+
 class OutputFile {
 public:
     explicit OutputFile(const std::filesystem::path& target);

@@ -38,6 +38,24 @@ void put_string(std::string& out, std::string_view s) {
 
 bool is_identifier(std::string_view s) { return !s.empty() && is_printable_utf8(s); }
 
+// The file the output replaces: through a symbolic link to the file it names, so that the
+// link stays. A device, FIFO or directory there is refused: linking or renaming over it
+// would replace /dev/null itself (run as root) and still report success.
+std::string file_to_replace(const std::string& path) {
+    struct stat link {};
+    if (::lstat(path.c_str(), &link) != 0) return path;  // not there yet: the usual case
+    std::string resolved = path;
+    if (S_ISLNK(link.st_mode)) {
+        std::error_code ec;
+        resolved = std::filesystem::weakly_canonical(path, ec).string();
+        if (ec) throw sdk::Failure(ER_E_IO, "writer: output path '" + path + "': " + ec.message());
+    }
+    struct stat file {};
+    if (::stat(resolved.c_str(), &file) == 0 && !S_ISREG(file.st_mode))
+        throw usage_error("writer: output path '" + path + "' exists and is not a regular file (a directory, device or FIFO)");
+    return resolved;
+}
+
 std::string_view str_view(const er_str& s, const std::string& what) {
     if (!s.data && s.size) throw usage_error(what + ": string data is NULL");
     return sdk::view(s);
@@ -83,10 +101,11 @@ std::string unique_suffix() {
 std::unique_ptr<GgufWriter> GgufWriter::create(const std::string& path) {
     if (path.empty()) throw usage_error("writer: empty output path");
     std::unique_ptr<GgufWriter> w(new GgufWriter());
-    w->path_ = path;
-    const std::filesystem::path target(path);
+    if (std::filesystem::path(path).filename().empty())
+        throw usage_error("writer: output path '" + path + "' names a directory");
+    w->path_ = file_to_replace(path);
+    const std::filesystem::path target(w->path_);
     const std::string dir = directory_of(target);
-    if (target.filename().empty()) throw usage_error("writer: output path '" + path + "' names a directory");
 
 #ifdef O_TMPFILE
     // EDGERUN_GGUF_NO_TMPFILE=1 takes the fallback below, so tests can cover it here.
