@@ -5,6 +5,8 @@
 #include "engine_options.hpp"
 #include "output_file.hpp"
 
+#include <edgerun/argmax.hpp>
+
 #include <iostream>
 #include <sstream>
 
@@ -48,6 +50,7 @@ int cmd_eval(const std::vector<std::string>& args) {
     if (!parse(args, desc, common, "usage: edgerun eval -m MODEL --tokens \"ID ID ...\" --logits-out FILE.npy"))
         return 0;
 
+    file_to_replace(logits_out);  // a path that cannot take the file is refused before any work
     EngineOptions engine_options = resolve(model_options);
     PluginRegistry registry = load_plugins(common);
     Engine engine(registry, model_options.model, engine_options);
@@ -60,6 +63,14 @@ int cmd_eval(const std::vector<std::string>& args) {
     auto runner = engine.new_runner();
     std::vector<float> logits(tokens.size() * size_t(runner->n_vocab()));
     runner->feed(tokens, logits.data());
+    // NaN or infinite logits mean the forward pass went wrong: refused as generation refuses
+    // them (argmax.hpp), not written as if they were the model's answer.
+    const int64_t n_vocab = runner->n_vocab();
+    for (int64_t position = 0; position < int64_t(tokens.size()); ++position)
+        if (const Argmax row = argmax_logits(logits.data() + position * n_vocab, n_vocab); row.non_finite >= 0)
+            throw Error("position " + std::to_string(position) + ": the logit of token " +
+                            std::to_string(row.non_finite) + " is not finite",
+                        ER_E_INTERNAL);
     write_npy(logits_out, logits.data(), int64_t(tokens.size()), runner->n_vocab());
     std::cerr << "eval: " << tokens.size() << " tokens on " << engine.backend().plugin().name() << " -> "
               << logits_out << "\n";

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <edgerun/abi.h>
+#include <edgerun/argmax.hpp>
 
 #include <cstring>
 #include <memory>
@@ -299,6 +300,7 @@ public:
     }
 
     int32_t sample(const float* logits, int32_t n_vocab) {
+        require_finite(logits, n_vocab);
         er_error err{};
         int32_t token = -1;
         check(iface_->sample(handle_.get(), logits, n_vocab, &token, &err), err, "sampler");
@@ -316,6 +318,7 @@ public:
     // `probs` gets n_vocab probabilities: what sample() would draw from.
     void distribution(const float* logits, int32_t n_vocab, float* probs) {
         require_speculative();
+        require_finite(logits, n_vocab);
         er_error err{};
         check(iface_->distribution(handle_.get(), logits, n_vocab, probs, &err), err, "sampler distribution");
     }
@@ -332,6 +335,17 @@ public:
     }
 
 private:
+    // A NaN or infinite logit means the forward pass went wrong (argmax.hpp): refused here as
+    // the greedy path refuses it, not drawn from (a NaN compares false everywhere, so a
+    // sampler would quietly pick some token).
+    static void require_finite(const float* logits, int32_t n_vocab) {
+        const Argmax best = argmax_logits(logits, n_vocab);
+        if (best.non_finite >= 0)
+            throw Error("the logit of token " + std::to_string(best.non_finite) +
+                            " is not finite (the model's forward pass gave NaN or infinity)",
+                        ER_E_INTERNAL);
+    }
+
     void require_speculative() const {
         if (!has_speculative_entries())
             throw Error("this sampler plugin has no distribution/uniform/rollback entries", ER_E_UNSUPPORTED);
