@@ -3,9 +3,35 @@
 #include <edgerun/config.hpp>
 #include <edgerun/logging.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <set>
 
 namespace edgerun::cli {
+
+namespace {
+
+std::vector<int (*)(const std::vector<std::string>&)> g_commands;
+std::set<std::string>* g_collected_names = nullptr;  // set while commands describe their options
+
+// The long option names of every command: each command run with no arguments while parse
+// collects its options' names and returns before the command does anything.
+const std::set<std::string>& every_command_option() {
+    static const std::set<std::string> names = [] {
+        std::set<std::string> collected;
+        g_collected_names = &collected;
+        for (const auto& run : g_commands) run({});
+        g_collected_names = nullptr;
+        return collected;
+    }();
+    return names;
+}
+
+}  // namespace
+
+void set_commands(std::vector<int (*)(const std::vector<std::string>&)> commands) { g_commands = std::move(commands); }
 
 void add_common_options(po::options_description& desc, CommonOptions& common) {
     desc.add_options()
@@ -19,6 +45,10 @@ void add_common_options(po::options_description& desc, CommonOptions& common) {
 bool parse(const std::vector<std::string>& args, po::options_description& desc, CommonOptions& common,
            const char* usage, const std::vector<std::pair<const char*, int>>& positional) {
     add_common_options(desc, common);
+    if (g_collected_names) {
+        for (const auto& option : desc.options()) g_collected_names->insert(option->long_name());
+        return false;
+    }
     po::positional_options_description pos;
     for (const auto& [name, count] : positional) pos.add(name, count);
 
@@ -36,10 +66,12 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc, 
         std::filesystem::path file = vm["config"].as<std::string>();
         std::error_code ec;
         if (!std::filesystem::is_regular_file(file, ec))
-            throw Error("--config: no such file: " + file.string(), ER_E_INVALID_ARGUMENT);
-        apply_config_file(file, desc, vm);
+            throw Error("--config: " + file.string() +
+                            (std::filesystem::exists(file, ec) ? ": not a regular file" : ": no such file"),
+                        ER_E_INVALID_ARGUMENT);
+        apply_config_file(file, desc, vm, kNotConfigurable, every_command_option());
     } else if (auto file = default_config_path()) {
-        apply_config_file(*file, desc, vm);
+        apply_config_file(*file, desc, vm, kNotConfigurable, every_command_option());
     }
     try {
         po::notify(vm);
@@ -52,6 +84,18 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc, 
 
 PluginRegistry load_plugins(const CommonOptions& common) {
     return PluginRegistry::discover(common.plugin_dirs);
+}
+
+std::string read_text_file(const std::string& path, const std::string& option) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw Error(option + ": " + path + " is a directory", ER_E_INVALID_ARGUMENT);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(option + ": cannot read " + path, ER_E_INVALID_ARGUMENT);
+    try {
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    } catch (const std::ios_base::failure& e) {
+        throw Error(option + ": cannot read " + path + ": " + e.what(), ER_E_INVALID_ARGUMENT);
+    }
 }
 
 }  // namespace edgerun::cli

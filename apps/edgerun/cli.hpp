@@ -29,12 +29,22 @@ struct CommonOptions {
 
 void add_common_options(po::options_description& desc, CommonOptions& common);
 
+// Every command of the binary, plain generation included (main.cpp's table), so that a
+// config file's key that only another command takes is not called unknown (parse).
+void set_commands(std::vector<int (*)(const std::vector<std::string>&)> commands);
+
 // Parses `args` against `desc` (plus the common options), merges the config file, sets up
-// logging. Returns false when --help was asked for (the help has been printed).
+// logging. Returns false when --help was asked for (the help has been printed), or while
+// the commands' option names are being collected (set_commands): a command returns at
+// once when parse does, so running it then only describes its options.
 // `positional` names the options that bare arguments fill, in order.
 bool parse(const std::vector<std::string>& args, po::options_description& desc, CommonOptions& common,
            const char* usage, const std::vector<std::pair<const char*, int>>& positional = {});
 
 PluginRegistry load_plugins(const CommonOptions& common);
+
+// The whole of a text file named by a command-line option (a pipe or /dev/stdin too); a
+// directory or an unreadable path is an error naming the option and the path.
+std::string read_text_file(const std::string& path, const std::string& option);
 
 }  // namespace edgerun::cli

@@ -65,6 +65,9 @@ int command_index(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
+    std::vector<int (*)(const std::vector<std::string>&)> commands = {&edgerun::cli::cmd_generate};
+    for (const Command& c : kCommands) commands.push_back(c.run);
+    edgerun::cli::set_commands(std::move(commands));
     try {
         if (args.empty() || args[0] == "--help" || args[0] == "-h") {
             print_help();

@@ -74,7 +74,8 @@ std::optional<std::filesystem::path> default_config_path() {
 }
 
 void apply_config_file(const std::filesystem::path& file, const po::options_description& desc,
-                       po::variables_map& vm, const std::vector<std::string>& not_configurable) {
+                       po::variables_map& vm, const std::vector<std::string>& not_configurable,
+                       const std::set<std::string>& other_commands_keys) {
     const std::string name = file.string();
     toml::table table;
     try {
@@ -90,6 +91,7 @@ void apply_config_file(const std::filesystem::path& file, const po::options_desc
         const std::string where = name + ":" + std::to_string(node.source().begin.line) + ": ";
         const po::option_description* option = desc.find_nothrow(key, false);
         bool excluded = std::find(not_configurable.begin(), not_configurable.end(), key) != not_configurable.end();
+        if (!option && !excluded && other_commands_keys.count(key)) continue;
         if (!option || excluded) throw Error(where + "unknown key '" + key + "'", ER_E_INVALID_ARGUMENT);
 
         Kind kind = kind_of(option->semantic().get());
