@@ -95,8 +95,10 @@ std::vector<int32_t> parse_sequence_counts(const std::string& list) {
         const std::string item = list.substr(at, comma - at);
         char* end = nullptr;
         const long n = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end != '\0' || n < 1 || n > 1024)
-            throw Error("--sequences: '" + item + "' is not a count of 1 to 1024 (e.g. 1,2,4,8,16)", ER_E_INVALID_ARGUMENT);
+        if (item.empty() || *end != '\0' || n < 1 || n > kMaxBatchSequences)
+            throw Error("--sequences: '" + item + "' is not a count of 1 to " + std::to_string(kMaxBatchSequences) +
+                            " (e.g. 1,2,4,8,16)",
+                        ER_E_INVALID_ARGUMENT);
         out.push_back(int32_t(n));
         at = comma + 1;
     }
@@ -223,6 +225,9 @@ int cmd_bench(const std::vector<std::string>& args) {
         return 0;
     if (n_prompt < 0 || n_gen < 0 || n_depth < 0 || repetitions < 1)
         throw Error("-p, -n and -d must be >= 0 and -r >= 1", ER_E_INVALID_ARGUMENT);
+    const bool drafter = !speculation.model_draft.empty() || speculation.lookup > 0;
+    if (!drafter && (!text.empty() || !text_file.empty()))
+        throw Error("--text and --text-file are for bench with a drafter (-md or --lookup)", ER_E_INVALID_ARGUMENT);
     if (!sequences.empty()) {
         if (n_depth > 0) throw Error("-d measures one sequence; --sequences starts every sequence at position 0", ER_E_INVALID_ARGUMENT);
         const std::vector<int32_t> counts = parse_sequence_counts(sequences);
@@ -235,12 +240,10 @@ int cmd_bench(const std::vector<std::string>& args) {
         return print_batch(engine, model_options.model, counts, n_gen, repetitions, json);
     }
 
-    if (!speculation.model_draft.empty() || speculation.lookup > 0) {
-        if (!text_file.empty()) {
-            std::ifstream in(text_file, std::ios::binary);
-            if (!in) throw Error("--text-file: cannot read " + text_file, ER_E_INVALID_ARGUMENT);
-            text.assign(std::istreambuf_iterator<char>(in), {});
-        }
+    if (drafter) {
+        if (!text_file.empty() && !text.empty())
+            throw Error("--text and --text-file both give the message: give one", ER_E_INVALID_ARGUMENT);
+        if (!text_file.empty()) text = read_text_file(text_file, "--text-file");
         if (text.empty()) throw Error("bench with a drafter needs --text or --text-file (a real prompt)", ER_E_INVALID_ARGUMENT);
         if (n_gen < 1) throw Error("bench with a drafter needs -n of at least 1", ER_E_INVALID_ARGUMENT);
         EngineOptions engine_options = resolve(model_options);

@@ -32,11 +32,9 @@ int cmd_generate(const std::vector<std::string>& args) {
     add_generation_options(desc, generation);
     add_speculation_options(desc, speculation_options);
     if (!parse(with_long_draft_option(args), desc, common, "usage: edgerun [--backend NAME] [-m MODEL] -p PROMPT [options]")) return 0;
-    if (!prompt_file.empty()) {
-        std::ifstream in(prompt_file, std::ios::binary);
-        if (!in) throw Error("--file: cannot read " + prompt_file, ER_E_INVALID_ARGUMENT);
-        prompt.assign(std::istreambuf_iterator<char>(in), {});
-    }
+    if (!prompt_file.empty() && !prompt.empty())
+        throw Error("-p and -f both give the prompt: give one", ER_E_INVALID_ARGUMENT);
+    if (!prompt_file.empty()) prompt = read_text_file(prompt_file, "--file");
     if (prompt.empty()) throw Error("no prompt: give -p TEXT or -f FILE", ER_E_INVALID_ARGUMENT);
 
     EngineOptions engine_options = resolve(model_options);

@@ -82,9 +82,7 @@ int cmd_tokenize(const std::vector<std::string>& args) {
     if (!chat && (!system.empty() || !chat_template.empty() || !think.empty()))
         throw Error("--system, --chat-template and --think need --chat", ER_E_INVALID_ARGUMENT);
     if (!file.empty()) {
-        std::ifstream in(file, std::ios::binary);
-        if (!in) throw Error("--file: cannot read " + file, ER_E_INVALID_ARGUMENT);
-        text = read_all(in);
+        text = read_text_file(file, "--file");
     } else if (text == "-") {
         text = read_all(std::cin);
     }

@@ -24,7 +24,9 @@ void add_generation_options(po::options_description& desc, GenerationOptions& o)
     o.sampler.repeat_penalty = 1.0f;
     o.sampler.penalty_last_n = 64;
     desc.add_options()
-        ("n-predict,n", po::value(&o.settings.n_predict)->default_value(-1), "tokens to generate (-1: until the end of text or a full context)")
+        ("n-predict,n", po::value(&o.settings.n_predict)->default_value(-1)->notifier([](auto n) {
+             if (n < -1) throw Error("-n must be -1 (until the end) or a count >= 0, not " + std::to_string(n), ER_E_INVALID_ARGUMENT);
+         }), "tokens to generate (-1: until the end of text or a full context)")
         ("temp", po::value(&o.sampler.temperature)->default_value(o.sampler.temperature), "temperature (0: greedy)")
         ("seed", po::value(&o.sampler.seed)->default_value(0), "random seed")
         ("top-k", po::value(&o.sampler.top_k)->default_value(o.sampler.top_k), "keep the k most likely tokens (0: off)")

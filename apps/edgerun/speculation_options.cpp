@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -68,6 +69,12 @@ Speculation make_speculation(const PluginRegistry& registry, const SpeculationOp
     if (options.lookup < 0) throw Error("--lookup must be >= 0", ER_E_INVALID_ARGUMENT);
     if (!options.backend_draft.empty() && options.model_draft.empty())
         throw Error("--backend-draft needs a draft model (--model-draft)", ER_E_INVALID_ARGUMENT);
+    if (options.draft < 1 || options.draft > 64)
+        throw Error("--draft must be 1 to 64 (got " + std::to_string(options.draft) + ")", ER_E_INVALID_ARGUMENT);
+    // A cost is a ratio of times, or negative for "measure it": NaN or infinity is neither.
+    if (!std::isfinite(options.verify_row_cost))
+        throw Error("--draft-verify-cost must be a finite number", ER_E_INVALID_ARGUMENT);
+    if (!std::isfinite(options.draft_cost)) throw Error("--draft-cost must be a finite number", ER_E_INVALID_ARGUMENT);
     out.settings.adaptive = !options.draft_fixed;
     if (options.lookup == 0 && options.model_draft.empty()) return out;
     // The adaptive length weighs what a verify row and a draft step cost here: measured
@@ -91,8 +98,6 @@ Speculation make_speculation(const PluginRegistry& registry, const SpeculationOp
         out.settings.max_draft = options.lookup;
         return out;
     }
-    if (options.draft < 1 || options.draft > 64)
-        throw Error("--draft must be 1 to 64 (got " + std::to_string(options.draft) + ")", ER_E_INVALID_ARGUMENT);
     EngineOptions draft_options = target.options();
     draft_options.backend = options.backend_draft;
     draft_options.backend_options.clear();

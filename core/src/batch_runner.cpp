@@ -5,9 +5,21 @@
 #include <string>
 
 namespace edgerun {
+namespace {
+
+int32_t checked_sequence_count(int32_t n_seqs) {
+    if (n_seqs < 1 || n_seqs > kMaxBatchSequences)
+        throw Error("a batch takes 1 to " + std::to_string(kMaxBatchSequences) + " sequences, not " +
+                        std::to_string(n_seqs),
+                    ER_E_INVALID_ARGUMENT);
+    return n_seqs;
+}
+
+}  // namespace
+
 BatchRunner::BatchRunner(const BackendModel& model, const er_context_params& params, const Graph& prefill,
                          const Graph& batch)
-    : n_seqs_(std::max(params.n_seqs, 1)), n_ctx_(params.n_ctx) {
+    : n_seqs_(checked_sequence_count(std::max(params.n_seqs, 1))), n_ctx_(params.n_ctx) {
     prefill.require_tokens_to_logits("prefill");
     batch.require_tokens_to_logits("batch");
     if (prefill.max_tokens != params.n_batch || batch.max_tokens > params.n_batch)
@@ -25,8 +37,7 @@ BatchRunner::BatchRunner(const BackendModel& model, const er_context_params& par
 
 BatchRunner::BatchRunner(const BackendModel& model, const er_context_params& params, int32_t n_seqs,
                          const Graph& prefill, const Graph& decode)
-    : n_seqs_(n_seqs), n_ctx_(params.n_ctx) {
-    if (n_seqs < 1) throw Error("a batch needs at least one sequence", ER_E_INVALID_ARGUMENT);
+    : n_seqs_(checked_sequence_count(n_seqs)), n_ctx_(params.n_ctx) {
     er_context_params one = params;
     one.n_seqs = 1;
     for (int32_t s = 0; s < n_seqs; ++s) alone_.push_back(std::make_unique<Runner>(model, one, prefill, decode));

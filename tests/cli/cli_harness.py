@@ -9,8 +9,8 @@ os.makedirs(WORK, exist_ok=True)
 failures = []
 
 
-def run(*args, input=None, timeout=600):
-    return subprocess.run([EDGERUN, *args], input=input, capture_output=True, text=True, timeout=timeout)
+def run(*args, input=None, timeout=600, env=None):
+    return subprocess.run([EDGERUN, *args], input=input, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def check(name, condition, detail=""):

@@ -26,6 +26,10 @@ struct SequenceFeed {
     float* all_logits = nullptr;
 };
 
+// The most sequences one BatchRunner steps: every one holds a row of logits (a vocabulary's
+// floats, twice) and its own KV cache, so a mistyped count would take all memory first.
+inline constexpr int32_t kMaxBatchSequences = 1024;
+
 class BatchRunner {
 public:
     // One context of params.n_seqs sequences: `prefill` takes params.n_batch rows,
