@@ -190,3 +190,29 @@ TEST_CASE("a backend with one sequence per context still serves several: one con
     CHECK(batch.position(2) == 2);
     CHECK(argmax(2) == 8);
 }
+
+TEST_CASE("a batch of more sequences than kMaxBatchSequences is refused before any context exists") {
+    CallLog log;
+    PluginRegistry registry;
+    registry.scan_directory(EDGERUN_RECORDING_DIR);
+    const Plugin* plugin = registry.find(ER_PLUGIN_BACKEND, "recording");
+    REQUIRE(plugin != nullptr);
+    ToyModel toy;
+    Backend backend(*plugin, sized<er_backend_params>());
+    auto mp = sized<er_model_params>();
+    mp.weights = toy.weights.tensors().data();
+    mp.n_weights = toy.weights.size();
+    BackendModel model(backend, mp);
+    auto cp = sized<er_context_params>();
+    cp.n_ctx = 6;
+    cp.n_batch = 4;
+    const std::string too_many = "a batch takes 1 to 1024 sequences, not 1025";
+    CHECK_THROWS_WITH_AS(BatchRunner(model, cp, kMaxBatchSequences + 1, toy.graph(4), toy.graph(1)), too_many.c_str(),
+                         Error);
+    CHECK_THROWS_WITH_AS(BatchRunner(model, cp, 0, toy.graph(4), toy.graph(1)),
+                         "a batch takes 1 to 1024 sequences, not 0", Error);
+    cp.n_seqs = kMaxBatchSequences + 1;
+    CHECK_THROWS_WITH_AS(BatchRunner(model, cp, toy.graph(4), toy.graph(1)), too_many.c_str(), Error);
+    const auto calls = log.calls();
+    CHECK(std::count(calls.begin(), calls.end(), "context_create") == 0);
+}
