@@ -51,6 +51,7 @@ Isa isa_from_options(const char* options) {
     Isa isa = best_isa();
     if (!options) return isa;
     std::string_view rest(options);
+    bool isa_given = false;  // given twice, which one was meant is not known: refused
     while (!rest.empty()) {
         const auto comma = rest.find(',');
         const std::string_view item = rest.substr(0, comma);
@@ -59,6 +60,8 @@ Isa isa_from_options(const char* options) {
         const auto eq = item.find('=');
         const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
         if (key == "isa") {
+            if (isa_given) throw Failure(ER_E_INVALID_ARGUMENT, "option isa is given twice");
+            isa_given = true;
             if (value == "generic") isa = Isa::Generic;
             else if (value == "avx2" && isa_available(Isa::Avx2)) isa = Isa::Avx2;
             else throw Failure(ER_E_INVALID_ARGUMENT, "option isa=" + std::string(value) +

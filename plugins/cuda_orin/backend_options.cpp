@@ -193,6 +193,7 @@ void check_combinations(const Backend& b) {
 
 OpenOptions apply_backend_options(std::string_view text, Backend& backend) {
     OpenOptions open;
+    std::vector<std::string_view> given;  // a key given twice: which value was meant is not known
     for (std::string_view rest = text; !rest.empty();) {
         const size_t comma = rest.find(',');
         const std::string_view item = rest.substr(0, comma);
@@ -203,6 +204,9 @@ OpenOptions apply_backend_options(std::string_view text, Backend& backend) {
         const std::vector<Option>& all = options();
         const auto it = std::find_if(all.begin(), all.end(), [&](const Option& o) { return key == o.key; });
         if (it == all.end()) unknown_option(item);
+        if (std::find(given.begin(), given.end(), key) != given.end())
+            refuse("option " + std::string(key) + " is given twice");
+        given.push_back(key);
         if (eq == std::string_view::npos)
             refuse("option " + std::string(key) + " has no value: give " + std::string(key) + "=VALUE");
         it->apply(item.substr(eq + 1), backend, open);

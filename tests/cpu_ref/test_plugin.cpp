@@ -87,6 +87,7 @@ TEST_CASE("the backend runs exactly the threads it was given") {
     CHECK(thread_count_settled(base) == base);
     CHECK(error_of([] { make_backend(1, "isa=sse9"); }).find("cpu_ref: option isa=sse9 is not available (generic") == 0);
     CHECK_THROWS_WITH(make_backend(1, "fast=yes"), "cpu_ref: unknown option 'fast' (known: isa)");
+    CHECK_THROWS_WITH(make_backend(1, "isa=generic,isa=generic"), "cpu_ref: option isa is given twice");
 }
 
 TEST_CASE("model_load refuses malformed weight tables") {
