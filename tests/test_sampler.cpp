@@ -155,8 +155,26 @@ TEST_CASE("the same seed gives the same tokens; a fixed seed gives fixed tokens"
 
 TEST_CASE("bad sampler parameters are refused with a message") {
     auto p = greedy_params();
+    p.top_p = 1.5f;
+    CHECK_THROWS_WITH_AS(make_sampler(p, 4), "creating sampler: --top-p must be in [0, 1] (got 1.5)", Error);
+    p = greedy_params();
+    p.min_p = std::nanf("");
+    CHECK_THROWS_WITH_AS(make_sampler(p, 4), "creating sampler: --min-p must be in [0, 1] (got nan)", Error);
+    p = greedy_params();
+    p.frequency_penalty = INFINITY;
+    CHECK_THROWS_WITH_AS(make_sampler(p, 4), "creating sampler: --frequency-penalty must be finite (got inf)", Error);
+    p = greedy_params();
+    p.presence_penalty = std::nanf("");
+    CHECK_THROWS_WITH_AS(make_sampler(p, 4), "creating sampler: --presence-penalty must be finite (got nan)", Error);
+}
+
+TEST_CASE("top_p 0 keeps only the most likely token, whatever the temperature") {
+    auto p = greedy_params();
+    p.temperature = 5.0f;
     p.top_p = 0.0f;
-    CHECK_THROWS_WITH_AS(make_sampler(p, 4), "creating sampler: --top-p must be > 0 (got 0)", Error);
+    Sampler s = make_sampler(p, 4);
+    const std::vector<float> logits = {0.5f, 0.4f, 0.45f, -1.0f};
+    for (int i = 0; i < 50; ++i) CHECK(s.sample(logits.data(), 4) == 0);
 }
 
 TEST_CASE("distribution: what sample() draws from, after penalties, top-k, top-p, min-p and temperature") {

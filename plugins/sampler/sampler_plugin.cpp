@@ -18,11 +18,18 @@ er_status check_params(const er_sampler_params* p, int32_t n_vocab, er_error* er
         return edgerun::sdk::set_error(err, ER_E_INVALID_ARGUMENT, "sampler: parameters missing or of another ABI");
     if (n_vocab <= 0) return set_errorf(err, ER_E_INVALID_ARGUMENT, "sampler: vocabulary size %d", n_vocab);
     if (!std::isfinite(p->temperature)) return set_errorf(err, ER_E_INVALID_ARGUMENT, "--temp must be finite");
-    if (!(p->top_p > 0.0f)) return set_errorf(err, ER_E_INVALID_ARGUMENT, "--top-p must be > 0 (got %g)", p->top_p);
-    if (p->min_p < 0.0f || p->min_p > 1.0f)
+    // 0 keeps only the most likely token (as llama.cpp and the OpenAI API take it).
+    if (!(p->top_p >= 0.0f && p->top_p <= 1.0f))
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "--top-p must be in [0, 1] (got %g)", p->top_p);
+    // Written so that NaN, which every comparison calls false, is refused too.
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
         return set_errorf(err, ER_E_INVALID_ARGUMENT, "--min-p must be in [0, 1] (got %g)", p->min_p);
-    if (!(p->repeat_penalty > 0.0f))
-        return set_errorf(err, ER_E_INVALID_ARGUMENT, "--repeat-penalty must be > 0 (got %g)", p->repeat_penalty);
+    if (!(p->repeat_penalty > 0.0f) || !std::isfinite(p->repeat_penalty))
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "--repeat-penalty must be finite and > 0 (got %g)", p->repeat_penalty);
+    if (!std::isfinite(p->presence_penalty))
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "--presence-penalty must be finite (got %g)", p->presence_penalty);
+    if (!std::isfinite(p->frequency_penalty))
+        return set_errorf(err, ER_E_INVALID_ARGUMENT, "--frequency-penalty must be finite (got %g)", p->frequency_penalty);
     if (p->penalty_last_n < 0)
         return set_errorf(err, ER_E_INVALID_ARGUMENT, "--repeat-last-n must be >= 0 (got %d)", p->penalty_last_n);
     return ER_OK;
