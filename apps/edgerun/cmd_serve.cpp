@@ -23,6 +23,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     int port = server.port;
     int64_t grace_ms = server.shutdown_grace.count();
     int64_t request_timeout_s = server.request_timeout.count();
+    int64_t idle_timeout_s = server.idle_timeout.count();
     po::options_description desc("edgerun serve options");
     add_model_options(desc, model_options);
     desc.add_options()
@@ -37,6 +38,7 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("max-body", po::value(&server.max_body_bytes)->default_value(server.max_body_bytes), "largest request body in bytes (more: 413)")
         ("max-connections", po::value(&server.max_connections)->default_value(server.max_connections), "connections served at once (more: 503)")
         ("request-timeout", po::value(&request_timeout_s)->default_value(request_timeout_s), "seconds a request may take to arrive whole; a client that stalls mid-request is dropped")
+        ("idle-timeout", po::value(&idle_timeout_s)->default_value(idle_timeout_s), "seconds a connection may wait without a request begun (first or next keep-alive one) before it is closed")
         ("shutdown-grace-ms", po::value(&grace_ms)->default_value(grace_ms), "on SIGTERM, how long running requests may finish")
         ("sampler-plugin", po::value(&scheduling.sampler_plugin)->default_value(scheduling.sampler_plugin), "sampler plugin name");
     if (!parse(args, desc, common,
@@ -50,6 +52,8 @@ int cmd_serve(const std::vector<std::string>& args) {
     server.shutdown_grace = std::chrono::milliseconds(grace_ms);
     if (request_timeout_s < 1) throw Error("--request-timeout must be at least 1 second", ER_E_INVALID_ARGUMENT);
     server.request_timeout = std::chrono::seconds(request_timeout_s);
+    if (idle_timeout_s < 1) throw Error("--idle-timeout must be at least 1 second", ER_E_INVALID_ARGUMENT);
+    server.idle_timeout = std::chrono::seconds(idle_timeout_s);
 
     EngineOptions engine_options = resolve(model_options);
     if (scheduling.chunk < 1) throw Error("--chunk must be at least 1", ER_E_INVALID_ARGUMENT);

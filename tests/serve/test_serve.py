@@ -8,6 +8,7 @@ import concurrent.futures
 import http.client
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -277,10 +278,24 @@ def case_lifecycle(edgerun, model):
         check(queued.result(timeout=60).usage.completion_tokens >= 1, "the queued request is served")
 
         # SIGTERM while a request streams: the stream ends (finished or with an error
-        # event) and the server exits 0 within the grace period and a margin.
+        # event) and the server exits 0 within the grace period and a margin. Meanwhile
+        # a request on a connection already open gets a 503 and the connection's close.
+        keep_alive = http.client.HTTPConnection(s.url.removeprefix("http://"), timeout=10)
+        keep_alive.request("GET", "/health")
+        check(keep_alive.getresponse().read() == b'{"status":"ok"}', "health before SIGTERM")
         stream = long_stream(c, s.model_id, 900)
         next(iter(stream))
         t = time.monotonic()
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)  # the server has seen it
+        keep_alive.request("GET", "/health")
+        try:
+            r = keep_alive.getresponse()
+        except http.client.RemoteDisconnected:
+            raise AssertionError("the open connection was closed at SIGTERM instead of answering 503")
+        check((r.status, r.read(), r.getheader("Connection")) == (503, b'{"status":"shutting down"}', "close"),
+              f"health during shutdown: {r.status} {r.getheaders()}")
+        keep_alive.close()
         code = s.stop(timeout=15)
         took = time.monotonic() - t
         check(code == 0, f"SIGTERM: exit status {code}")

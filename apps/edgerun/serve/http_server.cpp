@@ -1,17 +1,21 @@
 #include "http_server.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
 #include <poll.h>
 
+#include <array>
 #include <csignal>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <optional>
 #include <thread>
 
 namespace edgerun::serve {
@@ -24,6 +28,30 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr auto kPollSlice = std::chrono::milliseconds(50);
+constexpr size_t kHeaderLimit = 64 * 1024;
+// A lingering close (after an answer sent before the request was read whole): how long,
+// and how many bytes, the client's rest is read and dropped so that it reads the answer
+// rather than a reset connection.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr int32_t kMaxLingering = 64;  // refused connections drained at once; past that, closed at once
+
+struct Header {
+    http::field field;
+    boost::beast::string_view value;
+};
+
+http::response<http::string_body> make_response(http::status status, std::string body, boost::beast::string_view content_type,
+                                                unsigned version, bool keep_alive,
+                                                std::initializer_list<Header> headers = {}) {
+    http::response<http::string_body> response{status, version};
+    response.set(http::field::server, "edgerun");
+    response.set(http::field::content_type, content_type);
+    for (const Header& h : headers) response.set(h.field, h.value);
+    response.keep_alive(keep_alive);
+    response.body() = std::move(body);
+    response.prepare_payload();
+    return response;
+}
 
 // Compares every byte of the expected key whatever the given one holds, so the time
 // taken says nothing about how much of a guess was right.
@@ -32,6 +60,39 @@ bool same_key(std::string_view given, std::string_view expected) {
     for (size_t i = 0; i < expected.size(); ++i)
         diff |= unsigned(uint8_t(expected[i]) ^ uint8_t(i < given.size() ? given[i] : 0));
     return diff == 0;
+}
+
+// The token of "Bearer TOKEN"; the scheme is case-insensitive (RFC 9110, 11.1).
+std::optional<std::string_view> bearer_token(std::string_view authorization) {
+    const size_t space = authorization.find(' ');
+    if (space == std::string_view::npos ||
+        !boost::beast::iequals(boost::beast::string_view(authorization.data(), space), "bearer"))
+        return std::nullopt;
+    std::string_view token = authorization.substr(space);
+    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+    return token;
+}
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// "%2F" and the like decoded (a model id may hold any character); a malformed escape is
+// kept as it is.
+std::string percent_decoded(std::string_view text) {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '%' && i + 2 < text.size() && hex_digit(text[i + 1]) >= 0 && hex_digit(text[i + 2]) >= 0) {
+            out += char(hex_digit(text[i + 1]) * 16 + hex_digit(text[i + 2]));
+            i += 2;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
 }
 
 bool peer_gone(int fd) {
@@ -47,35 +108,33 @@ public:
     Connection(HttpServer& server, tcp::socket socket) : server_(server), socket_(std::move(socket)) {}
 
     void serve() {
-        boost::beast::error_code ec;
-        while (!server_.stopping_) {
-            if (buffer_.size() == 0 && !wait_for_request()) break;
+        while (buffer_.size() > 0 || wait_for_request()) {
             http::request_parser<http::string_body> parser;
             parser.body_limit(server_.options_.max_body_bytes);
-            parser.header_limit(64 * 1024);
+            parser.header_limit(kHeaderLimit);
+            boost::beast::error_code ec;
             read_request(parser, ec);
-            if (ec == http::error::body_limit) {
-                keep_alive_ = false;
-                send_error(ApiError(413, "the body is larger than this server's limit of " +
-                                             std::to_string(server_.options_.max_body_bytes) + " bytes", "", "body_too_large"));
-                drain();
+            if (ec) {
+                answer_unreadable(ec);
                 break;
             }
-            if (ec) break;
             const http::request<http::string_body>& request = parser.get();
             version_ = request.version();
-            keep_alive_ = request.keep_alive();
+            // Shutting down: this answer is the connection's last.
+            keep_alive_ = request.keep_alive() && !server_.stopping_;
             if (!handle(request) || !keep_alive_) break;
         }
-        socket_.shutdown(tcp::socket::shutdown_both, ec);
+        boost::beast::error_code ignored;
+        socket_.shutdown(tcp::socket::shutdown_both, ignored);
     }
 
 private:
-    // Waits until a request starts to arrive: false when the connection stays idle too
-    // long, the server stops, or the client closes it.
+    // Waits until a request starts to arrive: false when none begins within idle_timeout
+    // (an idle client must not hold a connection thread), the server is closing, or the
+    // client closes the connection. Between keep-alive requests too.
     bool wait_for_request() {
         const auto deadline = Clock::now() + server_.options_.idle_timeout;
-        while (!server_.stopping_ && Clock::now() < deadline) {
+        while (!server_.closing_ && Clock::now() < deadline) {
             pollfd p{socket_.native_handle(), POLLIN, 0};
             if (::poll(&p, 1, int(kPollSlice.count())) > 0) return true;
         }
@@ -87,13 +146,20 @@ private:
     // socket is non-blocking meanwhile, so a read with nothing to take returns at once.
     void read_request(http::request_parser<http::string_body>& parser, boost::beast::error_code& ec) {
         const auto deadline = Clock::now() + server_.options_.request_timeout;
+        bool header_seen = false;
         socket_.non_blocking(true, ec);
         while (!ec && !parser.is_done()) {
             http::read_some(socket_, buffer_, parser, ec);
-            if (!ec) continue;  // parsed some: on with what the buffer holds
+            if (!ec) {  // parsed some: on with what the buffer holds
+                if (!header_seen && parser.is_header_done()) {
+                    header_seen = true;
+                    continue_if_expected(parser);
+                }
+                continue;
+            }
             if (ec != net::error::would_block && ec != net::error::try_again) break;
             ec = {};
-            if (server_.stopping_ || Clock::now() >= deadline) {
+            if (server_.closing_ || Clock::now() >= deadline) {
                 ec = net::error::timed_out;
                 break;
             }
@@ -104,64 +170,111 @@ private:
         socket_.non_blocking(false, ignored);
     }
 
-    // After an early answer (413) to a request whose body was not read: let the client
-    // finish sending, so that it reads the answer instead of a reset connection.
+    // "Expect: 100-continue": the client waits for this before sending its body. Only
+    // once the header passed the size check (a body over the limit got its 413 instead).
+    void continue_if_expected(const http::request_parser<http::string_body>& parser) {
+        const auto& request = parser.get();
+        const auto expect = request.find(http::field::expect);
+        if (request.version() < 11 || expect == request.end() || parser.is_done() ||
+            !boost::beast::iequals(expect->value(), "100-continue"))
+            return;
+        boost::beast::error_code ec;
+        socket_.non_blocking(false, ec);
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        net::write(socket_, net::buffer(kContinue), ec);
+        socket_.non_blocking(true, ec);
+    }
+
+    // A request that could not be read: too big or malformed gets its answer (then a
+    // lingering close); a client that went away or stalled gets nothing.
+    void answer_unreadable(const boost::beast::error_code& ec) {
+        std::optional<ApiError> error;
+        const auto limit = [](size_t bytes) { return "this server's limit of " + std::to_string(bytes) + " bytes"; };
+        if (ec == http::error::body_limit)
+            error.emplace(413, "the body is larger than " + limit(server_.options_.max_body_bytes), "", "body_too_large");
+        else if (ec == http::error::header_limit)
+            error.emplace(431, "the request's header is larger than " + limit(kHeaderLimit), "", "header_too_large");
+        else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+                 ec != http::error::end_of_stream && ec != http::error::partial_message)
+            error.emplace(400, "malformed HTTP request: " + ec.message(), "", "bad_request");
+        if (!error) return;
+        version_ = 11;
+        keep_alive_ = false;
+        send_error(*error);
+        drain();
+    }
+
+    // After an answer to a request that was not read whole: let the client finish
+    // sending (bounded in time and size), so that it reads the answer instead of a reset.
     void drain() {
         boost::beast::error_code ec;
         socket_.shutdown(tcp::socket::shutdown_send, ec);
-        const auto deadline = Clock::now() + std::chrono::seconds(2);
+        const auto deadline = Clock::now() + kLingerTime;
+        size_t left = server_.options_.max_body_bytes + kHeaderLimit;
         char sink[64 * 1024];
         while (Clock::now() < deadline) {
             pollfd p{socket_.native_handle(), POLLIN, 0};
             if (::poll(&p, 1, int(kPollSlice.count())) <= 0) continue;
-            if (socket_.read_some(net::buffer(sink), ec) == 0 || ec) break;
+            const size_t n = socket_.read_some(net::buffer(sink), ec);
+            if (n == 0 || ec || n >= left) break;
+            left -= n;
         }
     }
 
-    bool send(http::status status, std::string body, const char* content_type, const char* retry_after = nullptr) {
-        http::response<http::string_body> response{status, version_};
-        response.set(http::field::server, "edgerun");
-        response.set(http::field::content_type, content_type);
-        if (retry_after) response.set(http::field::retry_after, retry_after);
-        response.keep_alive(keep_alive_);
-        response.body() = std::move(body);
-        response.prepare_payload();
+    // Every answer but a stream's goes out here, and is counted by its status.
+    bool send(http::status status, std::string body, boost::beast::string_view content_type,
+              std::initializer_list<Header> headers = {}) {
+        server_.metrics_.request_done(int(status));
         boost::beast::error_code ec;
-        http::write(socket_, response, ec);
+        http::write(socket_, make_response(status, std::move(body), content_type, version_, keep_alive_, headers), ec);
         return !ec;
     }
 
-    bool send_json(int status, const json& body, const char* retry_after = nullptr) {
-        return send(http::status(status), OpenAiApi::dump(body), "application/json", retry_after);
+    bool send_json(int status, const json& body, std::initializer_list<Header> headers = {}) {
+        return send(http::status(status), OpenAiApi::dump(body), "application/json", headers);
     }
-    bool send_error(const ApiError& e) { return send_json(e.status, e.body(), e.status == 429 ? "1" : nullptr); }
+    bool send_error(const ApiError& e) {
+        if (e.status == 429) return send_json(e.status, e.body(), {{http::field::retry_after, "1"}});
+        return send_json(e.status, e.body());
+    }
+    bool refuse_method(const char* allowed) {
+        return send_json(405, ApiError(405, std::string("use ") + allowed, "", "method_not_allowed").body(),
+                         {{http::field::allow, allowed}});
+    }
 
     bool handle(const http::request<http::string_body>& request) {
         std::string_view target(request.target().data(), request.target().size());
         target = target.substr(0, target.find('?'));
         const bool get = request.method() == http::verb::get, post = request.method() == http::verb::post;
         if (target == "/health") {
-            if (!get) return send_error(ApiError(405, "use GET", "", "method_not_allowed"));
+            if (!get) return refuse_method("GET");
             return server_.stopping_ ? send_json(503, json{{"status", "shutting down"}}) : send_json(200, json{{"status", "ok"}});
         }
         if (target == "/metrics") {
-            if (!get) return send_error(ApiError(405, "use GET", "", "method_not_allowed"));
+            if (!get) return refuse_method("GET");
             return send(http::status::ok, server_.metrics_.prometheus_text(), "text/plain; version=0.0.4; charset=utf-8");
         }
         if (target.rfind("/v1/", 0) != 0) return send_error(ApiError(404, "no such endpoint: " + std::string(target), "", "not_found"));
         if (!server_.options_.api_key.empty()) {
             const auto header = request.find(http::field::authorization);
-            std::string_view given;
-            if (header != request.end()) given = std::string_view(header->value().data(), header->value().size());
-            const bool bearer = given.rfind("Bearer ", 0) == 0;
-            if (!bearer || !same_key(given.substr(7), server_.options_.api_key))
+            std::optional<std::string_view> token;
+            if (header != request.end()) token = bearer_token(std::string_view(header->value().data(), header->value().size()));
+            if (!token || !same_key(*token, server_.options_.api_key))
                 return send_error(ApiError(401, header == request.end() ? "no API key given (Authorization: Bearer KEY)"
                                                                         : "the API key is not valid",
                                            "", "invalid_api_key", "authentication_error"));
         }
         if (target == "/v1/models") {
-            if (!get) return send_error(ApiError(405, "use GET", "", "method_not_allowed"));
+            if (!get) return refuse_method("GET");
             return send_json(200, server_.api_.models());
+        }
+        if (constexpr std::string_view kModel = "/v1/models/"; target.rfind(kModel, 0) == 0) {
+            if (!get) return refuse_method("GET");
+            try {
+                return send_json(200, server_.api_.model(percent_decoded(target.substr(kModel.size()))));
+            } catch (const ApiError& e) {
+                return send_error(e);
+            }
         }
         Endpoint endpoint;
         if (target == "/v1/chat/completions")
@@ -170,7 +283,7 @@ private:
             endpoint = Endpoint::Completion;
         else
             return send_error(ApiError(404, "no such endpoint: " + std::string(target), "", "not_found"));
-        if (!post) return send_error(ApiError(405, "use POST", "", "method_not_allowed"));
+        if (!post) return refuse_method("POST");
         return complete(endpoint, request.body());
     }
 
@@ -179,21 +292,22 @@ private:
         try {
             parsed = server_.api_.parse(endpoint, body);
         } catch (const ApiError& e) {
-            server_.metrics_.request_done(e.status);
             return send_error(e);
         } catch (const std::exception& e) {  // the tokenizer or the chat template refused it
-            server_.metrics_.request_done(400);
-            return send_error(ApiError(400, e.what(), "", "invalid_value"));
+            return send_error(ApiError(400, e.what(), endpoint == Endpoint::Chat ? "messages" : "prompt", "invalid_value"));
         }
         Scheduler::Refusal refusal;
-        std::shared_ptr<Job> job = server_.scheduler_.submit(std::move(parsed.spec), refusal);
+        std::shared_ptr<Job> job;
+        try {
+            job = server_.scheduler_.submit(std::move(parsed.spec), refusal);
+        } catch (const std::exception& e) {  // the sampler plugin refused the parameters: before any header
+            return send_error(OpenAiApi::sampling_refused(e.what()));
+        }
         if (!job) {
-            const ApiError e = refusal == Scheduler::Refusal::QueueFull
-                                   ? ApiError(429, "too many requests: every slot is busy and the queue is full", "",
-                                              "rate_limit_exceeded", "rate_limit_error")
-                                   : ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");
-            server_.metrics_.request_done(e.status);
-            return send_error(e);
+            return send_error(refusal == Scheduler::Refusal::QueueFull
+                                  ? ApiError(429, "too many requests: every slot is busy and the queue is full", "",
+                                             "rate_limit_exceeded", "rate_limit_error")
+                                  : ApiError(503, "the server is shutting down", "", "shutting_down", "server_error"));
         }
         const std::string id = OpenAiApi::new_id(endpoint);
         return parsed.stream ? stream(endpoint, *job, id, parsed.include_usage) : whole(endpoint, *job, id);
@@ -220,24 +334,26 @@ private:
         std::vector<JobEvent> events;
         while (next_events(job, events)) {
             for (JobEvent& e : events) {
-                if (e.kind == JobEvent::Kind::Text) {
+                if (e.kind == JobEvent::Kind::Text)
                     text += e.text;
-                } else if (e.kind == JobEvent::Kind::Done) {
-                    server_.metrics_.request_done(200);
+                else if (e.kind == JobEvent::Kind::Done)
                     return send_json(200, server_.api_.response(endpoint, id, text, e.finish_reason, e.usage));
-                } else {
-                    server_.metrics_.request_done(e.status);
+                else
                     return send_error(ApiError(e.status, e.text, "", "", "server_error"));
-                }
             }
         }
         server_.metrics_.request_done(499);  // the client closed the connection (nginx's code)
         return false;
     }
 
-    bool write_chunk(const std::string& data, Job& job) {
+    // A piece of a stream's body: a chunk, or (HTTP/1.0, which has no chunks) the bytes.
+    bool write_body(const std::string& data, Job& job) {
         boost::beast::error_code ec;
-        net::write(socket_, http::make_chunk(net::const_buffer(data.data(), data.size())), ec);
+        const net::const_buffer bytes(data.data(), data.size());
+        if (chunked_)
+            net::write(socket_, http::make_chunk(bytes), ec);
+        else
+            net::write(socket_, bytes, ec);
         if (ec) job.cancel();
         return !ec;
     }
@@ -245,12 +361,15 @@ private:
     static std::string event(const json& data) { return "data: " + OpenAiApi::dump(data) + "\n\n"; }
 
     bool stream(Endpoint endpoint, Job& job, const std::string& id, bool include_usage) {
+        // HTTP/1.0 forbids chunked encoding: its stream's body ends when the connection closes.
+        chunked_ = version_ >= 11;
+        if (!chunked_) keep_alive_ = false;
         http::response<http::empty_body> response{http::status::ok, version_};
         response.set(http::field::server, "edgerun");
         response.set(http::field::content_type, "text/event-stream");
         response.set(http::field::cache_control, "no-cache");
         response.keep_alive(keep_alive_);
-        response.chunked(true);
+        response.chunked(chunked_);
         http::response_serializer<http::empty_body> serializer{response};
         boost::beast::error_code ec;
         http::write_header(socket_, serializer, ec);
@@ -258,7 +377,7 @@ private:
             job.cancel();
             return false;
         }
-        if (endpoint == Endpoint::Chat && !write_chunk(event(server_.api_.chunk(endpoint, id, nullptr, nullptr, true, include_usage)), job))
+        if (endpoint == Endpoint::Chat && !write_body(event(server_.api_.chunk(endpoint, id, nullptr, nullptr, true, include_usage)), job))
             return false;
         std::vector<JobEvent> events;
         while (next_events(job, events)) {
@@ -279,9 +398,9 @@ private:
                     end = true;
                 }
             }
-            if (!write_chunk(out, job)) break;
+            if (!write_body(out, job)) break;
             if (!end) continue;
-            net::write(socket_, http::make_chunk_last(), ec);
+            if (chunked_) net::write(socket_, http::make_chunk_last(), ec);
             return !ec;
         }
         server_.metrics_.request_done(499);
@@ -293,7 +412,65 @@ private:
     boost::beast::flat_buffer buffer_;
     unsigned version_ = 11;
     bool keep_alive_ = true;
+    bool chunked_ = true;  // the stream being sent
 };
+
+// A connection refused for want of a thread, drained on the accepting thread's
+// io_context: the 503 goes out, the sending side is shut, and what the client still
+// sends is read and dropped until it closes, kLingerTime passes or enough came.
+struct HttpServer::Refused : std::enable_shared_from_this<Refused> {
+    Refused(HttpServer& server, tcp::socket socket)
+        : server(server), socket(std::move(socket)), deadline(this->socket.get_executor()) {}
+
+    void start() {
+        auto self = shared_from_this();
+        auto response = std::make_shared<http::response<http::string_body>>(make_response(
+            http::status::service_unavailable,
+            OpenAiApi::dump(ApiError(503, "too many connections", "", "too_many_connections", "server_error").body()),
+            "application/json", 11, false, {{http::field::retry_after, "1"}}));
+        http::async_write(socket, *response, [self, response](const boost::system::error_code& ec, size_t) {
+            boost::system::error_code ignored;
+            self->socket.shutdown(tcp::socket::shutdown_send, ignored);
+            if (ec || self->server.lingering_ > kMaxLingering) return self->close();
+            self->deadline.expires_after(kLingerTime);
+            self->deadline.async_wait([self](const boost::system::error_code& error) {
+                if (!error) self->close();  // not cancelled: time is up
+            });
+            self->drain();
+        });
+    }
+
+    void drain() {
+        auto self = shared_from_this();
+        socket.async_read_some(net::buffer(sink), [self](const boost::system::error_code& ec, size_t n) {
+            self->left -= std::min(n, self->left);
+            if (ec || self->left == 0) return self->close();
+            self->drain();
+        });
+    }
+
+    void close() {
+        if (closed) return;
+        closed = true;
+        --server.lingering_;
+        boost::system::error_code ignored;
+        deadline.cancel();
+        socket.close(ignored);
+    }
+
+    HttpServer& server;
+    tcp::socket socket;
+    net::steady_timer deadline;
+    std::array<char, 16 * 1024> sink;
+    size_t left = server.options_.max_body_bytes + kHeaderLimit;
+    bool closed = false;
+};
+
+void HttpServer::refuse(tcp::socket socket) {
+    metrics_.request_done(503);
+    ++lingering_;
+    std::make_shared<Refused>(*this, std::move(socket))->start();
+}
 
 HttpServer::HttpServer(const ServerOptions& options, OpenAiApi& api, Scheduler& scheduler, Metrics& metrics)
     : options_(options), api_(api), scheduler_(scheduler), metrics_(metrics) {}
@@ -316,6 +493,7 @@ void HttpServer::run() {
     signals.async_wait([&](const boost::system::error_code&, int) {
         stopping_ = true;
         acceptor.close();
+        io.stop();  // refused connections still lingering are not waited for
     });
     std::function<void()> accept = [&] {
         acceptor.async_accept([&](const boost::system::error_code& error, tcp::socket socket) {
@@ -326,15 +504,7 @@ void HttpServer::run() {
             std::unique_lock lock(mutex_);
             if (connections_ >= options_.max_connections) {
                 lock.unlock();
-                // Small and sent at once: the accepting thread does not wait on anyone.
-                http::response<http::string_body> response{http::status::service_unavailable, 11};
-                response.set(http::field::content_type, "application/json");
-                response.set(http::field::retry_after, "1");
-                response.keep_alive(false);
-                response.body() = OpenAiApi::dump(ApiError(503, "too many connections", "", "too_many_connections", "server_error").body());
-                response.prepare_payload();
-                boost::system::error_code ignored;
-                http::write(socket, response, ignored);
+                refuse(std::move(socket));
             } else {
                 ++connections_;
                 std::thread([this, s = std::move(socket)]() mutable {
@@ -354,6 +524,7 @@ void HttpServer::run() {
     std::fprintf(stderr, "serve: stopping (in-flight requests get %lld ms to finish)\n",
                  static_cast<long long>(options_.shutdown_grace.count()));
     scheduler_.stop(options_.shutdown_grace);
+    closing_ = true;
     std::unique_lock lock(mutex_);
     if (!connections_done_.wait_for(lock, std::chrono::seconds(5), [&] { return connections_ == 0; })) {
         // A client that stopped halfway through sending a request (or reading an

@@ -3,12 +3,15 @@
 // /health, /metrics and 429 answers come while every slot is busy. A connection waiting
 // for its job polls its socket, so a client that goes away, streaming or not, cancels
 // the job at the scheduler's next step. SIGTERM or SIGINT: stop accepting, let the
-// running jobs finish for up to shutdown_grace, end the rest with an error, return.
+// running jobs finish for up to shutdown_grace (meanwhile a request on an open
+// connection gets a 503), end the rest with an error, return.
 #pragma once
 
 #include "metrics.hpp"
 #include "openai_api.hpp"
 #include "scheduler.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -26,7 +29,7 @@ struct ServerOptions {
     size_t max_body_bytes = 8u << 20;      // bigger bodies get 413
     int32_t max_connections = 64;
     std::chrono::milliseconds shutdown_grace{10000};
-    std::chrono::seconds idle_timeout{60}; // a keep-alive connection with no request is closed
+    std::chrono::seconds idle_timeout{5};      // a connection with no request begun this long is closed
     std::chrono::seconds request_timeout{30};  // a request not whole this long after it began is dropped
 };
 
@@ -39,12 +42,18 @@ public:
 
 private:
     class Connection;
+    struct Refused;
+
+    // Past max_connections: a 503, then a lingering close (accepting thread, asynchronous).
+    void refuse(boost::asio::ip::tcp::socket socket);
 
     ServerOptions options_;
     OpenAiApi& api_;
     Scheduler& scheduler_;
     Metrics& metrics_;
-    std::atomic<bool> stopping_{false};
+    std::atomic<bool> stopping_{false};  // SIGTERM: no new connections, answers close theirs
+    std::atomic<bool> closing_{false};   // the scheduler is done: connections waiting for a request close
+    int32_t lingering_ = 0;              // refused connections being drained (accepting thread only)
     std::mutex mutex_;
     std::condition_variable connections_done_;
     int32_t connections_ = 0;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <edgerun/abi.h>
+#include <edgerun/host_api.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -41,9 +42,13 @@ struct JobEvent {
 
 class Job {
 public:
-    explicit Job(JobSpec spec) : spec_(std::move(spec)), created_(std::chrono::steady_clock::now()) {}
+    // The sampler is made from spec.sampler before the job exists, so that parameters the
+    // plugin refuses are a 400 before any answer starts, never an error mid-stream.
+    Job(JobSpec spec, Sampler sampler)
+        : spec_(std::move(spec)), sampler_(std::move(sampler)), created_(std::chrono::steady_clock::now()) {}
 
     const JobSpec& spec() const { return spec_; }
+    const Sampler& sampler() const { return sampler_; }
     std::chrono::steady_clock::time_point created() const { return created_; }
 
     // Scheduler side.
@@ -70,6 +75,7 @@ public:
 
 private:
     JobSpec spec_;
+    Sampler sampler_;
     std::chrono::steady_clock::time_point created_;
     std::mutex mutex_;
     std::condition_variable ready_;

@@ -11,10 +11,14 @@ void Metrics::request_done(int status) {
 
 void Metrics::generated(int64_t n, std::chrono::steady_clock::time_point when) {
     generated_tokens_ += n;
+    if (n == 0) return;
     std::lock_guard lock(mutex_);
     recent_.emplace_back(when, n);
-    while (!recent_.empty() && std::chrono::duration<double>(when - recent_.front().first).count() > kRateWindowSeconds)
-        recent_.pop_front();
+    forget_before(when - kRateWindow);
+}
+
+void Metrics::forget_before(std::chrono::steady_clock::time_point start) {
+    while (!recent_.empty() && recent_.front().first <= start) recent_.pop_front();
 }
 
 void Metrics::time_to_first_token(double seconds) {
@@ -42,16 +46,14 @@ std::string Metrics::prometheus_text() {
     gauge("edgerun_slots", "Slots (--parallel).", n_slots_);
 
     std::lock_guard lock(mutex_);
-    double rate = 0;
-    if (recent_.size() >= 2) {
-        int64_t tokens = 0;
-        for (size_t i = 1; i < recent_.size(); ++i) tokens += recent_[i].second;
-        const double span = std::chrono::duration<double>(recent_.back().first - recent_.front().first).count();
-        if (span > 0) rate = double(tokens) / span;
-    }
-    gauge("edgerun_tokens_per_second", "Tokens generated per second over the last steps (10 s window).", rate);
+    // Over the window that ends now, not at the last step: an idle server reads 0.
+    forget_before(std::chrono::steady_clock::now() - kRateWindow);
+    int64_t recent_tokens = 0;
+    for (const auto& [when, n] : recent_) recent_tokens += n;
+    gauge("edgerun_tokens_per_second", "Tokens generated in the last 10 s, divided by 10.",
+          double(recent_tokens) / std::chrono::duration<double>(kRateWindow).count());
 
-    out << "# HELP edgerun_requests_total Completion requests answered, by HTTP status.\n"
+    out << "# HELP edgerun_requests_total Responses sent, by HTTP status (499: the client went away first).\n"
            "# TYPE edgerun_requests_total counter\n";
     for (const auto& [status, n] : requests_by_status_) out << "edgerun_requests_total{status=\"" << status << "\"} " << n << '\n';
 

@@ -18,6 +18,7 @@ class Metrics {
 public:
     explicit Metrics(int32_t n_slots) : n_slots_(n_slots) {}
 
+    // Every response the server sends (a stream: when it ends), by its status.
     void request_done(int status);
     void prompt_tokens(int64_t fed, int64_t cached) {
         prompt_tokens_ += fed;
@@ -34,7 +35,9 @@ public:
 
 private:
     static constexpr std::array<double, 11> kTtftBuckets = {0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-    static constexpr double kRateWindowSeconds = 10;
+    static constexpr std::chrono::seconds kRateWindow{10};
+
+    void forget_before(std::chrono::steady_clock::time_point start);  // holds mutex_
 
     int32_t n_slots_;
     std::atomic<int64_t> prompt_tokens_{0}, cached_tokens_{0}, generated_tokens_{0};

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <optional>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -105,9 +106,37 @@ std::string OpenAiApi::new_id(Endpoint endpoint) {
     return (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::string(hex);
 }
 
-json OpenAiApi::models() const {
-    return json{{"object", "list"},
-                {"data", json::array({json{{"id", model_id_}, {"object", "model"}, {"created", created_}, {"owned_by", "edgerun"}}})}};
+json OpenAiApi::model_object() const {
+    return json{{"id", model_id_}, {"object", "model"}, {"created", created_}, {"owned_by", "edgerun"}};
+}
+
+json OpenAiApi::models() const { return json{{"object", "list"}, {"data", json::array({model_object()})}}; }
+
+json OpenAiApi::model(const std::string& id) const {
+    if (id != model_id_) throw model_not_found(id);
+    return model_object();
+}
+
+ApiError OpenAiApi::model_not_found(const std::string& id) const {
+    return ApiError(404, "the model '" + id + "' does not exist (this server has '" + model_id_ + "')", "model",
+                    "model_not_found");
+}
+
+ApiError OpenAiApi::sampling_refused(const std::string& message) {
+    static constexpr std::pair<std::string_view, const char*> kFlagToField[] = {
+        {"--temp", "temperature"}, {"--top-k", "top_k"}, {"--top-p", "top_p"}, {"--min-p", "min_p"},
+        {"--presence-penalty", "presence_penalty"}, {"--frequency-penalty", "frequency_penalty"}, {"--seed", "seed"}};
+    std::string text = message;
+    if (text.rfind("creating sampler: ", 0) == 0) text.erase(0, 18);
+    for (const auto& [flag, name] : kFlagToField) {
+        const size_t at = text.find(flag);
+        const size_t end = at + flag.size();
+        if (at == std::string::npos || (end < text.size() && (std::isalnum(uint8_t(text[end])) || text[end] == '-')))
+            continue;  // absent, or the start of a longer flag
+        text.replace(at, flag.size(), "'" + std::string(name) + "'");
+        return ApiError(400, text, name, "invalid_value");
+    }
+    return ApiError(400, "the sampling parameters were refused: " + text, "", "invalid_value");
 }
 
 std::vector<int32_t> OpenAiApi::chat_prompt(const json& body) const {
@@ -178,9 +207,7 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     const json* model = field(body, "model");
     if (!model) throw ApiError(400, "'model' is required", "model", "missing_required_parameter");
     if (!model->is_string()) throw wrong_type("model", "a string");
-    if (model->get<std::string>() != model_id_)
-        throw ApiError(404, "the model '" + model->get<std::string>() + "' does not exist (this server has '" + model_id_ + "')",
-                       "model", "model_not_found");
+    if (model->get<std::string>() != model_id_) throw model_not_found(model->get<std::string>());
     refuse_unimplemented(body, endpoint);
 
     ParsedRequest out;

@@ -48,6 +48,12 @@ public:
     ParsedRequest parse(Endpoint endpoint, std::string_view body) const;
 
     json models() const;
+    // GET /v1/models/{id}: the model object, or ApiError 404 for another id.
+    json model(const std::string& id) const;
+
+    // The sampler plugin refused a request's sampling parameters: a 400 naming the field
+    // when the plugin's message names its command-line flag (--top-p: top_p).
+    static ApiError sampling_refused(const std::string& message);
 
     // A whole response (stream: false).
     json response(Endpoint endpoint, const std::string& id, const std::string& text, const std::string& finish_reason,
@@ -63,6 +69,8 @@ public:
     static std::string dump(const json& value);
 
 private:
+    json model_object() const;
+    ApiError model_not_found(const std::string& id) const;
     std::vector<int32_t> chat_prompt(const json& body) const;
     std::vector<int32_t> completion_prompt(const json& body) const;
 

@@ -35,6 +35,7 @@ Scheduler::Scheduler(const Engine& engine, const PluginRegistry& registry, const
 Scheduler::~Scheduler() { stop(std::chrono::milliseconds(0)); }
 
 std::shared_ptr<Job> Scheduler::submit(JobSpec spec, Refusal& refusal) {
+    Sampler sampler(*sampler_plugin_, spec.sampler, int32_t(runner_->n_vocab()));  // throws on refused parameters
     std::lock_guard lock(mutex_);
     refusal = Refusal::None;
     if (stopping_) {
@@ -47,7 +48,7 @@ std::shared_ptr<Job> Scheduler::submit(JobSpec spec, Refusal& refusal) {
         refusal = Refusal::QueueFull;
         return nullptr;
     }
-    auto job = std::make_shared<Job>(std::move(spec));
+    auto job = std::make_shared<Job>(std::move(spec), std::move(sampler));
     waiting_.push_back(job);
     metrics_.set_queue_depth(int64_t(waiting_.size()));
     wake_.notify_one();
@@ -129,11 +130,11 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     slot.next_token = -1;
     slot.generated = 0;
     slot.usage = Usage{int32_t(prompt.size()), 0, int32_t(common)};
+    slot.sampler.emplace(slot.job->sampler());
     try {
-        slot.sampler.emplace(*sampler_plugin_, slot.job->spec().sampler, int32_t(runner_->n_vocab()));
         for (int32_t token : prompt) slot.sampler->accept(token);
     } catch (const std::exception& e) {
-        fail(slot, e.what(), 400);
+        fail(slot, std::string("sampling failed: ") + e.what(), 500);
         return;
     }
     slot.decoder.emplace(tokenizer_);

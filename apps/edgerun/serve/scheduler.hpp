@@ -38,7 +38,8 @@ public:
     ~Scheduler();
 
     enum class Refusal { None, QueueFull, Stopping };
-    // The job, queued; or nullptr and why not.
+    // The job, queued; or nullptr and why not. Throws Error when the sampler plugin
+    // refuses spec.sampler (nothing is queued then).
     std::shared_ptr<Job> submit(JobSpec spec, Refusal& refusal);
 
     // Takes no more requests, lets the running and queued ones finish for up to `grace`,
