@@ -7,6 +7,7 @@
 #include "engine_options.hpp"
 #include "serve/http_server.hpp"
 
+#include <edgerun/batch_runner.hpp>
 #include <edgerun/text/chat_template.hpp>
 
 #include <cstdio>
@@ -24,6 +25,9 @@ int cmd_serve(const std::vector<std::string>& args) {
     int64_t grace_ms = server.shutdown_grace.count();
     int64_t request_timeout_s = server.request_timeout.count();
     int64_t idle_timeout_s = server.idle_timeout.count();
+    // Signed, so that -1 is refused rather than read as the largest size.
+    int64_t max_body = int64_t(server.max_body_bytes);
+    constexpr int64_t kMaxBodyLimit = int64_t(1) << 30;
     po::options_description desc("edgerun serve options");
     add_model_options(desc, model_options);
     desc.add_options()
@@ -35,7 +39,7 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("api-key", po::value(&server.api_key), "require 'Authorization: Bearer KEY' on /v1/")
         ("model-name", po::value(&model_name), "the model's id in the API (default: the file name without .gguf)")
         ("chat-template", po::value(&template_name), "use this template family instead of the model's own")
-        ("max-body", po::value(&server.max_body_bytes)->default_value(server.max_body_bytes), "largest request body in bytes (more: 413)")
+        ("max-body", po::value(&max_body)->default_value(max_body), "largest request body in bytes (more: 413)")
         ("max-connections", po::value(&server.max_connections)->default_value(server.max_connections), "connections served at once (more: 503)")
         ("request-timeout", po::value(&request_timeout_s)->default_value(request_timeout_s), "seconds a request may take to arrive whole; a client that stalls mid-request is dropped")
         ("idle-timeout", po::value(&idle_timeout_s)->default_value(idle_timeout_s), "seconds a connection may wait without a request begun (first or next keep-alive one) before it is closed")
@@ -54,6 +58,12 @@ int cmd_serve(const std::vector<std::string>& args) {
     server.request_timeout = std::chrono::seconds(request_timeout_s);
     if (idle_timeout_s < 1) throw Error("--idle-timeout must be at least 1 second", ER_E_INVALID_ARGUMENT);
     server.idle_timeout = std::chrono::seconds(idle_timeout_s);
+    if (max_body < 1 || max_body > kMaxBodyLimit)
+        throw Error("--max-body must be 1 to " + std::to_string(kMaxBodyLimit) + " bytes", ER_E_INVALID_ARGUMENT);
+    server.max_body_bytes = size_t(max_body);
+    serve::HttpServer::check_host(server.host);
+    if (scheduling.n_slots < 1 || scheduling.n_slots > kMaxBatchSequences)
+        throw Error("--parallel must be 1 to " + std::to_string(kMaxBatchSequences), ER_E_INVALID_ARGUMENT);
 
     EngineOptions engine_options = resolve(model_options);
     if (scheduling.chunk < 1) throw Error("--chunk must be at least 1", ER_E_INVALID_ARGUMENT);

@@ -475,12 +475,18 @@ void HttpServer::refuse(tcp::socket socket) {
 HttpServer::HttpServer(const ServerOptions& options, OpenAiApi& api, Scheduler& scheduler, Metrics& metrics)
     : options_(options), api_(api), scheduler_(scheduler), metrics_(metrics) {}
 
+void HttpServer::check_host(const std::string& host) {
+    boost::system::error_code ec;
+    net::ip::make_address(host, ec);
+    if (ec) throw Error("--host: '" + host + "' is not an IP address", ER_E_INVALID_ARGUMENT);
+}
+
 void HttpServer::run() {
     std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error code, not the end of the server
     net::io_context io;
+    check_host(options_.host);
     boost::system::error_code ec;
     const auto address = net::ip::make_address(options_.host, ec);
-    if (ec) throw Error("--host: '" + options_.host + "' is not an IP address", ER_E_INVALID_ARGUMENT);
     tcp::acceptor acceptor(io);
     const tcp::endpoint endpoint(address, options_.port);
     acceptor.open(endpoint.protocol());

@@ -36,6 +36,9 @@ struct ServerOptions {
 class HttpServer {
 public:
     HttpServer(const ServerOptions& options, OpenAiApi& api, Scheduler& scheduler, Metrics& metrics);
+    // Throws Error unless `host` is an IP address to listen on: checked before the model
+    // loads, so a mistyped --host costs no loading time.
+    static void check_host(const std::string& host);
     // Binds (throws when it cannot), prints "listening on http://HOST:PORT" to stderr,
     // and serves until SIGTERM or SIGINT.
     void run();
