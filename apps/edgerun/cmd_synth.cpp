@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 
 namespace edgerun::cli {
 
@@ -34,12 +35,20 @@ void list_presets() {
     }
 }
 
+// A notifier for a count given on the command line: 0 or less is refused by name, where
+// it used to mean "the real model's" silently (not given, the count stays -1: that).
+std::function<void(int64_t)> at_least_one(const char* option) {
+    return [option](int64_t n) {
+        if (n < 1) throw Error(std::string(option) + " must be at least 1 (got " + std::to_string(n) + ")", ER_E_INVALID_ARGUMENT);
+    };
+}
+
 }  // namespace
 
 int cmd_synth(const std::vector<std::string>& args) {
     CommonOptions common;
     std::string preset_name, type_name = "Q4_K_M", output, stress_name = "none";
-    int64_t layers = 0, vocab_size = 0;
+    int64_t layers = -1, vocab_size = -1;  // -1: not given, the real model's
     uint64_t seed = 1;
     int threads = authoring::default_thread_count();
     bool list = false;
@@ -48,8 +57,8 @@ int cmd_synth(const std::vector<std::string>& args) {
         ("preset", po::value(&preset_name), ("model to imitate: " + authoring::preset_names()).c_str())
         ("type", po::value(&type_name)->default_value(type_name), ("file type: " + authoring::file_type_names()).c_str())
         ("output,o", po::value(&output), "model file to write (GGUF v3)")
-        ("layers", po::value(&layers), "number of layers (default: the real model's)")
-        ("vocab", po::value(&vocab_size), "vocabulary size (default: the real model's). A test-only deviation from the real "
+        ("layers", po::value(&layers)->notifier(at_least_one("--layers")), "number of layers (default: the real model's)")
+        ("vocab", po::value(&vocab_size)->notifier(at_least_one("--vocab")), "vocabulary size (default: the real model's). A test-only deviation from the real "
                                      "shape: a small vocabulary keeps token_embd small for quick conformance runs")
         ("seed", po::value(&seed)->default_value(seed), "random seed: the same seed gives the same file")
         ("stress", po::value(&stress_name)->default_value(stress_name),
@@ -73,11 +82,11 @@ int cmd_synth(const std::vector<std::string>& args) {
     if (output.empty()) throw Error("-o OUT is required", ER_E_INVALID_ARGUMENT);
     const auto stress = authoring::stress_from_name(stress_name);
     if (!stress) throw Error("--stress " + stress_name + ": unknown; one of none, " + authoring::stress_names(), ER_E_INVALID_ARGUMENT);
-    if (layers == 0) layers = preset->n_layer;
+    if (layers < 0) layers = preset->n_layer;
     if (layers < 1 || layers > 1024) throw Error("--layers must be between 1 and 1024", ER_E_INVALID_ARGUMENT);
     if (threads < 1) throw Error("--threads must be at least 1", ER_E_INVALID_ARGUMENT);
     Preset reduced = *preset;
-    if (vocab_size != 0) {
+    if (vocab_size >= 0) {
         if (vocab_size < 4096 || vocab_size > preset->n_vocab)
             throw Error("--vocab must be between 4096 and the real " + std::to_string(preset->n_vocab), ER_E_INVALID_ARGUMENT);
         reduced.n_vocab = vocab_size;

@@ -128,6 +128,10 @@ def flags_out_of_range():
         (["-m", MODEL, "-p", "hi", "--lookup", "4", "--draft-cost", "nan"], "--draft-cost must be a finite number"),
         (["-m", MODEL, "-p", "hi", "--lookup", "4", "--draft-verify-cost", "inf"], "--draft-verify-cost must be a finite"),
         (["bench", "-m", MODEL, "--text", "hello"], "--text and --text-file are for bench with a drafter"),
+        (["synth", "--preset", "smollm2-135m", "-o", os.path.join(WORK, "x.gguf"), "--layers", "0"],
+         "--layers must be at least 1 (got 0)"),
+        (["synth", "--preset", "smollm2-135m", "-o", os.path.join(WORK, "x.gguf"), "--vocab", "0"],
+         "--vocab must be at least 1 (got 0)"),
         # serve's, refused before the model loads (no "serve: ... slots" line comes first)
         (["serve", "-m", MODEL, "--port", "0", "--parallel", "2000"], "--parallel must be 1 to 1024"),
         (["serve", "-m", MODEL, "--port", "0", "--max-body", "-1"], "--max-body must be 1 to"),
