@@ -83,6 +83,12 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc, 
 }
 
 PluginRegistry load_plugins(const CommonOptions& common) {
+    for (const std::string& dir : common.plugin_dirs) {  // a mistyped folder would find nothing, silently
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec))
+            throw Error("--plugin-dir: " + dir + (std::filesystem::exists(dir, ec) ? " is not a folder" : ": no such folder"),
+                        ER_E_INVALID_ARGUMENT);
+    }
     return PluginRegistry::discover(common.plugin_dirs);
 }
 

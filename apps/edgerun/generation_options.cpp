@@ -44,7 +44,9 @@ void add_generation_options(po::options_description& desc, GenerationOptions& o)
 
 Sampler make_sampler(const PluginRegistry& registry, const GenerationOptions& options, int32_t n_vocab) {
     const Plugin* plugin = registry.find(ER_PLUGIN_SAMPLER, options.sampler_plugin);
-    if (!plugin) throw Error("no sampler plugin named '" + options.sampler_plugin + "'", ER_E_INVALID_ARGUMENT);
+    if (!plugin)
+        throw Error("no sampler plugin named '" + options.sampler_plugin + "' (`edgerun plugins` lists the ones found and why any was refused)",
+                    ER_E_INVALID_ARGUMENT);
     return Sampler(*plugin, options.sampler, n_vocab);
 }
 

@@ -132,6 +132,8 @@ def flags_out_of_range():
          "--layers must be at least 1 (got 0)"),
         (["synth", "--preset", "smollm2-135m", "-o", os.path.join(WORK, "x.gguf"), "--vocab", "0"],
          "--vocab must be at least 1 (got 0)"),
+        (["plugins", "--plugin-dir", os.path.join(WORK, "no-such-folder")], "--plugin-dir: "),
+        (["-m", MODEL, "-p", "hi", "--sampler-plugin", "nope"], "`edgerun plugins` lists the ones found"),
         # serve's, refused before the model loads (no "serve: ... slots" line comes first)
         (["serve", "-m", MODEL, "--port", "0", "--parallel", "2000"], "--parallel must be 1 to 1024"),
         (["serve", "-m", MODEL, "--port", "0", "--max-body", "-1"], "--max-body must be 1 to"),
