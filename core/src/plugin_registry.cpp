@@ -1,15 +1,15 @@
 #include <edgerun/plugin_registry.hpp>
 
+#include "plugin_elf.hpp"
+
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 #include <spdlog/spdlog.h>
 
-#include <elf.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -29,42 +29,16 @@ bool is_plugin_file_name(const std::filesystem::path& file) {
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-#if defined(__x86_64__)
-constexpr uint16_t kThisMachine = EM_X86_64;
-#elif defined(__aarch64__)
-constexpr uint16_t kThisMachine = EM_AARCH64;
-#else
-constexpr uint16_t kThisMachine = EM_NONE;  // not checked
-#endif
-
-std::string machine_name(uint16_t machine, bool wide) {
-    switch (machine) {
-        case EM_X86_64: return "x86-64";
-        case EM_AARCH64: return "aarch64";
-        case EM_386: return "32-bit x86";
-        case EM_ARM: return "32-bit arm";
-        case EM_RISCV: return wide ? "riscv64" : "riscv32";
-        case EM_PPC64: return "ppc64";
-        default: return "ELF machine " + std::to_string(machine);
-    }
-}
-
-// Why a shared library cannot be this process's, from its ELF header: the CPU it was built
-// for, when that is not ours. dlopen refuses such a file with glibc's "cannot open shared
-// object file: No such file or directory", which sends a user looking for a missing file.
-// Empty when the header matches, or is not ELF at all (dlopen says what is wrong then).
-std::string foreign_machine(const std::string& path) {
-    if (kThisMachine == EM_NONE) return {};
-    unsigned char header[EI_NIDENT + 4] = {};
-    std::ifstream in(path, std::ios::binary);
-    if (!in.read(reinterpret_cast<char*>(header), sizeof header) || std::memcmp(header, ELFMAG, SELFMAG) != 0) return {};
-    const bool little = header[EI_DATA] == ELFDATA2LSB, wide = header[EI_CLASS] == ELFCLASS64;
-    const unsigned char* m = header + EI_NIDENT + 2;  // e_machine, after e_type
-    const uint16_t machine = little ? uint16_t(m[0] | m[1] << 8) : uint16_t(m[0] << 8 | m[1]);
-    if (machine == kThisMachine && wide && little) return {};
-    std::string built_for = machine_name(machine, wide);
-    if (machine == kThisMachine) built_for += wide ? ", big-endian" : ", 32-bit";
-    return "built for " + built_for + ", this host is " + machine_name(kThisMachine, true);
+// Why dlopen refused a library, from dlerror(), less the path it starts with (the caller
+// names the file). boost::dll's error_code holds only a fixed "Bad file descriptor" for
+// every failure, which is no reason at all; its non-throwing load leaves dlerror() set.
+std::string dlopen_reason(const std::string& path) {
+    const char* text = ::dlerror();
+    if (!text || !*text) return "dlopen gave no reason";
+    std::string reason = text;
+    for (const std::string& prefix : {path + ": ", "./" + path + ": "})
+        if (reason.rfind(prefix, 0) == 0) return reason.substr(prefix.size());
+    return reason;
 }
 
 // The entries of each interface a host may call without checking for NULL.
@@ -181,16 +155,13 @@ bool PluginRegistry::load_file(const std::filesystem::path& file) {
         return false;
     };
 
-    if (std::string reason = foreign_machine(path); !reason.empty()) return fail(reason);
-    std::shared_ptr<boost::dll::shared_library> library;
-    try {
-        // rtld_now: an unresolved symbol fails here, with a message, not at first use.
-        // rtld_local: plugins never see each other's symbols.
-        library = std::make_shared<boost::dll::shared_library>(
-            boost::dll::fs::path(path), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-    } catch (const std::exception& e) {
-        return fail(std::string("not a loadable shared library: ") + e.what());
-    }
+    if (std::string reason = plugin_elf_refusal(path); !reason.empty()) return fail(reason);
+    // rtld_now: an unresolved symbol fails here, with a message, not at first use.
+    // rtld_local: plugins never see each other's symbols.
+    boost::dll::fs::error_code error;
+    auto library = std::make_shared<boost::dll::shared_library>(
+        boost::dll::fs::path(path), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, error);
+    if (error) return fail("not a loadable shared library: " + dlopen_reason(path));
     if (!library->has(ER_ENTRY_SYMBOL))
         return fail(std::string("no entry symbol '") + ER_ENTRY_SYMBOL + "' (not an edgerun plugin)");
 
