@@ -73,6 +73,18 @@ std::vector<int32_t> ops_of(const Graph& g) {
     return ops;
 }
 
+// `fw` with the tensor `name` reshaped to `ne`.
+FakeWeights reshaped(FakeWeights fw, const std::string& name, std::vector<int64_t> ne) {
+    for (er_tensor_desc& t : fw.tensors)
+        if (to_string(t.name) == name) {
+            t.n_dims = int32_t(ne.size());
+            for (size_t i = 0; i < ne.size(); ++i) t.ne[i] = ne[i];
+            return fw;
+        }
+    FAIL("no tensor " << name);
+    return fw;
+}
+
 }  // namespace
 
 TEST_CASE("qwen3: per-head q/k norms before NeoX rope, fused projections, tied logits") {
@@ -159,4 +171,50 @@ TEST_CASE("hyperparameters: defaults, and missing keys named") {
     desc.n_head_kv = 5;
     CHECK_THROWS_WITH_AS(hparams_from_desc(desc),
                          "attention head count 32 is not a multiple of the KV head count 5", Error);
+}
+
+TEST_CASE("qwen3's q/k norms must be one head wide, not any width that divides the row") {
+    const HParams hp = qwen3_like();  // head size 128
+    const FakeWeights fw = FakeWeights::make(hp, false, true, true);
+    for (const char* name : {"blk.0.attn_q_norm.weight", "blk.1.attn_k_norm.weight"}) {
+        CAPTURE(name);
+        const FakeWeights narrow = reshaped(fw, name, {64});
+        CHECK_THROWS_WITH_AS(find_architecture("qwen3").build(hp, WeightTable(narrow.tensors), 1),
+                             ("tensor '" + std::string(name) + "' has 64 values, but the head size is 128").c_str(), Error);
+    }
+}
+
+TEST_CASE("the token embeddings and the output projection have one row per vocabulary entry") {
+    const HParams hp = qwen3_like();  // 512 tokens
+    // Each FakeWeights kept alive: the tables' names point into it.
+    const FakeWeights short_embd = reshaped(FakeWeights::make(hp, false, true, true), "token_embd.weight", {256, 500});
+    CHECK_THROWS_WITH_AS(find_architecture("qwen3").build(hp, WeightTable(short_embd.tensors), 1),
+                         "tensor 'token_embd.weight' has 500 rows, but the vocabulary size is 512", Error);
+    const FakeWeights long_output = reshaped(FakeWeights::make(hp, false, true, false), "output.weight", {256, 513});
+    CHECK_THROWS_WITH_AS(find_architecture("qwen3").build(hp, WeightTable(long_output.tensors), 1),
+                         "tensor 'output.weight' has 513 rows, but the vocabulary size is 512", Error);
+    // Untied: the embeddings are checked too, although the logits come from output.weight.
+    const FakeWeights untied = reshaped(FakeWeights::make(hp, false, true, false), "token_embd.weight", {256, 1000});
+    CHECK_THROWS_WITH_AS(find_architecture("qwen3").build(hp, WeightTable(untied.tensors), 1),
+                         "tensor 'token_embd.weight' has 1000 rows, but the vocabulary size is 512", Error);
+}
+
+TEST_CASE("hyperparameters past int32 are refused with their true value, not wrapped negative") {
+    auto desc = er_model_desc{};
+    desc.struct_size = sizeof desc;
+    std::snprintf(desc.arch, sizeof desc.arch, "qwen3");
+    desc.n_vocab = 100, desc.n_embd = 2560, desc.n_layer = 36, desc.n_head = 32, desc.n_ff = 9728;
+    desc.head_dim_k = 4294967295;
+    CHECK_THROWS_WITH_AS(hparams_from_desc(desc), "model's key head size 4294967295 is more than the 2147483647 supported",
+                         Error);
+    desc.head_dim_k = 2147483648;
+    desc.n_rot = 128;
+    CHECK_THROWS_WITH_AS(hparams_from_desc(desc), "model's key head size 2147483648 is more than the 2147483647 supported",
+                         Error);
+    desc.head_dim_k = 128;
+    desc.n_vocab = 4294967295;
+    CHECK_THROWS_WITH_AS(hparams_from_desc(desc), "model's vocabulary size 4294967295 is more than the 2147483647 supported",
+                         Error);
+    desc.n_vocab = 2147483647;  // the largest that fits
+    CHECK(hparams_from_desc(desc).n_vocab == 2147483647);
 }

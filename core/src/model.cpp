@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <system_error>
+#include <utility>
 
 namespace edgerun {
 
@@ -14,6 +16,14 @@ void require_positive(int64_t value, const er_model_desc& desc, const char* what
     std::string message = std::string("model has no ") + what;
     if (desc.missing_key[0]) message += " (missing metadata key '" + std::string(desc.missing_key) + "')";
     throw Error(message, ER_E_FORMAT);
+}
+
+// Graphs and backends hold sizes as int32: a larger one would wrap to a negative number.
+void require_int32(int64_t value, const char* what) {
+    if (value > std::numeric_limits<int32_t>::max())
+        throw Error(std::string("model's ") + what + " " + std::to_string(value) + " is more than the " +
+                        std::to_string(std::numeric_limits<int32_t>::max()) + " supported",
+                    ER_E_FORMAT);
 }
 
 }  // namespace
@@ -44,6 +54,12 @@ HParams hparams_from_desc(const er_model_desc& desc) {
     hp.rope_freq_scale = desc.rope_freq_scale > 0 ? desc.rope_freq_scale : 1.0f;
     hp.file_type = desc.file_type;
     hp.n_ctx_train = desc.n_ctx_train > 0 ? desc.n_ctx_train : 4096;
+    for (const auto& [value, what] : {std::pair{hp.n_vocab, "vocabulary size"}, {hp.n_ctx_train, "training context length"},
+                                      {hp.n_embd, "embedding length"}, {hp.n_layer, "layer count"},
+                                      {hp.n_head, "attention head count"}, {hp.n_head_kv, "KV head count"},
+                                      {hp.head_dim_k, "key head size"}, {hp.head_dim_v, "value head size"},
+                                      {hp.n_ff, "feed-forward length"}, {hp.n_rot, "rotary dimension count"}})
+        require_int32(value, what);
 
     if (hp.n_head % hp.n_head_kv != 0)
         throw Error("attention head count " + std::to_string(hp.n_head) + " is not a multiple of the KV head count " +
@@ -70,6 +86,9 @@ const Plugin& format_plugin_for(const PluginRegistry& registry, const std::strin
     if (std::filesystem::is_directory(status))
         throw Error(path + ": " + std::make_error_code(std::errc::is_a_directory).message() + ", not a model file",
                     ER_E_IO);
+    // A FIFO, socket or device: probing would open it, and opening a FIFO blocks until a
+    // writer comes.
+    if (!std::filesystem::is_regular_file(status)) throw Error(path + ": not a regular file", ER_E_IO);
     const Plugin* best = nullptr;
     int32_t best_score = 0;
     std::string first_error, tried;

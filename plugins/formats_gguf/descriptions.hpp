@@ -8,6 +8,9 @@
 
 namespace edgerun::gguf {
 
+// The token table: the tokenizer's vocabulary, which the model's vocabulary size must match.
+inline constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
+
 // Fills `out` from `<arch>.*` keys. On a missing required key, fills what it can, names
 // the key in out.missing_key, and throws ER_E_FORMAT ("missing metadata key '...'").
 void fill_model_desc(const GgufFile& file, er_model_desc& out);

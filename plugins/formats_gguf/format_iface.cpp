@@ -5,10 +5,6 @@
 
 #include <edgerun/plugin_sdk.hpp>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 using edgerun::sdk::Failure;
 using edgerun::sdk::guard;
 
@@ -48,14 +44,8 @@ er_status probe(const char* path, int32_t* score, er_error* err) {
         require(path, "path");
         require(score, "score");
         *score = 0;
-        FILE* f = std::fopen(path, "rb");
-        if (!f) throw Failure(ER_E_IO, std::string(path) + ": " + std::strerror(errno));
         uint8_t head[8];
-        const size_t n = std::fread(head, 1, sizeof head, f);
-        const int read_error = std::ferror(f) ? errno : 0;
-        std::fclose(f);
-        if (read_error) throw Failure(ER_E_IO, std::string(path) + ": " + std::strerror(read_error));
-        *score = probe_score(head, n);
+        *score = probe_score(head, read_head(path, head, sizeof head));
     });
 }
 

@@ -28,6 +28,17 @@ struct Fd {
     }
 };
 
+// Opens `path` for reading if it is a regular file. Checked before the open, because
+// opening a FIFO for reading waits for a writer (forever when none comes); O_NONBLOCK and
+// the fstat after close the gap where the path is replaced in between.
+void open_regular_file(const std::string& path, Fd& file, struct stat& st) {
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw sdk::Failure(ER_E_IO, "not a regular file");
+    file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (file.fd < 0) throw io_error("cannot open", errno);
+    if (::fstat(file.fd, &st) != 0) throw io_error("cannot stat", errno);
+    if (!S_ISREG(st.st_mode)) throw sdk::Failure(ER_E_IO, "not a regular file");
+}
+
 std::string magic_text(const uint8_t* p) {
     std::string printable;
     char hex[16];
@@ -40,11 +51,8 @@ std::string magic_text(const uint8_t* p) {
 
 Mapping::Mapping(const std::string& path) {
     Fd file;
-    file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (file.fd < 0) throw io_error("cannot open", errno);
     struct stat st {};
-    if (::fstat(file.fd, &st) != 0) throw io_error("cannot stat", errno);
-    if (!S_ISREG(st.st_mode)) throw sdk::Failure(ER_E_IO, "not a regular file");
+    open_regular_file(path, file, st);
     size_ = static_cast<uint64_t>(st.st_size);
     if (size_ == 0) return;  // nothing to map; the parser reports the empty file
     addr_ = ::mmap(nullptr, static_cast<size_t>(size_), PROT_READ, MAP_PRIVATE, file.fd, 0);
@@ -163,6 +171,21 @@ void GgufFile::release_range(const void* data, uint64_t nbytes) const {
     const auto map_begin = reinterpret_cast<uintptr_t>(data_);
     if (begin < map_begin || begin - map_begin > size_ || nbytes > size_ - (begin - map_begin)) return;
     mapping_->release(begin - map_begin, nbytes);
+}
+
+uint64_t read_head(const std::string& path, uint8_t* out, uint64_t size) {
+    Fd file;
+    struct stat st {};
+    open_regular_file(path, file, st);
+    uint64_t done = 0;
+    while (done < size) {
+        const ssize_t n = ::pread(file.fd, out + done, static_cast<size_t>(size - done), static_cast<off_t>(done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw io_error("cannot read", errno);
+        if (n == 0) break;
+        done += static_cast<uint64_t>(n);
+    }
+    return done;
 }
 
 int32_t probe_score(const uint8_t* head, uint64_t size) {

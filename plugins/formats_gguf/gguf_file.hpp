@@ -76,6 +76,11 @@ private:
     std::string description_;
 };
 
+// Reads the first `size` bytes of the regular file `path` into `out`; returns how many
+// there were (fewer when the file is shorter). Throws Failure(ER_E_IO) naming the OS's
+// reason, or "not a regular file" for anything else (a FIFO would block the open).
+uint64_t read_head(const std::string& path, uint8_t* out, uint64_t size);
+
 // Reads the magic and version only: 0 when the file is not GGUF, else a score.
 int32_t probe_score(const uint8_t* head, uint64_t size);
 

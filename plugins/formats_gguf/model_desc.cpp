@@ -4,13 +4,18 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace edgerun::gguf {
 
 namespace {
 
 constexpr double kDefaultRopeFreqBase = 10000.0;
+// The largest size a hyperparameter may give: graphs and backends hold them as int32.
+constexpr int64_t kMaxHparam = std::numeric_limits<int32_t>::max();
 
 void copy_text(char* dst, size_t capacity, std::string_view text) {
     const size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
@@ -27,10 +32,11 @@ public:
 
     std::string key(const char* suffix) const { return prefix_ + suffix; }
 
-    // A required positive integer (per-layer arrays accepted when uniform); 0 if missing.
+    // A required positive integer (a per-layer array is accepted when uniform, and checked
+    // by check_per_layer_lengths); 0 if missing.
     int64_t required(const char* suffix) {
         const std::string k = key(suffix);
-        const auto value = metadata_.get_uniform_int(k);
+        const auto value = uniform_int(k);
         if (!value) {
             if (missing_.empty()) missing_ = k;
             return 0;
@@ -38,11 +44,21 @@ public:
         return positive(k, *value);
     }
 
-    std::optional<int64_t> optional(const char* suffix) const {
+    std::optional<int64_t> optional(const char* suffix) {
         const std::string k = key(suffix);
-        const auto value = metadata_.get_uniform_int(k);
+        const auto value = uniform_int(k);
         if (!value) return std::nullopt;
         return positive(k, *value);
+    }
+
+    // Every per-layer array read so far holds one value per layer: one of another length
+    // was written for another model, and taking its value for every layer would hide that.
+    void check_per_layer_lengths(int64_t n_layer) const {
+        for (const auto& [k, count] : per_layer_)
+            if (count != static_cast<uint64_t>(n_layer))
+                throw format_error("metadata key " + key_text(k) + " has " + std::to_string(count) +
+                                   " per-layer values, but " + key_text(key("block_count")) + " is " +
+                                   std::to_string(n_layer));
     }
 
     std::optional<double> optional_float(const char* suffix) const {
@@ -55,21 +71,40 @@ public:
     const std::string& missing() const { return missing_; }
 
 private:
+    std::optional<int64_t> uniform_int(const std::string& k) {
+        const auto value = metadata_.get_uniform_int(k);
+        if (const MetaEntry* entry = metadata_.find(k); value && entry->value.type == ER_META_ARRAY)
+            per_layer_.emplace_back(k, entry->value.array_count);
+        return value;
+    }
+
     static int64_t positive(const std::string& k, int64_t value) {
         if (value <= 0) throw format_error("metadata key " + key_text(k) + " is " + std::to_string(value) + ", must be positive");
+        if (value > kMaxHparam)
+            throw format_error("metadata key " + key_text(k) + " is " + std::to_string(value) + ", more than the " +
+                               std::to_string(kMaxHparam) + " supported");
         return value;
     }
 
     const Metadata& metadata_;
     std::string prefix_;
     std::string missing_;
+    std::vector<std::pair<std::string, uint64_t>> per_layer_;  // arrays read: key, length
 };
 
-int64_t vocab_size(const GgufFile& file, const HparamReader& hp) {
-    if (auto n = hp.optional("vocab_size")) return *n;
-    if (const MetaEntry* tokens = file.metadata().find("tokenizer.ggml.tokens");
-        tokens && tokens->value.type == ER_META_ARRAY)
-        return static_cast<int64_t>(tokens->value.array_count);
+// <arch>.vocab_size when present, else the token table's length, else token_embd's rows.
+// The key and the table must agree: the one sizes the sampler, the other the tokenizer.
+int64_t vocab_size(const GgufFile& file, HparamReader& hp) {
+    const auto key_value = hp.optional("vocab_size");
+    const MetaEntry* tokens = file.metadata().find(kTokensKey);
+    if (tokens && tokens->value.type == ER_META_ARRAY) {
+        const uint64_t n_tokens = tokens->value.array_count;
+        if (key_value && static_cast<uint64_t>(*key_value) != n_tokens)
+            throw format_error("metadata key " + key_text(hp.key("vocab_size")) + " is " + std::to_string(*key_value) +
+                               ", but " + quote_text(kTokensKey) + " has " + std::to_string(n_tokens) + " tokens");
+        if (!key_value) return static_cast<int64_t>(n_tokens);  // < 2^63: each token takes bytes of the file
+    }
+    if (key_value) return *key_value;
     if (const TensorInfo* embd = file.tensors().find("token_embd.weight"); embd && embd->n_dims >= 2) return embd->ne[1];
     return 0;
 }
@@ -136,6 +171,7 @@ void fill_model_desc(const GgufFile& file, er_model_desc& out) {
         throw format_error("metadata key " + key_text(hp.key("rope.scaling.factor")) + " is negative");
     if (factor && *factor > 0 && scaling_type.value_or("linear") != "none") out.rope_freq_scale = static_cast<float>(1.0 / *factor);
 
+    if (out.n_layer > 0) hp.check_per_layer_lengths(out.n_layer);
     if (!hp.missing().empty()) {
         copy_text(out.missing_key, sizeof out.missing_key, hp.missing());
         throw format_error("missing metadata key " + key_text(hp.missing()));

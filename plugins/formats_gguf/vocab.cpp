@@ -9,7 +9,6 @@ namespace edgerun::gguf {
 namespace {
 
 constexpr std::string_view kModelKey = "tokenizer.ggml.model";
-constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
 constexpr std::string_view kTokenTypeKey = "tokenizer.ggml.token_type";
 constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";

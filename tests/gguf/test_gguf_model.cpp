@@ -1,7 +1,9 @@
 // Model hyperparameters and the tokenizer as the format plugin describes them.
 #include "gguf_fixture.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 using namespace gguf_test;
 
@@ -165,6 +167,58 @@ TEST_CASE("model: inconsistent head geometry is refused") {
     for (auto& [k, v] : b.kvs)
         if (k == "llama.attention.head_count_kv") v = u32(3);
     CHECK(model_error(b) == "no 'llama.attention.key_length' and the embedding length 64 is not a multiple of the head count 6");
+}
+
+TEST_CASE("model: a per-layer array of another length than the layer count is refused") {
+    Builder two_layers = replaced("llama.attention.head_count_kv", array_of<uint32_t>(T_U32, {2, 2}));
+    CHECK(model_error(two_layers) ==
+          "metadata key 'llama.attention.head_count_kv' has 2 per-layer values, but 'llama.block_count' is 1");
+    Builder none = replaced("llama.feed_forward_length", array_of<uint32_t>(T_U32, {128, 128, 128}));
+    for (auto& [k, v] : none.kvs)
+        if (k == "llama.block_count") v = u32(2);
+    CHECK(model_error(none) ==
+          "metadata key 'llama.feed_forward_length' has 3 per-layer values, but 'llama.block_count' is 2");
+    // One value per layer is taken, as before.
+    Builder b = replaced("llama.attention.head_count_kv", array_of<uint32_t>(T_U32, {2, 2}));
+    for (auto& [k, v] : b.kvs)
+        if (k == "llama.block_count") v = u32(2);
+    const ModelResult r = model_of(b);
+    INFO(r.message);
+    REQUIRE(r.status == ER_OK);
+    CHECK(r.desc.n_head_kv == 2);
+    CHECK(r.desc.n_layer == 2);
+}
+
+TEST_CASE("model: <arch>.vocab_size must match the token table") {
+    Builder b = tiny_llama();
+    b.kv("llama.vocab_size", u32(7));
+    CHECK(model_error(b) == "metadata key 'llama.vocab_size' is 7, but 'tokenizer.ggml.tokens' has 8 tokens");
+    Builder more = tiny_llama();
+    more.kv("llama.vocab_size", u64(9));
+    CHECK(model_error(more) == "metadata key 'llama.vocab_size' is 9, but 'tokenizer.ggml.tokens' has 8 tokens");
+}
+
+TEST_CASE("model: sizes of 2^31 and more are refused with their true value") {
+    // Each u32 would have read as a negative int32 further on.
+    for (const auto& [key, value] : {std::pair{"llama.attention.key_length", uint32_t{4294967295u}},
+                                     {"llama.attention.key_length", uint32_t{2147483648u}},
+                                     {"llama.rope.dimension_count", uint32_t{2147483648u}},
+                                     {"llama.vocab_size", uint32_t{4294967295u}},
+                                     {"llama.context_length", uint32_t{3000000000u}}}) {
+        CAPTURE(key);
+        Builder b = tiny_llama();
+        b.kvs.erase(std::remove_if(b.kvs.begin(), b.kvs.end(), [&](const auto& kv) { return kv.first == key; }),
+                    b.kvs.end());
+        b.kv(key, u32(value));
+        CHECK(model_error(b) == "metadata key '" + std::string(key) + "' is " + std::to_string(value) +
+                                    ", more than the 2147483647 supported");
+    }
+    Builder largest = tiny_llama();
+    for (auto& [k, v] : largest.kvs)
+        if (k == "llama.context_length") v = u32(2147483647u);
+    const ModelResult r = model_of(largest);
+    REQUIRE(r.status == ER_OK);
+    CHECK(r.desc.n_ctx_train == 2147483647);
 }
 
 // ------------------------------------------------------------------ vocab --

@@ -2,10 +2,13 @@
 // (nested too), tensor tables, data placement, and the edge cases that must load.
 #include "gguf_fixture.hpp"
 
+#include <edgerun/model.hpp>
+
 #include <cmath>
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace gguf_test;
@@ -340,6 +343,32 @@ TEST_CASE("reader: open reports OS errors as ER_E_IO") {
     open_path(temp_dir().string(), d);
     CHECK(d.status == ER_E_IO);
     CHECK(d.message == "not a regular file");
+}
+
+TEST_CASE("reader: a FIFO is refused before it is opened, by probe, open and the host") {
+    // Opening a FIFO for reading waits for a writer: `edgerun -m FIFO` hung forever.
+    const std::string fifo = (temp_dir() / "model_fifo.gguf").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    // A writer holding it, with a GGUF header and more in it (more than each stdio read
+    // takes, less than the pipe holds), so that a regression reads those and fails the
+    // checks below instead of blocking the test.
+    const int writer = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+    REQUIRE(writer >= 0);
+    const std::string bytes = std::string("GGUF\3\0\0\0", 8) + std::string(60000, 'x');
+    REQUIRE(::write(writer, bytes.data(), bytes.size()) == ssize_t(bytes.size()));
+
+    int32_t score = -1;
+    er_error err{};
+    CHECK(iface().probe(fifo.c_str(), &score, &err) == ER_E_IO);
+    CHECK(std::string(err.message) == "not a regular file");
+    CHECK(score == 0);
+    Opened f;
+    open_path(fifo, f);
+    CHECK(f.status == ER_E_IO);
+    CHECK(f.message == "not a regular file");
+    CHECK_THROWS_WITH_AS(edgerun::format_plugin_for(build_plugins(), fifo), (fifo + ": not a regular file").c_str(),
+                         edgerun::Error);
+    ::close(writer);
 }
 
 TEST_CASE("reader: the vocabulary-only test files open") {

@@ -66,7 +66,7 @@ private:
 };
 
 // The format plugin that claims `path` most confidently; an Error naming the file and why
-// when none does (missing, a directory, a probe's error, or no plugin recognises it).
+// when none does (missing, not a regular file, a probe's error, or no plugin recognises it).
 const Plugin& format_plugin_for(const PluginRegistry& registry, const std::string& path);
 
 }  // namespace edgerun

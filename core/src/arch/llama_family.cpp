@@ -35,9 +35,33 @@ LayerShape layer_shape(const HParams& hp, const WeightTable& w, int32_t rope_mod
     return s;
 }
 
-int32_t output_weight(const WeightTable& w) {
+// Requires dimension `dim` of `tensor` (0: the values of a row, 1: the rows) to be
+// `expected`; `what` names that count in the message.
+int32_t require_extent(const WeightTable& w, int32_t tensor, int dim, int64_t expected, const std::string& what) {
+    const er_tensor_desc& t = w[tensor];
+    const int64_t found = t.n_dims > dim ? t.ne[dim] : 1;
+    if (found != expected)
+        throw Error("tensor '" + to_string(t.name) + "' has " + std::to_string(found) + (dim == 0 ? " values" : " rows") +
+                        ", but " + what + " is " + std::to_string(expected),
+                    ER_E_FORMAT);
+    return tensor;
+}
+
+// The token embeddings and the output projection have one row per token: a table of
+// another size would embed or score tokens the tokenizer and sampler do not have.
+int32_t token_embeddings(const HParams& hp, const WeightTable& w) {
+    return require_extent(w, w.require("token_embd.weight"), 1, hp.n_vocab, "the vocabulary size");
+}
+
+int32_t output_weight(const HParams& hp, const WeightTable& w) {
     int32_t out = w.find("output.weight");
-    return out >= 0 ? out : w.require("token_embd.weight");
+    return out >= 0 ? require_extent(w, out, 1, hp.n_vocab, "the vocabulary size") : token_embeddings(hp, w);
+}
+
+// qwen3's per-head norm of q or k: one weight per value of a head. The graph accepts any
+// width that divides the row, which would normalise groups that are not heads.
+int32_t head_norm(const HParams& hp, const WeightTable& w, int64_t layer, const char* tensor) {
+    return require_extent(w, w.require(blk(layer, tensor)), 0, hp.head_dim_k, "the head size");
 }
 
 // x + (silu(h·Wgate) * h·Wup)·Wdown with h = rmsnorm(x)
@@ -49,7 +73,7 @@ int32_t feed_forward(GraphBuilder& g, const HParams& hp, const WeightTable& w, i
 
 int32_t finish(GraphBuilder& g, const HParams& hp, const WeightTable& w, int32_t x) {
     g.set_layer(-1);
-    return g.logits(g.rms_norm(x, w.require("output_norm.weight"), hp.rms_eps), output_weight(w));
+    return g.logits(g.rms_norm(x, w.require("output_norm.weight"), hp.rms_eps), output_weight(hp, w));
 }
 
 // What distinguishes the members of the family.
@@ -64,7 +88,7 @@ Graph build_decoder(const HParams& hp, const WeightTable& w, int32_t max_tokens,
     auto bias = [&](int64_t l, const char* name) { return v.qkv_bias ? w.require(blk(l, name)) : -1; };
 
     GraphBuilder g(w, max_tokens);
-    int32_t x = g.embed(g.tokens(), w.require("token_embd.weight"));
+    int32_t x = g.embed(g.tokens(), token_embeddings(hp, w));
     for (int64_t l = 0; l < hp.n_layer; ++l) {
         g.set_layer(int32_t(l));
         int32_t h = g.rms_norm(x, w.require(blk(l, "attn_norm.weight")), hp.rms_eps);
@@ -73,8 +97,8 @@ Graph build_decoder(const HParams& hp, const WeightTable& w, int32_t max_tokens,
                                       {w.require(blk(l, "attn_v.weight")), bias(l, "attn_v.bias")}});
         int32_t q = qkv[0], k = qkv[1];
         if (v.qk_head_norm) {
-            q = g.rms_norm_heads(q, w.require(blk(l, "attn_q_norm.weight")), hp.rms_eps);
-            k = g.rms_norm_heads(k, w.require(blk(l, "attn_k_norm.weight")), hp.rms_eps);
+            q = g.rms_norm_heads(q, head_norm(hp, w, l, "attn_q_norm.weight"), hp.rms_eps);
+            k = g.rms_norm_heads(k, head_norm(hp, w, l, "attn_k_norm.weight"), hp.rms_eps);
         }
         q = g.rope(q, s.rope, s.rope_freqs);
         k = g.rope(k, s.rope, s.rope_freqs);
