@@ -130,7 +130,7 @@ TEST_CASE("each bad plugin is refused with its own reason and the others still l
 
     CHECK(registry.find(ER_PLUGIN_SAMPLER, "fixture_good") != nullptr);
     CHECK(registry.plugins().size() == 1);
-    CHECK(registry.failures().size() == 8);
+    CHECK(registry.failures().size() == 9);
 
     struct Expect {
         const char* file;
@@ -146,6 +146,7 @@ TEST_CASE("each bad plugin is refused with its own reason and the others still l
         {"fixture_descriptor_size", "descriptor struct size is"},
         {"fixture_iface_size", "sampler interface struct size is"},
         {"fixture_missing_entry_fn", "sampler interface lacks the required entry 'sample'"},
+        {"fixture_control_name", "descriptor's name holds a control character (byte 27)"},
     };
     for (const auto& e : expected) {
         CAPTURE(e.file);

@@ -104,6 +104,11 @@ std::string check_descriptor(const er_plugin* desc) {
         return out.str();
     }
     if (!desc->name || !*desc->name) return "descriptor has no name";
+    // A name is what --backend and the listings print: control characters in it would
+    // rewrite the user's terminal, or pass for a line of the listing.
+    for (const char* c = desc->name; *c; ++c)
+        if (static_cast<unsigned char>(*c) < 0x20 || *c == 0x7f)
+            return "descriptor's name holds a control character (byte " + std::to_string(static_cast<unsigned char>(*c)) + ")";
     switch (desc->kind) {
         case ER_PLUGIN_FORMAT: return check_iface<er_format_iface>(*desc, "format interface");
         case ER_PLUGIN_BACKEND: return check_iface<er_backend_iface>(*desc, "backend interface");
