@@ -94,7 +94,7 @@ PluginRegistry load_plugins(const CommonOptions& common) {
 
 std::string read_text_file(const std::string& path, const std::string& option) {
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw Error(option + ": " + path + " is a directory", ER_E_INVALID_ARGUMENT);
+    if (std::filesystem::is_directory(path, ec)) throw Error(option + ": " + path + " is a folder, not a file", ER_E_INVALID_ARGUMENT);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(option + ": cannot read " + path, ER_E_INVALID_ARGUMENT);
     try {

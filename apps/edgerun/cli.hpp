@@ -44,7 +44,7 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc, 
 PluginRegistry load_plugins(const CommonOptions& common);
 
 // The whole of a text file named by a command-line option (a pipe or /dev/stdin too); a
-// directory or an unreadable path is an error naming the option and the path.
+// folder or an unreadable path is an error naming the option and the path.
 std::string read_text_file(const std::string& path, const std::string& option);
 
 }  // namespace edgerun::cli

@@ -12,8 +12,6 @@
 #include <edgerun/text/tokenizer.hpp>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 namespace edgerun::cli {
 

@@ -8,7 +8,6 @@
 #include <edgerun/text/tokenizer.hpp>
 #include <edgerun/text/unicode.hpp>
 
-#include <fstream>
 #include <iostream>
 #include <iterator>
 

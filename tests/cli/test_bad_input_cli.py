@@ -122,8 +122,8 @@ def flags_out_of_range():
     cases = [
         (["-m", MODEL, "-p", "hi", "-n", "-5"], "-n must be -1"),
         (["-m", MODEL, "-p", "hi", "-f", prompt_file], "-p and -f both give the prompt"),
-        (["-m", MODEL, "-f", WORK], "is a directory"),
-        (["tokenize", "-m", MODEL, "--file", WORK], "is a directory"),
+        (["-m", MODEL, "-f", WORK], "is a folder, not a file"),
+        (["tokenize", "-m", MODEL, "--file", WORK], "is a folder, not a file"),
         (["-m", MODEL, "-p", "hi", "--lookup", "4", "--draft", "0"], "--draft must be 1 to 64"),
         (["-m", MODEL, "-p", "hi", "--lookup", "4", "--draft-cost", "nan"], "--draft-cost must be a finite number"),
         (["-m", MODEL, "-p", "hi", "--lookup", "4", "--draft-verify-cost", "inf"], "--draft-verify-cost must be a finite"),
