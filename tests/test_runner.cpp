@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 using namespace edgerun;
 
@@ -64,22 +65,33 @@ struct ToyModel {
     }
 };
 
+// The recording backend with ToyModel loaded: what every test here steps. Made after a
+// test's CallLog, so that the log sees its calls.
+struct RecordedToy {
+    PluginRegistry registry;
+    ToyModel toy;
+    std::optional<Backend> backend;
+    std::optional<BackendModel> model;
+
+    RecordedToy() {
+        registry.scan_directory(EDGERUN_RECORDING_DIR);
+        const Plugin* plugin = registry.find(ER_PLUGIN_BACKEND, "recording");
+        REQUIRE(plugin != nullptr);
+        backend.emplace(*plugin, sized<er_backend_params>());
+        auto mp = sized<er_model_params>();
+        mp.weights = toy.weights.tensors().data();
+        mp.n_weights = toy.weights.size();
+        model.emplace(*backend, mp);
+    }
+};
+
 }  // namespace
 
 TEST_CASE("after a context exists, steps ask the backend for no allocation") {
     CallLog log;
-    PluginRegistry registry;
-    registry.scan_directory(EDGERUN_RECORDING_DIR);
-    const Plugin* plugin = registry.find(ER_PLUGIN_BACKEND, "recording");
-    REQUIRE(plugin != nullptr);
-
-    ToyModel toy;
-    auto bp = sized<er_backend_params>();
-    Backend backend(*plugin, bp);
-    auto mp = sized<er_model_params>();
-    mp.weights = toy.weights.tensors().data();
-    mp.n_weights = toy.weights.size();
-    BackendModel model(backend, mp);
+    RecordedToy recorded;
+    const ToyModel& toy = recorded.toy;
+    const BackendModel& model = *recorded.model;
     auto cp = sized<er_context_params>();
     cp.n_ctx = 256;
     cp.n_batch = 8;
@@ -117,16 +129,9 @@ TEST_CASE("after a context exists, steps ask the backend for no allocation") {
 }
 
 TEST_CASE("a prompt that does not fit the context is refused before any work") {
-    PluginRegistry registry;
-    registry.scan_directory(EDGERUN_RECORDING_DIR);
-    const Plugin* plugin = registry.find(ER_PLUGIN_BACKEND, "recording");
-    REQUIRE(plugin != nullptr);
-    ToyModel toy;
-    Backend backend(*plugin, sized<er_backend_params>());
-    auto mp = sized<er_model_params>();
-    mp.weights = toy.weights.tensors().data();
-    mp.n_weights = toy.weights.size();
-    BackendModel model(backend, mp);
+    RecordedToy recorded;
+    const ToyModel& toy = recorded.toy;
+    const BackendModel& model = *recorded.model;
     auto cp = sized<er_context_params>();
     cp.n_ctx = 10;
     cp.n_batch = 4;
@@ -138,16 +143,9 @@ TEST_CASE("a prompt that does not fit the context is refused before any work") {
 
 TEST_CASE("a backend with one sequence per context still serves several: one context each, stepped one at a time") {
     CallLog log;
-    PluginRegistry registry;
-    registry.scan_directory(EDGERUN_RECORDING_DIR);
-    const Plugin* plugin = registry.find(ER_PLUGIN_BACKEND, "recording");
-    REQUIRE(plugin != nullptr);
-    ToyModel toy;
-    Backend backend(*plugin, sized<er_backend_params>());
-    auto mp = sized<er_model_params>();
-    mp.weights = toy.weights.tensors().data();
-    mp.n_weights = toy.weights.size();
-    BackendModel model(backend, mp);
+    RecordedToy recorded;
+    const ToyModel& toy = recorded.toy;
+    const BackendModel& model = *recorded.model;
     auto cp = sized<er_context_params>();
     cp.n_ctx = 6;
     cp.n_batch = 4;
@@ -193,16 +191,9 @@ TEST_CASE("a backend with one sequence per context still serves several: one con
 
 TEST_CASE("a batch of more sequences than kMaxBatchSequences is refused before any context exists") {
     CallLog log;
-    PluginRegistry registry;
-    registry.scan_directory(EDGERUN_RECORDING_DIR);
-    const Plugin* plugin = registry.find(ER_PLUGIN_BACKEND, "recording");
-    REQUIRE(plugin != nullptr);
-    ToyModel toy;
-    Backend backend(*plugin, sized<er_backend_params>());
-    auto mp = sized<er_model_params>();
-    mp.weights = toy.weights.tensors().data();
-    mp.n_weights = toy.weights.size();
-    BackendModel model(backend, mp);
+    RecordedToy recorded;
+    const ToyModel& toy = recorded.toy;
+    const BackendModel& model = *recorded.model;
     auto cp = sized<er_context_params>();
     cp.n_ctx = 6;
     cp.n_batch = 4;

@@ -27,6 +27,17 @@ def one_line_error(r, needle):
     return r.returncode not in (0,) and r.returncode < 128 and len(lines) == 1 and needle in lines[0]
 
 
+def old_file_behind_link(name):
+    """link-NAME -> target-NAME, a file holding "old"; both made afresh."""
+    link, target = os.path.join(WORK, "link-" + name), os.path.join(WORK, "target-" + name)
+    for path in (link, target):
+        if os.path.lexists(path):
+            os.remove(path)
+    open(target, "w").write("old")
+    os.symlink(target, link)
+    return link, target
+
+
 def outputs_that_are_not_files():
     model = tiny_model("tiny.gguf")
     fifo = os.path.join(WORK, "fifo.gguf")  # the name the writer takes
@@ -44,27 +55,15 @@ def outputs_that_are_not_files():
     check("eval refuses a directory as its output", one_line_error(r, "not a regular file"), r.stderr)
 
     # A symbolic link is written through: the link stays, the file it names is replaced.
-    target = os.path.join(WORK, "logits-target.npy")
-    link = os.path.join(WORK, "logits-link.npy")
-    for path in (target, link):
-        if os.path.lexists(path):
-            os.remove(path)
-    open(target, "w").write("old")
-    os.symlink(target, link)
+    link, target = old_file_behind_link("logits.npy")
     r = run("eval", "-m", model, "--tokens", "1 2 3", "--logits-out", link)
     check("eval through a symbolic link exits 0", r.returncode == 0, r.stderr)
     check("the link is still a link", os.path.islink(link))
     check("the file it names holds the logits", np.load(target).shape == (3, 4096))
-    gguf_link = os.path.join(WORK, "model-link.gguf")
-    gguf_target = os.path.join(WORK, "model-target.gguf")
-    for path in (gguf_link, gguf_target):
-        if os.path.lexists(path):
-            os.remove(path)
-    open(gguf_target, "w").write("old")
-    os.symlink(gguf_target, gguf_link)
-    r = run("quantize", model, gguf_link, "--type", "Q8_0")
+    link, target = old_file_behind_link("model.gguf")
+    r = run("quantize", model, link, "--type", "Q8_0")
     check("quantize through a symbolic link exits 0", r.returncode == 0, r.stderr)
-    check("quantize keeps the link", os.path.islink(gguf_link) and open(gguf_target, "rb").read(4) == b"GGUF")
+    check("quantize keeps the link", os.path.islink(link) and open(target, "rb").read(4) == b"GGUF")
 
 
 def non_finite_logits():
