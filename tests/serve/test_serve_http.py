@@ -3,7 +3,7 @@ sends: HTTP/1.0, Expect: 100-continue, malformed requests, idle connections).
 
     test_serve_http.py EDGERUN MODEL CASE PLUGIN_DIR   CASE: protocol | connections | sampler
 
-MODEL may be @fetch:REPO_ROOT; PLUGIN_DIR holds tests/serve/refusing_sampler.c built."""
+MODEL may be @fetch:REPO_ROOT; PLUGIN_DIR holds refusing_sampler (tests/fixtures/c_greedy_sampler.c built with MAX_TOP_K, tests/serve/CMakeLists.txt)."""
 import http.client
 import json
 import os
