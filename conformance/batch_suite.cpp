@@ -19,14 +19,17 @@ constexpr int32_t kSequences = 4;
 // with none yet), a step mixing a decode with longer additions, decode steps of all,
 // then a sequence rewound and fed again. No call has more than 16 rows, so on cpu_ref
 // every one runs the multi-row kernel whose rows are bit-identical to one-row steps.
+// A call with all_logits false asks only for its last row's logits (what a server's prompt
+// does): the step's LOGITS then computes rows that are not the step's first ones.
 struct Call {
     int32_t seq;
     int32_t n_tokens;
     int32_t rewind_to = -1;  // rewind the sequence to this position first
+    bool all_logits = true;
 };
 const std::vector<std::vector<Call>> kScript = {
     {{0, 5}, {1, 2}, {3, 9}},
-    {{0, 1}, {1, 4}, {2, 3}, {3, 2}},
+    {{0, 1}, {1, 4, -1, false}, {2, 3, -1, false}, {3, 2}},
     {{0, 1}, {1, 1}, {2, 1}, {3, 1}},
     {{2, 1}, {0, 1}, {3, 1}, {1, 1}},
     {{1, 3, 4}, {3, 1}},
@@ -52,12 +55,18 @@ SequenceLogits run_script(const Engine& engine, bool one_at_a_time, const std::v
             // Sequence s reads the text from offset 11 * s, so the sequences differ.
             const size_t from = size_t(11 * c.seq) + used[size_t(c.seq)];
             used[size_t(c.seq)] += size_t(c.n_tokens);
-            rows[i].assign(size_t(c.n_tokens) * n_vocab, 0.0f);
-            feeds.push_back({c.seq, std::span<const int32_t>(text.data() + from, size_t(c.n_tokens)), rows[i].data()});
+            rows[i].assign(size_t(c.all_logits ? c.n_tokens : 1) * n_vocab, 0.0f);
+            feeds.push_back({c.seq, std::span<const int32_t>(text.data() + from, size_t(c.n_tokens)),
+                             c.all_logits ? rows[i].data() : nullptr});
         }
         batch->feed(feeds);
-        for (size_t i = 0; i < call.size(); ++i)
+        for (size_t i = 0; i < call.size(); ++i) {
+            if (!call[i].all_logits) {
+                const std::span<const float> last = batch->logits(call[i].seq);
+                std::copy(last.begin(), last.end(), rows[i].begin());
+            }
             out[size_t(call[i].seq)].insert(out[size_t(call[i].seq)].end(), rows[i].begin(), rows[i].end());
+        }
     }
     return out;
 }

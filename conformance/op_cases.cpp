@@ -54,11 +54,14 @@ struct MatmulShape {
     bool bias;
 };
 
+// The last two shapes reach what prompts do and the others do not: a prefill step of 301
+// rows (past any GEMM tile of 8 to 256 rows, with a tail), and 8960 columns (a real FFN's
+// width: past any split of the sum into 4096 or 8192 columns, with a remainder).
 std::vector<MatmulShape> matmul_shapes(int32_t dtype) {
     const int64_t b = block_of(dtype);
-    if (b == 1) return {{7, 3, 1, false}, {33, 17, 5, false}, {256, 64, 16, false}, {64, 9, 3, true}};
-    if (b == 32) return {{32, 1, 1, false}, {96, 7, 5, false}, {512, 64, 16, false}, {64, 9, 3, true}};
-    return {{256, 1, 1, false}, {768, 7, 5, false}, {1024, 64, 16, false}, {256, 9, 3, true}};
+    if (b == 1) return {{7, 3, 1, false}, {33, 17, 5, false}, {256, 64, 16, false}, {64, 9, 3, true}, {256, 33, 301, false}, {8960, 9, 2, false}};
+    if (b == 32) return {{32, 1, 1, false}, {96, 7, 5, false}, {512, 64, 16, false}, {64, 9, 3, true}, {512, 33, 301, false}, {8960, 9, 2, false}};
+    return {{256, 1, 1, false}, {768, 7, 5, false}, {1024, 64, 16, false}, {256, 9, 3, true}, {1024, 33, 301, false}, {8960, 9, 2, false}};
 }
 
 OpCase matmul_case(int32_t dtype, const MatmulShape& s) {
@@ -83,10 +86,12 @@ OpCase matmul_case(int32_t dtype, const MatmulShape& s) {
     return c;
 }
 
-OpCase matmul_multi_case(int32_t dtype) {
+// Biases on the first and last outputs (one missing in the middle), or on all three (qwen2's q, k, v).
+OpCase matmul_multi_case(int32_t dtype, bool every_bias) {
     const int64_t cols = block_of(dtype) == 1 ? 40 : block_of(dtype) * 2;
     OpCase c;
-    c.label = "MATMUL_MULTI " + type_name(dtype) + " [" + std::to_string(cols) + " x 5, 3, 7], 4 tokens, biases";
+    c.label = "MATMUL_MULTI " + type_name(dtype) + " [" + std::to_string(cols) + " x 5, 3, 7], 4 tokens, " +
+              (every_bias ? "a bias on each" : "biases");
     c.query = query_for(ER_OP_MATMUL_MULTI, dtype);
     std::mt19937 rng(seed_of(c.label));
     c.weights = std::make_shared<WeightSet>();
@@ -95,6 +100,7 @@ OpCase matmul_multi_case(int32_t dtype) {
     for (int i = 0; i < 3; ++i) w[i] = c.weights->add("w" + std::to_string(i), dtype, cols, rows[i], random_values(size_t(cols * rows[i]), rng, 0.5f), rng);
     b[0] = c.weights->add_vector("b0", 0, random_values(5, rng), rng);
     b[2] = c.weights->add_vector("b2", 0, random_values(7, rng), rng);
+    if (every_bias) b[1] = c.weights->add_vector("b1", 0, random_values(3, rng), rng);
     const WeightTable table = c.weights->table();
     GraphBuilder g(table, 4);
     const int32_t x = g.input(cols);
@@ -107,11 +113,15 @@ OpCase matmul_multi_case(int32_t dtype) {
     return c;
 }
 
-OpCase logits_case(int32_t dtype) {
-    const int64_t cols = block_of(dtype) == 1 ? 24 : block_of(dtype) * (block_of(dtype) == 32 ? 3 : 1);
-    const int64_t vocab = 301;
+// A small vocabulary, and one of 70001 rows (real ones reach 151936: past a grid
+// dimension's 65535 blocks).
+OpCase logits_case(int32_t dtype, bool large_vocab) {
+    const int64_t cols = large_vocab ? (block_of(dtype) == 1 ? 8 : block_of(dtype))
+                                     : block_of(dtype) == 1 ? 24 : block_of(dtype) * (block_of(dtype) == 32 ? 3 : 1);
+    const int64_t vocab = large_vocab ? 70001 : 301;
     OpCase c;
-    c.label = "LOGITS " + type_name(dtype) + " [" + std::to_string(cols) + " x 301], 6 tokens all rows, then the last row";
+    c.label = "LOGITS " + type_name(dtype) + " [" + std::to_string(cols) + " x " + std::to_string(vocab) +
+              "], 6 tokens all rows, then the last row";
     c.query = query_for(ER_OP_LOGITS, dtype);
     std::mt19937 rng(seed_of(c.label));
     c.weights = std::make_shared<WeightSet>();
@@ -190,6 +200,7 @@ std::vector<NormShape> norm_shapes(int32_t dtype) {
         {8 * head, head, 2, 1e-6f, 1e-3f},   // RMSNorm of small values: epsilon matters
         {1024, 1024, 5, 1e-5f, 1.0f},
         {1024, 1024, 1, 1e-6f, 1e-3f},
+        {5120, 5120, 2, 1e-6f, 1.0f},        // a row wider than one block of 1024 or 4096 threads
     };
     if (b == 1) out.push_back({1, 1, 2, 1e-6f, 1.0f});
     return out;
@@ -290,9 +301,11 @@ OpCase attention_case(int32_t kv_type, const AttentionShape& s) {
 // of the group's first head (the newest position carries about half the weight: an
 // off-by-one shows). The second step overwrites the first's cache row, as a rewind does.
 // Every step is judged on its own.
-OpCase long_attention_case(int32_t kv_type, int32_t head_dim) {
+OpCase long_attention_case(int32_t kv_type, int32_t head_dim, int32_t n_head = 4, int32_t n_head_kv = 2,
+                           int32_t last_boundary = 4096) {
     static const char* kv_names[] = {"F32", "F16", "Q8"};
-    constexpr int32_t n_head = 4, n_head_kv = 2, group = n_head / n_head_kv, last_boundary = 4096, max_fill = 251;
+    constexpr int32_t max_fill = 251;
+    const int32_t group = n_head / n_head_kv;
     OpCase c;
     char label[192];
     std::snprintf(label, sizeof label,
@@ -382,8 +395,16 @@ std::vector<OpCase> make_cases(int32_t op, int32_t variant) {
         case ER_OP_MATMUL:
             for (const MatmulShape& s : matmul_shapes(variant)) out.push_back(matmul_case(variant, s));
             break;
-        case ER_OP_MATMUL_MULTI: out.push_back(matmul_multi_case(variant)); break;
-        case ER_OP_LOGITS: out.push_back(logits_case(variant)); break;
+        case ER_OP_MATMUL_MULTI:
+            out.push_back(matmul_multi_case(variant, false));
+            out.push_back(matmul_multi_case(variant, true));
+            break;
+        case ER_OP_LOGITS:
+            out.push_back(logits_case(variant, false));
+            // The vocabulary past 65535 rows for the output types of real models only: F16
+            // and Q6_K (llama.cpp's choice for the output of most quantized files).
+            if (variant == int32_t(DType::F16) || variant == int32_t(DType::Q6_K)) out.push_back(logits_case(variant, true));
+            break;
         case ER_OP_EMBED: out.push_back(embed_case(variant)); break;
         case ER_OP_RMS_NORM:
             for (const NormShape& s : norm_shapes(variant)) out.push_back(rms_norm_case(variant, s));
@@ -391,7 +412,7 @@ std::vector<OpCase> make_cases(int32_t op, int32_t variant) {
         case ER_OP_ROPE: {
             const RopeShape shapes[] = {
                 {ER_ROPE_NORMAL, 64, 64, 4, 10000.0f, 1.0f, false, {{0, 5}, {5, 1}, {1000, 3}}},
-                {ER_ROPE_NEOX, 128, 128, 2, 1e6f, 1.0f, false, {{3, 2}, {4090, 6}}},
+                {ER_ROPE_NEOX, 128, 128, 2, 1e6f, 1.0f, false, {{3, 2}, {4090, 6}, {8190, 4}}},  // past tables of 4096 and 8192
                 {ER_ROPE_NEOX, 64, 32, 3, 10000.0f, 0.25f, false, {{0, 4}, {700, 1}}},
                 {ER_ROPE_NORMAL, 64, 64, 2, 5e5f, 1.0f, true, {{0, 3}, {2000, 2}}},
                 {ER_ROPE_NORMAL, 2, 2, 5, 10000.0f, 1.0f, false, {{0, 3}, {17, 1}}},
@@ -421,7 +442,9 @@ std::vector<OpCase> make_cases(int32_t op, int32_t variant) {
 }
 
 std::vector<OpCase> make_long_attention_cases(int32_t kv_type) {
-    return {long_attention_case(kv_type, 64), long_attention_case(kv_type, 128)};
+    // The third: one head on its own KV head (no grouping: the kernel a model without GQA
+    // takes, e.g. SmolLM2-1.7B) past 8192 positions, where a bounded split count ends.
+    return {long_attention_case(kv_type, 64), long_attention_case(kv_type, 128), long_attention_case(kv_type, 64, 1, 1, 8192)};
 }
 
 }  // namespace edgerun::conformance

@@ -126,15 +126,20 @@ TEST_CASE("the CI matrix holds the stress models, --stress multiplies the produc
     CHECK_THROWS(product_matrix({"qwen3-0.6b"}, {"Q4_K_M"}, {"tiny-activations"}));
 }
 
-TEST_CASE("the long ATTENTION cases reach every power of two from 32 to 4096 one short, on it and one past") {
+TEST_CASE("the long ATTENTION cases reach every power of two from 32 to 4096 (8192 without grouping) one short, on it and one past") {
     for (int32_t kv : {ER_KV_F16, ER_KV_Q8}) {
         const auto cases = make_long_attention_cases(kv);
-        REQUIRE(cases.size() == 2);
+        REQUIRE(cases.size() == 3);
         CHECK(cases[0].query.head_dim == 64);
         CHECK(cases[1].query.head_dim == 128);
-        for (const OpCase& c : cases) {
+        CHECK(cases[2].query.head_dim == 64);
+        for (size_t i = 0; i < cases.size(); ++i) {
+            const OpCase& c = cases[i];
+            const bool grouped = i < 2;
+            const int32_t last = grouped ? 4096 : 8192;
             CHECK(c.judge_each_step);
-            CHECK(c.context.n_head_kv < c.graph.nodes[0].params.attention.n_head);  // grouped
+            if (grouped) CHECK(c.context.n_head_kv < c.graph.nodes[0].params.attention.n_head);
+            else CHECK(c.context.n_head_kv == c.graph.nodes[0].params.attention.n_head);
             std::vector<int32_t> single;
             int32_t filled = 0;  // positions are consecutive, each single-token one written twice
             for (const OpStep& s : c.steps) {
@@ -142,9 +147,9 @@ TEST_CASE("the long ATTENTION cases reach every power of two from 32 to 4096 one
                 filled = std::max(filled, s.pos0 + s.n_tokens);
                 if (s.n_tokens == 1) single.push_back(s.pos0 + 1);
             }
-            for (int32_t b = 32; b <= 4096; b *= 2)
+            for (int32_t b = 32; b <= last; b *= 2)
                 for (int32_t len : {b - 1, b, b + 1}) CHECK(std::count(single.begin(), single.end(), len) == 2);
-            CHECK(filled == 4097);
+            CHECK(filled == last + 1);
         }
     }
 }
