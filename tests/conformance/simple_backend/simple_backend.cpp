@@ -21,6 +21,23 @@
 //   ROPE_TILE       in steps of more than 16 tokens, RoPE takes row r's position as
 //                   pos0 + r % 16 (the offset of its 16-row tile forgotten): only long
 //                   multi-token steps go wrong
+//   CAUSAL_NEXT     in multi-token steps every row but the last also sees the next row's key
+//   KV_REWIND       single-token attention reads up to the highest position the sequence
+//                   ever reached (a kept length), not to the row's own position
+//   SEQ_POS         in steps with a row table, RoPE takes row r's position as rows[0].pos + r
+//   QK_NORM_WEIGHT  a per-head RMSNorm takes the weight of the previous per-head RMSNorm of
+//                   the same layer (qwen3's k-norm gets q-norm's weight)
+//   QKV_BIAS_K      MATMUL_MULTI ignores the bias of its second output (qwen2's k bias)
+//   GEMM_Q4K        in steps of more than 16 rows (the GEMM path) Q4_K weights lose sub-block 7's min
+//   GEMM_TAIL64     in steps of more than 64 rows MATMUL's tail tile (rows past the last whole
+//                   64-row tile) reads the activations of the row 64 above
+//   ROPE_POS4096    RoPE angles from a table of 4096 positions: position p rotated as p % 4096
+//   ATTN_PAST8192   single-token attention over more than 8192 positions reads only the first 8192
+//   MHA_DECODE_SPLIT DECODE_SPLIT, but only where n_head == n_head_kv (the non-grouped kernel)
+//   LOGITS_ROWS     steps with a row table: LOGITS computes the first k rows, not the k flagged
+//   LOGITS_VOCAB64K LOGITS outputs past 65535 never computed (a grid dimension's limit)
+//   RMS_WIDE        RMSNorm of a whole row wider than 1024: mean square of its first 1024 values
+//   MATMUL_K4096    MATMUL over more than 4096 columns drops the columns past the last whole 4096
 //
 // Weights are dequantized row by row as they are used (core's blocks.hpp defines every
 // format); the KV cache stores floats already rounded to the cache type (F16, or
@@ -85,6 +102,21 @@ void dequantize_q6_k_faulty(const uint8_t* src, float* dst, int64_t n) {
 }
 #endif
 
+#ifdef PLANTED_FAULT_GEMM_Q4K
+// FAULT: the min of sub-block 7 (the high nibbles of the last 64-value chunk) ignored
+void dequantize_q4_k_no_min7(const uint8_t* src, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / 256; ++b) {
+        quant::BlockQ4_K block;
+        std::memcpy(&block, src + b * sizeof block, sizeof block);
+        quant::dequant_q4_k(block, dst + b * 256);
+        uint8_t s7, m7;
+        quant::q4k_scale_min(7, block.scales, &s7, &m7);
+        const float dmin = quant::fp16_to_fp32(block.dmin);
+        for (int i = 224; i < 256; ++i) dst[b * 256 + i] += dmin * m7;
+    }
+}
+#endif
+
 void dequantize_row(const Weight& w, int64_t row, float* out) {
     const uint8_t* src = w.data + uint64_t(row) * w.row_bytes;
 #ifdef PLANTED_FAULT_Q6K_SCALE
@@ -120,6 +152,9 @@ struct Context {
     int32_t n_seqs = 1;
     // [layer][sequence][position][kv head][head_dim], floats rounded to the cache type.
     std::vector<float> k, v;
+#ifdef PLANTED_FAULT_KV_REWIND
+    std::vector<int32_t> kept;  // per sequence: the highest position ever written, plus one
+#endif
 };
 
 struct Plan {
@@ -132,6 +167,9 @@ struct Plan {
     std::vector<int32_t> rows;              // rows each value holds after the last step
     std::vector<int32_t> seq, pos;          // the step's rows: sequence and position
     std::vector<int32_t> logit_rows;        // the rows LOGITS computes, in step order
+#ifdef PLANTED_FAULT_SEQ_POS
+    bool row_table = false;  // the step came with a row table
+#endif
 };
 
 // The value as the cache type stores it: F32 as is, F16 rounded to nearest even, Q8 as
@@ -160,33 +198,69 @@ void op_matmul(Plan& p, const er_node& node, int32_t n, const std::vector<int32_
     for (int32_t k = 0; k < node.n_outputs; ++k) {
         const Weight& w = p.ctx->model->weights[node.weights[k]];
         std::vector<float> bias;
-        if (node.biases[k] >= 0) bias = dequantize_all(p.ctx->model->weights[node.biases[k]]);
+#ifdef PLANTED_FAULT_QKV_BIAS_K
+        if (node.biases[k] >= 0 && !(node.op == ER_OP_MATMUL_MULTI && k == 1))  // FAULT: the second bias dropped
+#else
+        if (node.biases[k] >= 0)
+#endif
+            bias = dequantize_all(p.ctx->model->weights[node.biases[k]]);
         std::vector<float>& out = p.f32[node.outputs[k]];
         std::vector<float> row(size_t(w.cols));
+        int64_t cols = width;
+#ifdef PLANTED_FAULT_MATMUL_K4096
+        if (width > 4096) cols = width / 4096 * 4096;  // FAULT: the remainder past whole 4096-column chunks dropped
+#endif
         for (int64_t j = 0; j < w.rows; ++j) {
+#ifdef PLANTED_FAULT_GEMM_Q4K
+            if (!which && n > 16 && w.dtype == int32_t(DType::Q4_K))  // FAULT: the GEMM path's Q4_K dequantizer
+                dequantize_q4_k_no_min7(w.data + uint64_t(j) * w.row_bytes, row.data(), w.cols);
+            else
+#endif
             dequantize_row(w, j, row.data());
             for (int32_t i = 0; i < n_out; ++i) {
-                const int32_t r = which ? (*which)[size_t(i)] : i;
-                out[i * w.rows + j] = dot(&x[r * width], row.data(), width) + (bias.empty() ? 0.0f : bias[j]);
+                int32_t r = which ? (*which)[size_t(i)] : i;
+#ifdef PLANTED_FAULT_GEMM_TAIL64
+                if (!which && n > 64 && r >= n / 64 * 64) r -= 64;  // FAULT: the tail tile reads the tile above
+#endif
+#ifdef PLANTED_FAULT_LOGITS_VOCAB64K
+                if (which && j >= 65536) continue;  // FAULT: past the grid's 65535 blocks nothing is computed
+#endif
+                out[i * w.rows + j] = dot(&x[r * width], row.data(), cols) + (bias.empty() ? 0.0f : bias[j]);
             }
         }
     }
 }
 
 void op_rms_norm(Plan& p, const er_node& node, int32_t n) {
-    const std::vector<float> weight = dequantize_all(p.ctx->model->weights[node.weights[0]]);
+    std::vector<float> weight = dequantize_all(p.ctx->model->weights[node.weights[0]]);
     const int64_t width = p.values[node.inputs[0]].width, group = node.params.rms_norm.group;
 #ifdef PLANTED_FAULT_RMS_EPS
     const double eps = 1e-5;  // FAULT
 #else
     const double eps = node.params.rms_norm.eps;
 #endif
+#ifdef PLANTED_FAULT_QK_NORM_WEIGHT
+    if (group != width)  // FAULT: the layer's previous per-head norm's weight (a fused q/k-norm kernel)
+        for (ptrdiff_t i = &node - p.nodes.data() - 1; i >= 0; --i) {
+            const er_node& prev = p.nodes[size_t(i)];
+            if (prev.op == ER_OP_RMS_NORM && prev.layer == node.layer &&
+                prev.params.rms_norm.group != p.values[prev.inputs[0]].width) {
+                weight = dequantize_all(p.ctx->model->weights[prev.weights[0]]);
+                break;
+            }
+        }
+#endif
     for (int64_t i0 = 0; i0 < n * width; i0 += group) {
         const float* x = &p.f32[node.inputs[0]][i0];
         float* y = &p.f32[node.outputs[0]][i0];
         double sum = 0.0;
-        for (int64_t i = 0; i < group; ++i) sum += double(x[i]) * x[i];
-        const double scale = 1.0 / std::sqrt(sum / double(group) + eps);
+#ifdef PLANTED_FAULT_RMS_WIDE
+        const int64_t summed = group == width && group > 1024 ? 1024 : group;  // FAULT: one block of 1024 threads
+#else
+        const int64_t summed = group;
+#endif
+        for (int64_t i = 0; i < summed; ++i) sum += double(x[i]) * x[i];
+        const double scale = 1.0 / std::sqrt(sum / double(summed) + eps);
         for (int64_t i = 0; i < group; ++i) y[i] = float(x[i] * scale) * weight[i];
     }
 }
@@ -212,6 +286,11 @@ void op_rope(Plan& p, const er_node& node, int32_t n) {
 #ifdef PLANTED_FAULT_ROPE_TILE
                 // FAULT: the row's offset inside its 16-row tile, not inside the step
                 const double angle = double(p.pos[r] - r / 16 * 16) * freq * rp.freq_scale;
+#elif defined(PLANTED_FAULT_ROPE_POS4096)
+                const double angle = double(p.pos[r] % 4096) * freq * rp.freq_scale;  // FAULT: a 4096-entry table
+#elif defined(PLANTED_FAULT_SEQ_POS)
+                // FAULT: positions counted from the step's first row, whatever each row's sequence
+                const double angle = double(p.row_table ? p.pos[0] + r : p.pos[r]) * freq * rp.freq_scale;
 #else
                 const double angle = double(p.pos[r]) * freq * rp.freq_scale;
 #endif
@@ -252,12 +331,22 @@ void op_attention(Plan& p, const er_node& node, int32_t n) {
             std::memcpy(v, &p.f32[node.inputs[2]][(r * n_kv + g) * dv], dv * sizeof(float));
             round_to_cache(c.params.kv_type, k, dk);
             round_to_cache(c.params.kv_type, v, dv);
+#ifdef PLANTED_FAULT_KV_REWIND
+            if (c.kept.empty()) c.kept.assign(size_t(c.n_seqs), 0);
+            c.kept[size_t(seq_of(r))] = std::max(c.kept[size_t(seq_of(r))], p.pos[r] + 1);
+#endif
         }
     const int32_t group = ap.n_head / ap.n_head_kv;
     std::vector<double> weights, acc;
     for (int32_t r = 0; r < n; ++r) {
 #ifdef PLANTED_FAULT_KV_SHORT
         const int32_t n_pos = p.pos[r];  // FAULT: the newest position is left out
+#elif defined(PLANTED_FAULT_CAUSAL_NEXT)
+        const int32_t n_pos = std::min(p.pos[r] + 1 + (r + 1 < n ? 1 : 0), c.params.n_ctx);  // FAULT: sees the next row
+#elif defined(PLANTED_FAULT_KV_REWIND)
+        const int32_t n_pos = n == 1 ? std::max(p.pos[r] + 1, c.kept[size_t(seq_of(r))]) : p.pos[r] + 1;  // FAULT
+#elif defined(PLANTED_FAULT_ATTN_PAST8192)
+        const int32_t n_pos = n == 1 ? std::min(p.pos[r] + 1, 8192) : p.pos[r] + 1;  // FAULT: 32 splits of 256 at most
 #else
         const int32_t n_pos = p.pos[r] + 1;  // causal: positions [0, its own] of its own sequence
 #endif
@@ -276,8 +365,13 @@ void op_attention(Plan& p, const er_node& node, int32_t n) {
                 weights[j] = double(ap.scale) * dot(q, k_at(seq, j, g), dk);
                 max = std::fmax(max, weights[j]);
             }
-#ifdef PLANTED_FAULT_DECODE_SPLIT
-            if (n == 1 && n_pos > 512) {  // FAULT: blocks of 256, each with its own max, never rescaled
+#if defined(PLANTED_FAULT_DECODE_SPLIT) || defined(PLANTED_FAULT_MHA_DECODE_SPLIT)
+#ifdef PLANTED_FAULT_MHA_DECODE_SPLIT
+            const bool split = n == 1 && n_pos > 512 && ap.n_head == ap.n_head_kv;  // the non-grouped kernel only
+#else
+            const bool split = n == 1 && n_pos > 512;
+#endif
+            if (split) {  // FAULT: blocks of 256, each with its own max, never rescaled
                 for (int32_t b = 0; b < n_pos; b += 256) {
                     const int32_t end = std::min(n_pos, b + 256);
                     double block_max = -INFINITY;
@@ -318,6 +412,13 @@ void execute(Plan& p, const er_step& step) {
         p.pos[r] = row.pos;
         if (row.logits) p.logit_rows.push_back(r);
     }
+#ifdef PLANTED_FAULT_SEQ_POS
+    p.row_table = step.rows != nullptr;
+#endif
+#ifdef PLANTED_FAULT_LOGITS_ROWS
+    if (step.rows)  // FAULT: as many rows as are flagged, but the step's first ones
+        for (size_t i = 0; i < p.logit_rows.size(); ++i) p.logit_rows[i] = int32_t(i);
+#endif
     for (const er_node& node : p.nodes) {
         const int64_t width = p.values[node.outputs[0]].width;
         switch (node.op) {
