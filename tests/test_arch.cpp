@@ -85,6 +85,16 @@ FakeWeights reshaped(FakeWeights fw, const std::string& name, std::vector<int64_
     return fw;
 }
 
+// A model description as formats_gguf gives Qwen3-4B's (a small vocabulary), before the
+// keys a test sets.
+er_model_desc qwen3_4b_desc() {
+    auto desc = er_model_desc{};
+    desc.struct_size = sizeof desc;
+    std::snprintf(desc.arch, sizeof desc.arch, "qwen3");
+    desc.n_vocab = 100, desc.n_embd = 2560, desc.n_layer = 36, desc.n_head = 32, desc.n_ff = 9728;
+    return desc;
+}
+
 }  // namespace
 
 TEST_CASE("qwen3: per-head q/k norms before NeoX rope, fused projections, tied logits") {
@@ -152,10 +162,7 @@ TEST_CASE("missing tensors and unknown architectures are named") {
 }
 
 TEST_CASE("hyperparameters: defaults, and missing keys named") {
-    auto desc = er_model_desc{};
-    desc.struct_size = sizeof desc;
-    std::snprintf(desc.arch, sizeof desc.arch, "qwen3");
-    desc.n_vocab = 100, desc.n_embd = 2560, desc.n_layer = 36, desc.n_head = 32, desc.n_ff = 9728;
+    er_model_desc desc = qwen3_4b_desc();
     desc.head_dim_k = 128;
     HParams hp = hparams_from_desc(desc);
     CHECK(hp.n_head_kv == 32);
@@ -200,10 +207,7 @@ TEST_CASE("the token embeddings and the output projection have one row per vocab
 }
 
 TEST_CASE("hyperparameters past int32 are refused with their true value, not wrapped negative") {
-    auto desc = er_model_desc{};
-    desc.struct_size = sizeof desc;
-    std::snprintf(desc.arch, sizeof desc.arch, "qwen3");
-    desc.n_vocab = 100, desc.n_embd = 2560, desc.n_layer = 36, desc.n_head = 32, desc.n_ff = 9728;
+    er_model_desc desc = qwen3_4b_desc();
     desc.head_dim_k = 4294967295;
     CHECK_THROWS_WITH_AS(hparams_from_desc(desc), "model's key head size 4294967295 is more than the 2147483647 supported",
                          Error);

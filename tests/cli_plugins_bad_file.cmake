@@ -1,0 +1,35 @@
+# `edgerun plugins --plugin-dir DIR` with one bad libedgerun_*.so in DIR: one error line
+# naming the file and what is wrong with it, the other plugins still listed, exit status 0.
+#   BAD=junk       a file that is not ELF at all
+#   BAD=truncated  a copy of the sampler plugin (SAMPLER) cut to 4096 bytes: dlopen mapped
+#                  the segment past its end and the process died of SIGBUS
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(file libedgerun_${BAD}.so)
+if(BAD STREQUAL "junk")
+  file(WRITE ${WORK}/${file} "not a shared library\n")
+  set(reason "not a loadable shared library")
+elseif(BAD STREQUAL "truncated")
+  execute_process(COMMAND head -c 4096 ${SAMPLER} OUTPUT_FILE ${WORK}/${file} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "could not cut ${SAMPLER}")
+  endif()
+  set(reason "truncated ELF: segment [0-9]+ ends at byte [0-9]+ of a 4096-byte file$")
+else()
+  message(FATAL_ERROR "BAD must be junk or truncated, not '${BAD}'")
+endif()
+execute_process(COMMAND ${EDGERUN} plugins --plugin-dir ${WORK}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "exit status ${rc}\n${out}\n${err}")
+endif()
+string(REGEX MATCHALL "error: [^\n]*" errors "${out}")
+list(LENGTH errors n_errors)
+if(NOT n_errors EQUAL 1 OR NOT errors MATCHES "${file}: ${reason}")
+  message(FATAL_ERROR "expected one error line naming ${file} and what is wrong with it:\n${out}")
+endif()
+foreach(name formats_gguf cpu_ref sampler example)
+  if(NOT out MATCHES "[ \n]${name} ")
+    message(FATAL_ERROR "plugin ${name} not listed:\n${out}")
+  endif()
+endforeach()
