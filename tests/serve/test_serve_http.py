@@ -251,10 +251,18 @@ def case_connections(edgerun, model):
             closed_after(sock, "a keep-alive connection after its answer")
 
         # --max-connections idle sockets fill the server only until the idle timeout.
-        idle = [connect(s) for _ in range(3)]
-        t = time.monotonic()
-        time.sleep(0.3)
-        status, headers, body = request(s, "GET", "/health")
+        # Under load the request can come after the idle ones' second is up (then a 200 is
+        # right): such a try is made again, up to three times.
+        for attempt in range(3):
+            t = time.monotonic()
+            idle = [connect(s) for _ in range(3)]
+            time.sleep(0.3)
+            status, headers, body = request(s, "GET", "/health")
+            if status == 503 or time.monotonic() - t < 0.9 or attempt == 2:
+                break
+            for sock in idle:
+                sock.close()
+            time.sleep(1.2)
         error_of(status, headers, body, 503, "too_many_connections")
         check(headers.get("retry-after") == "1", f"Retry-After: {headers}")
         time.sleep(max(0.0, t + 1.6 - time.monotonic()))
