@@ -29,8 +29,9 @@ int cmd_chat(const std::vector<std::string>& args) {
     add_model_options(desc, model_options);
     desc.add_options()
         ("system", po::value(&system_prompt), "system prompt")
-        ("think", po::value(&think), "on or off: Qwen3's thinking switch (enable_thinking)")
-        ("chat-template", po::value(&template_name), "use this template family instead of the model's own");
+        ("think", po::value(&think), "on or off: the template's thinking switch (enable_thinking: Qwen3, DeepSeek-R1)")
+        ("chat-template", po::value(&template_name),
+         ("use this template family instead of the model's own: " + text::ChatTemplate::name_list()).c_str());
     add_generation_options(desc, generation);
     add_speculation_options(desc, speculation_options);
     if (!parse(with_long_draft_option(args), desc, common, "usage: edgerun chat [-m MODEL] [--system TEXT] [--think on|off] [options]\n"

@@ -38,7 +38,8 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("queue", po::value(&scheduling.queue_limit)->default_value(scheduling.queue_limit), "requests that may wait for a slot; more get 429")
         ("api-key", po::value(&server.api_key), "require 'Authorization: Bearer KEY' on /v1/")
         ("model-name", po::value(&model_name), "the model's id in the API (default: the file name without .gguf)")
-        ("chat-template", po::value(&template_name), "use this template family instead of the model's own")
+        ("chat-template", po::value(&template_name),
+         ("use this template family instead of the model's own: " + text::ChatTemplate::name_list()).c_str())
         ("max-body", po::value(&max_body)->default_value(max_body), "largest request body in bytes (more: 413)")
         ("max-connections", po::value(&server.max_connections)->default_value(server.max_connections), "connections served at once (more: 503)")
         ("request-timeout", po::value(&request_timeout_s)->default_value(request_timeout_s), "seconds a request may take to arrive whole; a client that stalls mid-request is dropped")

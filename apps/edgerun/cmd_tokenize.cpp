@@ -63,8 +63,8 @@ int cmd_tokenize(const std::vector<std::string>& args) {
         ("chat", po::bool_switch(&chat), "tokenize the text as a user turn in the model's chat template")
         ("system", po::value(&system), "with --chat: a system prompt")
         ("chat-template", po::value(&chat_template),
-         "with --chat: use this template family instead of the model's (chatml, qwen3, llama3, llama2, phi3, gemma)")
-        ("think", po::value(&think), "with --chat: on or off (Qwen3's enable_thinking)");
+         ("with --chat: use this template family instead of the model's: " + text::ChatTemplate::name_list()).c_str())
+        ("think", po::value(&think), "with --chat: on or off (the template's enable_thinking: Qwen3, DeepSeek-R1)");
     if (!parse(args, desc, common,
                "usage: edgerun tokenize -m MODEL [options] TEXT\n"
                "       edgerun tokenize -m MODEL [options] --file FILE\n"

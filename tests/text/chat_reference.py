@@ -5,6 +5,10 @@ template test: edgerun must produce the same text without running Jinja.
     chat_reference.py --out FILE [--model GGUF]
 
 Templates: tests/text/chat_templates/*.jinja, plus the one in the model file (SmolLM2's).
+They are the models' published templates (tokenizer_config.json's chat_template); the
+Mistral ones as llama.cpp's test-chat-template.cpp quotes them, Mistral Nemo's and the
+DeepSeek-R1 distillations' as llama.cpp's models/templates carries them (its copy of the
+Qwen-32B one closes the think block unless enable_thinking is set).
 Each case: a template, BOS/EOS texts, options, messages, and the rendered text (or
 "error" when the template raises). Strings are hex-encoded.
 """
@@ -28,6 +32,13 @@ TEMPLATES = {
     "phi-3.5-mini-instruct": ("phi3", "<s>", "<|endoftext|>"),
     "gemma-2-it": ("gemma", "<bos>", "<eos>"),
     "gemma-3-it": ("gemma", "<bos>", "<eos>"),
+    "mistral-instruct-pre-v1": ("mistral-v1", "<s>", "</s>"),
+    "mistral-7b-instruct-v0.2": ("mistral-v1", "<s>", "</s>"),
+    "mistral-7b-instruct-v0.3": ("mistral-v3", "<s>", "</s>"),
+    "mistral-nemo-instruct-2407": ("mistral-v3-tekken", "<s>", "</s>"),
+    "tinyllama-1.1b-chat-v1.0": ("zephyr", "<s>", "</s>"),
+    "deepseek-r1-distill-llama-8b": ("deepseek-r1", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+    "deepseek-r1-distill-qwen-32b": ("deepseek-r1", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
 }
 
 S, U, A = "system", "user", "assistant"
@@ -102,7 +113,7 @@ def main():
             compiled = env.from_string(source)
             for messages in CONVERSATIONS:
                 for add_generation_prompt in (True, False):
-                    for thinking in ((None, False, True) if family == "qwen3" else (None,)):
+                    for thinking in ((None, False, True) if family in ("qwen3", "deepseek-r1") else (None,)):
                         for date in ((None, "02 Jan 2025") if name.startswith("llama-3.2") else (None,)):
                             out = render(compiled, bos, eos, messages, add_generation_prompt, thinking, date)
                             f.write("case %s %s %s %s %d %d %s\n" % (

@@ -24,17 +24,58 @@ TEST_CASE("families are recognised by distinctive substrings, not by equality") 
     CHECK(family_of("{{'<|user|>\\n'}} {{'<|assistant|>\\n'}} <|end|>") == ChatFamily::Phi3);
     CHECK(family_of("{{ '<start_of_turn>' + role }}") == ChatFamily::Gemma);
     CHECK(family_of("gemma") == ChatFamily::Gemma);  // a family name works as a template too
+    CHECK(family_of("{{ '[INST] ' + message['content'] + ' [/INST]' }}") == ChatFamily::Mistral);
+    CHECK(family_of("{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>'}}") == ChatFamily::DeepSeekR1);
+    CHECK(family_of("{{ '<|user|>\\n' + message['content'] + eos_token }}{{ '<|assistant|>' }}") == ChatFamily::Zephyr);
+}
+
+TEST_CASE("a Mistral template's release is read from how it spells [INST]") {
+    const auto name_of = [](const std::string& source) { return ChatTemplate::detect(source, "<s>", "</s>").name(); };
+    CHECK(name_of("{{ ' [INST] ' + system_message + '\\n\\n' + message['content'] + ' [/INST]' }}") == "mistral-v1");
+    CHECK(name_of("{{ \"[INST] \" + message[\"content\"] + \"[/INST]\" }}") == "mistral-v3");
+    CHECK(name_of("{{ \"[INST]\" + message[\"content\"] + \"[/INST]\" }}") == "mistral-v3-tekken");
+    // Mistral 7B's first template has no system prompt: a system message is refused.
+    const ChatTemplate pre_v1 = ChatTemplate::detect("{{ '[INST] ' + message['content'] + ' [/INST]' }}", "<s>", "</s>");
+    CHECK(pre_v1.format({{"user", "a"}, {"assistant", "b"}, {"user", "c"}}, true) == "<s>[INST] a [/INST]b</s>[INST] c [/INST]");
+    CHECK_THROWS_CONTAINING_AS(pre_v1.format({{"system", "s"}, {"user", "u"}}, true), "alternate", Error);
+    // By name: the release's own spelling, the system prompt where that release puts it.
+    const std::vector<ChatMessage> chat = {{"system", "S"}, {"user", "a"}, {"assistant", " b "}, {"user", "c"}};
+    CHECK(ChatTemplate::named("mistral-v1", "<s>", "</s>").format(chat, true) ==
+          "<s> [INST] S\n\na [/INST]  b </s> [INST] c [/INST]");
+    CHECK(ChatTemplate::named("mistral-v3", "<s>", "</s>").format(chat, true) == "<s>[INST] a[/INST] b</s>[INST] S\n\nc[/INST]");
+    CHECK(ChatTemplate::named("mistral-v3-tekken", "<s>", "</s>").format(chat, true) ==
+          "<s>[INST]a[/INST] b </s>[INST]S\n\nc[/INST]");
+    CHECK_THROWS_CONTAINING_AS(ChatTemplate::named("mistral-v3", "<s>", "</s>").format({{"user", "a"}, {"system", "s"}}, true),
+                               "message 2 is 'system'", Error);
+}
+
+TEST_CASE("DeepSeek-R1: the generation prompt as the template's revision writes it") {
+    const std::string first_revision = "{{bos_token}}{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>'}}";
+    const std::string since_february = "{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜><think>\\n'}}";
+    const std::vector<ChatMessage> chat = {{"user", "q"}, {"assistant", "<think>\nr\n</think>\n\na"}, {"user", "q2"}};
+    CHECK(ChatTemplate::detect(first_revision, "<B>", "<E>").format(chat, true) ==
+          "<B><｜User｜>q<｜Assistant｜>\n\na<｜end▁of▁sentence｜><｜User｜>q2<｜Assistant｜>");
+    CHECK(ChatTemplate::detect(since_february, "<B>", "<E>").format(chat, true) ==
+          "<B><｜User｜>q<｜Assistant｜>\n\na<｜end▁of▁sentence｜><｜User｜>q2<｜Assistant｜><think>\n");
+    CHECK(ChatTemplate::detect(since_february, "<B>", "<E>").format(chat, false) ==
+          "<B><｜User｜>q<｜Assistant｜>\n\na<｜end▁of▁sentence｜><｜User｜>q2");
 }
 
 TEST_CASE("an unrecognised template is an error that says so and lists the names") {
     CHECK_THROWS_CONTAINING_AS(family_of("{{ messages }}"), "unrecognised chat template", Error);
     CHECK_THROWS_CONTAINING_AS(family_of(""), "has none", Error);
     CHECK_THROWS_CONTAINING_AS(family_of("<|im_start|><|im_sep|>"), "--chat-template", Error);
-    CHECK_THROWS_CONTAINING_AS(family_of("[INST] {{ m }} [/INST]"), "Mistral", Error);
+    CHECK_THROWS_CONTAINING_AS(family_of("[SYSTEM_PROMPT]{{ system }}[/SYSTEM_PROMPT][INST]"), "Mistral's v7", Error);
+    // Falcon 3's turns look like Zephyr's but do not end with EOS.
+    CHECK_THROWS_CONTAINING_AS(family_of("{{ '<|user|>\\n' + message['content'] + '\\n' }}{{ '<|assistant|>\\n' }}"),
+                               "unrecognised", Error);
+    const std::vector<std::string> names = {"chatml", "qwen3", "llama3", "llama2", "mistral-v1", "mistral-v3",
+                                            "mistral-v3-tekken", "phi3", "gemma", "zephyr", "deepseek-r1"};
     CHECK_THROWS_CONTAINING_AS(ChatTemplate::named("vicuna", "", ""),
-                               "unknown chat template 'vicuna' (supported: chatml, qwen3, llama3, llama2, phi3, gemma)",
+                               "unknown chat template 'vicuna' (supported: chatml, qwen3, llama3, llama2, mistral-v1, "
+                               "mistral-v3, mistral-v3-tekken, phi3, gemma, zephyr, deepseek-r1)",
                                Error);
-    CHECK(ChatTemplate::names() == std::vector<std::string>{"chatml", "qwen3", "llama3", "llama2", "phi3", "gemma"});
+    CHECK(ChatTemplate::names() == names);
 }
 
 TEST_CASE("a ChatML template's own default system prompt is used when the chat has none") {

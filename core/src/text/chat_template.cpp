@@ -14,18 +14,27 @@ struct FamilyName {
     ChatFamily family;
     const char* name;
 };
-constexpr FamilyName kFamilies[] = {{ChatFamily::ChatML, "chatml"}, {ChatFamily::Qwen3, "qwen3"},
-                                    {ChatFamily::Llama3, "llama3"}, {ChatFamily::Llama2, "llama2"},
-                                    {ChatFamily::Phi3, "phi3"},     {ChatFamily::Gemma, "gemma"}};
+constexpr FamilyName kFamilies[] = {
+    {ChatFamily::ChatML, "chatml"},         {ChatFamily::Qwen3, "qwen3"},
+    {ChatFamily::Llama3, "llama3"},         {ChatFamily::Llama2, "llama2"},
+    {ChatFamily::Mistral, "mistral-v1"},    {ChatFamily::Mistral, "mistral-v3"},
+    {ChatFamily::Mistral, "mistral-v3-tekken"}, {ChatFamily::Phi3, "phi3"},
+    {ChatFamily::Gemma, "gemma"},           {ChatFamily::Zephyr, "zephyr"},
+    {ChatFamily::DeepSeekR1, "deepseek-r1"}};
 
-std::string family_list() {
-    std::string s;
-    for (const auto& f : kFamilies) s += (s.empty() ? "" : ", ") + std::string(f.name);
-    return s;
+// The Mistral releases' spellings: v1 (7B v0.2), v3 (7B v0.3, Large 2407), v3-tekken
+// (Nemo, whose tokenizer has no space before its control tokens).
+MistralStyle mistral_style(std::string_view name) {
+    using System = MistralStyle::System;
+    if (name == "mistral-v1") return {" [INST] ", " [/INST]", " ", false, System::FirstUserTurn};
+    if (name == "mistral-v3-tekken") return {"[INST]", "[/INST]", "", false, System::LastUserTurn};
+    return {"[INST] ", "[/INST]", " ", true, System::LastUserTurn};
 }
+// Mistral 7B's first template (before v1): no system prompt at all.
+constexpr MistralStyle kMistralPreV1{"[INST] ", " [/INST]", "", false, MistralStyle::System::Refused};
 
 [[noreturn]] void unrecognised(const std::string& why) {
-    throw Error("unrecognised chat template" + why + " (supported families: " + family_list() +
+    throw Error("unrecognised chat template" + why + " (supported families: " + ChatTemplate::name_list() +
                     "; choose one with --chat-template NAME)",
                 ER_E_UNSUPPORTED);
 }
@@ -127,10 +136,9 @@ void require_alternation(const std::vector<ChatMessage>& messages, size_t first)
 
 }  // namespace
 
-ChatTemplate::ChatTemplate(ChatFamily family, std::string bos, std::string eos)
-    : family_(family), bos_(std::move(bos)), eos_(std::move(eos)) {
-    for (const auto& f : kFamilies)
-        if (f.family == family) name_ = f.name;
+ChatTemplate::ChatTemplate(ChatFamily family, std::string name, std::string bos, std::string eos)
+    : family_(family), name_(std::move(name)), bos_(std::move(bos)), eos_(std::move(eos)) {
+    if (family == ChatFamily::Mistral) mistral_ = mistral_style(name_);
 }
 
 std::vector<std::string> ChatTemplate::names() {
@@ -139,10 +147,16 @@ std::vector<std::string> ChatTemplate::names() {
     return out;
 }
 
+std::string ChatTemplate::name_list() {
+    std::string s;
+    for (const auto& f : kFamilies) s += (s.empty() ? "" : ", ") + std::string(f.name);
+    return s;
+}
+
 ChatTemplate ChatTemplate::named(std::string_view name, std::string bos_text, std::string eos_text) {
     for (const auto& f : kFamilies)
-        if (name == f.name) return ChatTemplate(f.family, std::move(bos_text), std::move(eos_text));
-    throw Error("unknown chat template '" + std::string(name) + "' (supported: " + family_list() + ")",
+        if (name == f.name) return ChatTemplate(f.family, f.name, std::move(bos_text), std::move(eos_text));
+    throw Error("unknown chat template '" + std::string(name) + "' (supported: " + ChatTemplate::name_list() + ")",
                 ER_E_INVALID_ARGUMENT);
 }
 
@@ -152,34 +166,49 @@ ChatTemplate ChatTemplate::detect(std::string_view source, std::string bos_text,
         if (src == f.name) return named(src, std::move(bos_text), std::move(eos_text));
     if (src.empty()) unrecognised(": the model file has none");
     auto has = [&](std::string_view s) { return src.find(s) != std::string::npos; };
+    auto family = [&](std::string_view name) { return named(name, std::move(bos_text), std::move(eos_text)); };
 
     if (has("<|im_start|>")) {
         if (has("<|im_sep|>")) unrecognised(" (Phi-4 style <|im_sep|> turns)");
         if (has("<end_of_utterance>")) unrecognised(" (SmolVLM style)");
-        if (has("enable_thinking")) return ChatTemplate(ChatFamily::Qwen3, std::move(bos_text), std::move(eos_text));
+        if (has("enable_thinking")) return family("qwen3");
         if (has("<think>")) unrecognised(" (a ChatML reasoning variant other than Qwen3's)");
-        ChatTemplate t(ChatFamily::ChatML, std::move(bos_text), std::move(eos_text));
+        ChatTemplate t = family("chatml");
         t.default_system_ = default_system_prompt(src);
         return t;
     }
-    if (starts_with(src, "mistral") || has("[INST]")) {
-        if (has("[SYSTEM_PROMPT]") || has("[AVAILABLE_TOOLS]") || has("' [INST] ' + system_message") || !has("<<SYS>>"))
-            unrecognised(" (Mistral [INST] formats are not supported)");
-        return ChatTemplate(ChatFamily::Llama2, std::move(bos_text), std::move(eos_text));
+    if (has("[INST]")) {
+        if (has("<<SYS>>")) return family("llama2");
+        // Mistral's v7 (Large 2411, Small 3): [SYSTEM_PROMPT] turns, Small 3's a dated default.
+        if (has("[SYSTEM_PROMPT]")) unrecognised(" (Mistral's v7 [SYSTEM_PROMPT] format is not supported)");
+        if (has(" [/INST]")) {
+            ChatTemplate t = family("mistral-v1");
+            if (!has("system_message")) t.mistral_ = kMistralPreV1;
+            return t;
+        }
+        return family(has("[INST] ") ? "mistral-v3" : "mistral-v3-tekken");
     }
+    if (has("<｜User｜>") && has("<｜Assistant｜>")) {
+        ChatTemplate t = family("deepseek-r1");
+        t.deepseek_think_prompt_ = has("<｜Assistant｜><think>");
+        t.deepseek_reads_thinking_ = has("enable_thinking");
+        return t;
+    }
+    // Zephyr's turns end with EOS; Falcon 3's, which look alike otherwise, do not.
+    if (has("'<|user|>\\n' + message['content'] + eos_token")) return family("zephyr");
     if (has("<|assistant|>") && has("<|end|>")) {
-        ChatTemplate t(ChatFamily::Phi3, std::move(bos_text), std::move(eos_text));
+        ChatTemplate t = family("phi3");
         t.phi3_skip_empty_system_ = has("'system' and message['content']");
         t.phi3_eos_without_prompt_ = has("eos_token");
         return t;
     }
     if (has("<start_of_turn>")) {
-        ChatTemplate t(ChatFamily::Gemma, std::move(bos_text), std::move(eos_text));
+        ChatTemplate t = family("gemma");
         t.gemma_system_in_first_turn_ = has("first_user_prefix");
         return t;
     }
     if (has("<|start_header_id|>") && has("<|end_header_id|>")) {
-        ChatTemplate t(ChatFamily::Llama3, std::move(bos_text), std::move(eos_text));
+        ChatTemplate t = family("llama3");
         t.llama3_date_header_ = has("Cutting Knowledge Date");
         t.llama3_date_is_today_ = has("strftime_now");
         return t;
@@ -194,8 +223,11 @@ std::string ChatTemplate::format(const std::vector<ChatMessage>& messages, const
         case ChatFamily::Qwen3: return format_qwen3(messages, options);
         case ChatFamily::Llama3: return format_llama3(messages, options);
         case ChatFamily::Llama2: return format_llama2(messages);
+        case ChatFamily::Mistral: return format_mistral(messages);
         case ChatFamily::Phi3: return format_phi3(messages, options);
         case ChatFamily::Gemma: return format_gemma(messages, options);
+        case ChatFamily::Zephyr: return format_zephyr(messages, options);
+        case ChatFamily::DeepSeekR1: return format_deepseek_r1(messages, options);
     }
     return {};
 }
@@ -298,6 +330,34 @@ std::string ChatTemplate::format_llama2(const std::vector<ChatMessage>& messages
     return out;
 }
 
+// Mistral: [INST] turns with no generation prompt (a prompt ends with [/INST]); the
+// system prompt is folded into one user turn (the last since v3, as mistral-common does).
+std::string ChatTemplate::format_mistral(const std::vector<ChatMessage>& messages) const {
+    using System = MistralStyle::System;
+    const bool has_system = messages.front().role == "system" && mistral_.system != System::Refused;
+    const size_t first = has_system ? 1 : 0;
+    require_alternation(messages, first);
+    std::string out = bos_;
+    for (size_t i = first; i < messages.size(); ++i) {
+        const auto& m = messages[i];
+        if (m.role == "user") {
+            const bool carries_system =
+                has_system && (mistral_.system == System::FirstUserTurn ? i == first : i + 1 == messages.size());
+            out.append(mistral_.inst_open)
+                .append(carries_system ? messages.front().content + "\n\n" : "")
+                .append(m.content)
+                .append(mistral_.inst_close);
+        } else if (m.role == "assistant") {
+            out.append(mistral_.assistant_prefix).append(mistral_.trim_assistant ? trim(m.content) : m.content).append(eos_);
+        } else {
+            throw Error("the " + name_ + " chat template takes user and assistant messages after an optional first "
+                            "system message (message " + std::to_string(i + 1) + " is '" + m.role + "')",
+                        ER_E_INVALID_ARGUMENT);
+        }
+    }
+    return out;
+}
+
 std::string ChatTemplate::format_phi3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
     std::string out;
     for (const auto& m : messages) {
@@ -329,6 +389,42 @@ std::string ChatTemplate::format_gemma(const std::vector<ChatMessage>& messages,
                (i == first ? prefix : std::string()) + trim(m.content) + "<end_of_turn>\n";
     }
     if (options.add_generation_prompt) out += "<start_of_turn>model\n";
+    return out;
+}
+
+// Zephyr (TinyLlama's chat models): every turn ends with EOS and a newline.
+std::string ChatTemplate::format_zephyr(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
+    std::string out;
+    for (const auto& m : messages)
+        if (m.role == "system" || m.role == "user" || m.role == "assistant")
+            out += "<|" + m.role + "|>\n" + m.content + eos_ + "\n";
+    if (options.add_generation_prompt) out += "<|assistant|>\n";
+    return out;
+}
+
+// DeepSeek-R1 (and its Qwen and Llama distillations): the last system message first,
+// untagged; earlier answers lose their reasoning (all before the last </think>).
+std::string ChatTemplate::format_deepseek_r1(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
+    std::string system;
+    for (const auto& m : messages)
+        if (m.role == "system") system = m.content;
+    std::string out = bos_ + system;
+    for (const auto& m : messages) {
+        if (m.role == "user") {
+            out += "<｜User｜>" + m.content;
+        } else if (m.role == "assistant") {
+            const size_t close = m.content.rfind("</think>");
+            out += "<｜Assistant｜>" + (close == std::string::npos ? m.content : m.content.substr(close + 8)) +
+                   "<｜end▁of▁sentence｜>";
+        } else if (m.role == "tool") {
+            throw Error("the deepseek-r1 chat format in edgerun does not render tool messages", ER_E_UNSUPPORTED);
+        }
+    }
+    if (options.add_generation_prompt) {
+        out += "<｜Assistant｜>";
+        if (deepseek_think_prompt_) out += "<think>\n";
+        if (deepseek_reads_thinking_ && !options.enable_thinking.value_or(false)) out += "</think>";
+    }
     return out;
 }
 

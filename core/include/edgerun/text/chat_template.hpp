@@ -22,12 +22,24 @@ struct ChatMessage {
     std::string content;
 };
 
-enum class ChatFamily { ChatML, Qwen3, Llama3, Llama2, Phi3, Gemma };
+enum class ChatFamily { ChatML, Qwen3, Llama3, Llama2, Mistral, Phi3, Gemma, Zephyr, DeepSeekR1 };
+
+// How a Mistral [INST] template spells its turns: the releases differ in spaces, in
+// trimming, and in which user turn carries the system prompt.
+struct MistralStyle {
+    enum class System { Refused, FirstUserTurn, LastUserTurn };
+    const char* inst_open = "[INST] ";
+    const char* inst_close = "[/INST]";
+    const char* assistant_prefix = " ";
+    bool trim_assistant = true;
+    System system = System::LastUserTurn;
+};
 
 struct ChatOptions {
     bool add_generation_prompt = true;
     // Qwen3's enable_thinking: false puts an empty <think></think> block in the
-    // generation prompt; unset or true leaves thinking to the model.
+    // generation prompt; unset or true leaves thinking to the model. DeepSeek-R1
+    // templates that read it close the think block unless it is true.
     std::optional<bool> enable_thinking;
     // Llama 3.1+'s "Today Date"; empty: today's date where the template asks for the
     // current date (strftime_now), else the date the template defaults to.
@@ -44,6 +56,7 @@ public:
     // A family by name (the --chat-template override); throws Error listing the names.
     static ChatTemplate named(std::string_view name, std::string bos_text, std::string eos_text);
     static std::vector<std::string> names();
+    static std::string name_list();  // the names, comma separated, for help and error texts
 
     ChatFamily family() const { return family_; }
     const std::string& name() const { return name_; }
@@ -61,14 +74,17 @@ public:
     }
 
 private:
-    ChatTemplate(ChatFamily family, std::string bos, std::string eos);
+    ChatTemplate(ChatFamily family, std::string name, std::string bos, std::string eos);
 
     std::string format_chatml(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
     std::string format_qwen3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
     std::string format_llama3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
     std::string format_llama2(const std::vector<ChatMessage>& messages) const;
+    std::string format_mistral(const std::vector<ChatMessage>& messages) const;
     std::string format_phi3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
     std::string format_gemma(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
+    std::string format_zephyr(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
+    std::string format_deepseek_r1(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
 
     ChatFamily family_;
     std::string name_;
@@ -80,6 +96,9 @@ private:
     bool phi3_skip_empty_system_ = true;  // Phi-3.5: `system and message['content']`
     bool phi3_eos_without_prompt_ = true; // Phi-3.5: eos_token when no generation prompt
     bool gemma_system_in_first_turn_ = true;  // Gemma 3 folds the system prompt; Gemma 2 refuses it
+    MistralStyle mistral_;
+    bool deepseek_think_prompt_ = true;     // R1 since 2025-02: the generation prompt opens <think>
+    bool deepseek_reads_thinking_ = false;  // templates that close it unless enable_thinking
 };
 
 class Tokenizer;
