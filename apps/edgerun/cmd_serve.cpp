@@ -20,7 +20,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     ModelOptions model_options;
     serve::ServerOptions server;
     serve::SchedulerOptions scheduling;
-    std::string template_name, model_name;
+    std::string template_name, model_name, reasoning_format = "auto";
     int port = server.port;
     int64_t grace_ms = server.shutdown_grace.count();
     int64_t request_timeout_s = server.request_timeout.count();
@@ -40,6 +40,9 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("model-name", po::value(&model_name), "the model's id in the API (default: the file name without .gguf)")
         ("chat-template", po::value(&template_name),
          ("use this template family instead of the model's own: " + text::ChatTemplate::name_list()).c_str())
+        ("reasoning-format", po::value(&reasoning_format)->default_value(reasoning_format),
+         "auto: a thinking template's <think> block goes to the message's reasoning_content (Qwen3, DeepSeek-R1); "
+         "none: it stays in content")
         ("max-body", po::value(&max_body)->default_value(max_body), "largest request body in bytes (more: 413)")
         ("max-connections", po::value(&server.max_connections)->default_value(server.max_connections), "connections served at once (more: 503)")
         ("request-timeout", po::value(&request_timeout_s)->default_value(request_timeout_s), "seconds a request may take to arrive whole; a client that stalls mid-request is dropped")
@@ -63,6 +66,8 @@ int cmd_serve(const std::vector<std::string>& args) {
         throw Error("--max-body must be 1 to " + std::to_string(kMaxBodyLimit) + " bytes", ER_E_INVALID_ARGUMENT);
     server.max_body_bytes = size_t(max_body);
     serve::HttpServer::check_host(server.host);
+    if (reasoning_format != "auto" && reasoning_format != "none")
+        throw Error("--reasoning-format: '" + reasoning_format + "' is not auto or none", ER_E_INVALID_ARGUMENT);
     if (scheduling.n_slots < 1 || scheduling.n_slots > kMaxBatchSequences)
         throw Error("--parallel must be 1 to " + std::to_string(kMaxBatchSequences), ER_E_INVALID_ARGUMENT);
 
@@ -79,10 +84,12 @@ int cmd_serve(const std::vector<std::string>& args) {
 
     serve::Metrics metrics(scheduling.n_slots);
     serve::Scheduler scheduler(engine, registry, tokenizer, scheduling, metrics);
-    serve::OpenAiApi api(tokenizer, chat_template, model_name, scheduler.n_ctx());
-    std::fprintf(stderr, "serve: %s on %s, %d slots of %d tokens each (%s), template %s\n", model_name.c_str(),
+    const bool split_reasoning = reasoning_format == "auto" && chat_template.thinks();
+    serve::OpenAiApi api(tokenizer, chat_template, model_name, scheduler.n_ctx(), split_reasoning);
+    std::fprintf(stderr, "serve: %s on %s, %d slots of %d tokens each (%s), template %s%s\n", model_name.c_str(),
                  std::string(engine.backend().plugin().name()).c_str(), scheduling.n_slots, scheduler.n_ctx(),
-                 scheduler.batched() ? "stepped together" : "stepped one after the other", chat_template.name().c_str());
+                 scheduler.batched() ? "stepped together" : "stepped one after the other", chat_template.name().c_str(),
+                 split_reasoning ? " (its <think> block in reasoning_content)" : "");
     serve::HttpServer http(server, api, scheduler, metrics);
     http.run();
     std::fprintf(stderr, "serve: stopped\n");

@@ -1,7 +1,7 @@
 """edgerun serve through the official `openai` client (and raw HTTP where the client
 cannot send what is tested: malformed JSON, a missing key).
 
-    test_serve.py EDGERUN MODEL CASE      CASE: api | errors | batching | lifecycle
+    test_serve.py EDGERUN MODEL CASE      CASE: api | errors | batching | lifecycle | reasoning
 
 MODEL may be @fetch:REPO_ROOT (the project's real model, tests/fetched_model.py)."""
 import concurrent.futures
@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -308,7 +309,57 @@ def case_lifecycle(edgerun, model):
             check("shutting down" in str(e), f"the error event says why: {e}")
 
 
-CASES = {"api": case_api, "errors": case_errors, "batching": case_batching, "lifecycle": case_lifecycle}
+def stream_chat_reasoning(c, model, **kw):
+    reasoning, content = "", ""
+    for chunk in c.chat.completions.create(model=model, stream=True, **kw):
+        for choice in chunk.choices:
+            reasoning += getattr(choice.delta, "reasoning_content", None) or ""
+            content += choice.delta.content or ""
+    return reasoning, content
+
+
+def case_reasoning(edgerun, model):
+    """A thinking template's <think> block in reasoning_content, streamed or not, and the
+    template's enable_thinking from chat_template_kwargs."""
+    msgs = [{"role": "user", "content": "What is the capital of France?"}]
+    ask = dict(messages=msgs, max_tokens=24, temperature=0)
+    # DeepSeek-R1's generation prompt opens the block: SmolLM2, which never closes it, answers
+    # in reasoning only.
+    with Server(edgerun, model, "-t", "1", "-c", "256", "--chat-template", "deepseek-r1", "--reasoning-format", "none") as s:
+        raw_answer = client(s).chat.completions.create(model=s.model_id, **ask).choices[0].message
+        check(getattr(raw_answer, "reasoning_content", None) is None, f"--reasoning-format none: {raw_answer}")
+    with Server(edgerun, model, "-t", "1", "-c", "256", "--chat-template", "deepseek-r1") as s:
+        check("reasoning_content" in "".join(s.log), "the start line says where the reasoning goes")
+        c = client(s)
+        whole = c.chat.completions.create(model=s.model_id, **ask).choices[0].message
+        check(whole.reasoning_content == raw_answer.content.lstrip() and whole.content == "",
+              f"the answer is reasoning: {whole} (raw: {raw_answer.content!r})")
+        check(stream_chat_reasoning(c, s.model_id, **ask) == (whole.reasoning_content, whole.content),
+              "streamed reasoning and content add up to the whole response's")
+        for kwargs, param in (("yes", "chat_template_kwargs"), ({"enable_thinking": "no"}, "enable_thinking")):
+            expect_error(lambda: c.chat.completions.create(model=s.model_id, extra_body={"chat_template_kwargs": kwargs},
+                                                           **ask), 400, param)
+        # The completions endpoint has no template: its text is left whole.
+        done = c.completions.create(model=s.model_id, prompt="<think>\nhmm</think>", max_tokens=4, temperature=0)
+        check(getattr(done.choices[0], "reasoning_content", None) is None, f"{done}")
+    # Qwen3's template reads enable_thinking: false writes an empty think block into the prompt.
+    with Server(edgerun, model, "-t", "1", "-c", "256", "--chat-template", "qwen3") as s:
+        c = client(s)
+        tokens = {}
+        for thinking in (None, True, False):
+            extra = {} if thinking is None else {"chat_template_kwargs": {"enable_thinking": thinking}}
+            r = c.chat.completions.create(model=s.model_id, extra_body=extra, **ask)
+            tokens[thinking] = r.usage.prompt_tokens
+            check(r.choices[0].message.content, f"enable_thinking={thinking}: a reply in content: {r}")
+        check(tokens[None] == tokens[True] < tokens[False], f"prompt tokens by enable_thinking: {tokens}")
+    bad = subprocess.run([edgerun, "serve", "-m", model, "--reasoning-format", "deepseek-legacy"],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode != 0 and "--reasoning-format" in bad.stderr and "listening" not in bad.stderr,
+          f"a bad --reasoning-format: {bad.returncode} {bad.stderr!r}")
+
+
+CASES = {"api": case_api, "errors": case_errors, "batching": case_batching, "lifecycle": case_lifecycle,
+         "reasoning": case_reasoning}
 
 if __name__ == "__main__":
     edgerun, model_arg, case = sys.argv[1:4]

@@ -310,7 +310,9 @@ private:
                                   : ApiError(503, "the server is shutting down", "", "shutting_down", "server_error"));
         }
         const std::string id = OpenAiApi::new_id(endpoint);
-        return parsed.stream ? stream(endpoint, *job, id, parsed.include_usage) : whole(endpoint, *job, id);
+        std::optional<text::ReasoningSplitter> reasoning;
+        if (parsed.split_reasoning) reasoning.emplace(parsed.reasoning_open);
+        return parsed.stream ? stream(endpoint, *job, id, parsed.include_usage, reasoning) : whole(endpoint, *job, id, reasoning);
     }
 
     // Waits for the job's next events; false (and the job cancelled) when the client
@@ -329,16 +331,22 @@ private:
         }
     }
 
-    bool whole(Endpoint endpoint, Job& job, const std::string& id) {
-        std::string text;
+    bool whole(Endpoint endpoint, Job& job, const std::string& id, std::optional<text::ReasoningSplitter>& reasoning) {
+        std::string text, thoughts;
+        const auto take = [&](const text::ReasoningSplitter::Pieces& p) {
+            thoughts += p.reasoning;
+            text += p.content;
+        };
         std::vector<JobEvent> events;
         while (next_events(job, events)) {
             for (JobEvent& e : events) {
-                if (e.kind == JobEvent::Kind::Text)
-                    text += e.text;
-                else if (e.kind == JobEvent::Kind::Done)
-                    return send_json(200, server_.api_.response(endpoint, id, text, e.finish_reason, e.usage));
-                else
+                if (e.kind == JobEvent::Kind::Text) {
+                    if (reasoning) take(reasoning->feed(e.text));
+                    else text += e.text;
+                } else if (e.kind == JobEvent::Kind::Done) {
+                    if (reasoning) take(reasoning->finish());
+                    return send_json(200, server_.api_.response(endpoint, id, text, thoughts, e.finish_reason, e.usage));
+                } else
                     return send_error(ApiError(e.status, e.text, "", "", "server_error"));
             }
         }
@@ -360,7 +368,8 @@ private:
 
     static std::string event(const json& data) { return "data: " + OpenAiApi::dump(data) + "\n\n"; }
 
-    bool stream(Endpoint endpoint, Job& job, const std::string& id, bool include_usage) {
+    bool stream(Endpoint endpoint, Job& job, const std::string& id, bool include_usage,
+                std::optional<text::ReasoningSplitter>& reasoning) {
         // HTTP/1.0 forbids chunked encoding: its stream's body ends when the connection closes.
         chunked_ = version_ >= 11;
         if (!chunked_) keep_alive_ = false;
@@ -382,11 +391,20 @@ private:
         std::vector<JobEvent> events;
         while (next_events(job, events)) {
             std::string out;  // everything that arrived together goes in one write
+            const auto send = [&](const std::string& text, Delta delta) {
+                if (!text.empty()) out += event(server_.api_.chunk(endpoint, id, &text, nullptr, false, include_usage, delta));
+            };
+            const auto send_split = [&](const text::ReasoningSplitter::Pieces& p) {
+                send(p.reasoning, Delta::Reasoning);
+                send(p.content, Delta::Content);
+            };
             bool end = false;
             for (JobEvent& e : events) {
                 if (e.kind == JobEvent::Kind::Text) {
-                    out += event(server_.api_.chunk(endpoint, id, &e.text, nullptr, false, include_usage));
+                    if (reasoning) send_split(reasoning->feed(e.text));
+                    else send(e.text, Delta::Content);
                 } else if (e.kind == JobEvent::Kind::Done) {
+                    if (reasoning) send_split(reasoning->finish());
                     out += event(server_.api_.chunk(endpoint, id, nullptr, &e.finish_reason, false, include_usage));
                     if (include_usage) out += event(server_.api_.usage_chunk(endpoint, id, e.usage));
                     out += "data: [DONE]\n\n";
@@ -398,7 +416,9 @@ private:
                     end = true;
                 }
             }
-            if (!write_body(out, job)) break;
+            // Nothing to send when the reasoning splitter holds all that came (an empty
+            // chunk would end the chunked body).
+            if (!out.empty() && !write_body(out, job)) break;
             if (!end) continue;
             if (chunked_) net::write(socket_, http::make_chunk_last(), ec);
             return !ec;

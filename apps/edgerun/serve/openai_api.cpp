@@ -92,9 +92,9 @@ json ApiError::body() const {
 }
 
 OpenAiApi::OpenAiApi(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template, std::string model_id,
-                     int32_t n_ctx)
+                     int32_t n_ctx, bool split_reasoning)
     : tokenizer_(tokenizer), chat_template_(chat_template), model_id_(std::move(model_id)), n_ctx_(n_ctx),
-      created_(unix_seconds()) {}
+      split_reasoning_(split_reasoning), created_(unix_seconds()) {}
 
 std::string OpenAiApi::dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -139,7 +139,7 @@ ApiError OpenAiApi::sampling_refused(const std::string& message) {
     return ApiError(400, "the sampling parameters were refused: " + text, "", "invalid_value");
 }
 
-std::vector<int32_t> OpenAiApi::chat_prompt(const json& body) const {
+std::string OpenAiApi::chat_prompt(const json& body) const {
     const json* messages = field(body, "messages");
     if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
     if (!messages->is_array()) throw wrong_type("messages", "an array");
@@ -173,7 +173,15 @@ std::vector<int32_t> OpenAiApi::chat_prompt(const json& body) const {
         }
         chat.push_back({r, std::move(content)});
     }
-    return text::encode_chat_prompt(tokenizer_, chat_template_.format(chat, true), true);
+    text::ChatOptions options;  // with the generation prompt
+    if (const json* kwargs = field(body, "chat_template_kwargs")) {  // vLLM's and llama.cpp's name
+        if (!kwargs->is_object()) throw wrong_type("chat_template_kwargs", "an object");
+        if (const json* thinking = field(*kwargs, "enable_thinking")) {
+            if (!thinking->is_boolean()) throw wrong_type("chat_template_kwargs.enable_thinking", "a boolean");
+            options.enable_thinking = thinking->get<bool>();
+        }
+    }
+    return chat_template_.format(chat, options);
 }
 
 std::vector<int32_t> OpenAiApi::completion_prompt(const json& body) const {
@@ -256,7 +264,14 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     const std::optional<int64_t> seed = integer(body, "seed");
     p.seed = seed ? uint64_t(*seed) : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 
-    spec.prompt = endpoint == Endpoint::Chat ? chat_prompt(body) : completion_prompt(body);
+    if (endpoint == Endpoint::Chat) {
+        const std::string prompt = chat_prompt(body);
+        spec.prompt = text::encode_chat_prompt(tokenizer_, prompt, true);
+        out.split_reasoning = split_reasoning_;
+        out.reasoning_open = split_reasoning_ && text::ReasoningSplitter::opens_block(prompt);
+    } else {
+        spec.prompt = completion_prompt(body);
+    }
     const char* prompt_name = endpoint == Endpoint::Chat ? "messages" : "prompt";
     if (spec.prompt.empty()) throw ApiError(400, "the prompt is empty (no tokens)", prompt_name, "invalid_value");
     if (int64_t(spec.prompt.size()) >= n_ctx_)
@@ -266,11 +281,12 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     return out;
 }
 
-json OpenAiApi::response(Endpoint endpoint, const std::string& id, const std::string& text,
+json OpenAiApi::response(Endpoint endpoint, const std::string& id, const std::string& text, const std::string& reasoning,
                          const std::string& finish_reason, const Usage& usage) const {
+    json message{{"role", "assistant"}, {"content", text}};
+    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
     json choice = endpoint == Endpoint::Chat
-                      ? json{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"logprobs", nullptr},
-                             {"finish_reason", finish_reason}}
+                      ? json{{"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}
                       : json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
     return json{{"id", id},
                 {"object", endpoint == Endpoint::Chat ? "chat.completion" : "text_completion"},
@@ -285,12 +301,12 @@ json OpenAiApi::response(Endpoint endpoint, const std::string& id, const std::st
 }
 
 json OpenAiApi::chunk(Endpoint endpoint, const std::string& id, const std::string* text,
-                      const std::string* finish_reason, bool with_role, bool include_usage) const {
+                      const std::string* finish_reason, bool with_role, bool include_usage, Delta delta_field) const {
     json choice{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason ? json(*finish_reason) : json()}};
     if (endpoint == Endpoint::Chat) {
         json delta = json::object();
         if (with_role) delta["role"] = "assistant";
-        if (text) delta["content"] = *text;
+        if (text) delta[delta_field == Delta::Reasoning ? "reasoning_content" : "content"] = *text;
         else if (with_role) delta["content"] = "";
         choice["delta"] = delta;
     } else {
@@ -306,7 +322,7 @@ json OpenAiApi::chunk(Endpoint endpoint, const std::string& id, const std::strin
 }
 
 json OpenAiApi::usage_chunk(Endpoint endpoint, const std::string& id, const Usage& usage) const {
-    json out = response(endpoint, id, "", "stop", usage);
+    json out = response(endpoint, id, "", "", "stop", usage);
     out["object"] = endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
     out["choices"] = json::array();
     return out;

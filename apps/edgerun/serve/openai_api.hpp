@@ -6,6 +6,7 @@
 #include "job.hpp"
 
 #include <edgerun/text/chat_template.hpp>
+#include <edgerun/text/reasoning.hpp>
 #include <edgerun/text/tokenizer.hpp>
 
 #include <nlohmann/json.hpp>
@@ -35,12 +36,20 @@ struct ParsedRequest {
     JobSpec spec;
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
+    // The answer's <think> block goes to reasoning_content (a chat with a thinking
+    // template, unless the server was told --reasoning-format none) ...
+    bool split_reasoning = false;
+    bool reasoning_open = false;  // ... and the prompt opened it already (DeepSeek-R1)
 };
+
+// Where a stream chunk's text goes: the reply, or the reasoning before it.
+enum class Delta { Content, Reasoning };
 
 class OpenAiApi {
 public:
+    // split_reasoning: a thinking template's <think> block goes to reasoning_content.
     OpenAiApi(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template, std::string model_id,
-              int32_t n_ctx);
+              int32_t n_ctx, bool split_reasoning);
 
     const std::string& model_id() const { return model_id_; }
 
@@ -55,12 +64,13 @@ public:
     // when the plugin's message names its command-line flag (--top-p: top_p).
     static ApiError sampling_refused(const std::string& message);
 
-    // A whole response (stream: false).
-    json response(Endpoint endpoint, const std::string& id, const std::string& text, const std::string& finish_reason,
-                  const Usage& usage) const;
+    // A whole response (stream: false); `reasoning`, when not empty, is the chat
+    // message's reasoning_content.
+    json response(Endpoint endpoint, const std::string& id, const std::string& text, const std::string& reasoning,
+                  const std::string& finish_reason, const Usage& usage) const;
     // One chunk of a stream: the role first (chat), then text, then the finish reason.
     json chunk(Endpoint endpoint, const std::string& id, const std::string* text, const std::string* finish_reason,
-               bool with_role, bool include_usage) const;
+               bool with_role, bool include_usage, Delta delta = Delta::Content) const;
     // The last chunk when stream_options.include_usage: no choices, the usage.
     json usage_chunk(Endpoint endpoint, const std::string& id, const Usage& usage) const;
 
@@ -71,13 +81,15 @@ public:
 private:
     json model_object() const;
     ApiError model_not_found(const std::string& id) const;
-    std::vector<int32_t> chat_prompt(const json& body) const;
+    // The chat's prompt text, in the model's template.
+    std::string chat_prompt(const json& body) const;
     std::vector<int32_t> completion_prompt(const json& body) const;
 
     const text::Tokenizer& tokenizer_;
     const text::ChatTemplate& chat_template_;
     std::string model_id_;
     int32_t n_ctx_;
+    bool split_reasoning_;
     int64_t created_;
 };
 

@@ -59,6 +59,8 @@ public:
     static std::string name_list();  // the names, comma separated, for help and error texts
 
     ChatFamily family() const { return family_; }
+    // Answers may open with a <think> block of reasoning (Qwen3, DeepSeek-R1).
+    bool thinks() const { return family_ == ChatFamily::Qwen3 || family_ == ChatFamily::DeepSeekR1; }
     const std::string& name() const { return name_; }
     // ChatML: the system prompt the template supplies when the conversation has none.
     const std::string& default_system() const { return default_system_; }
