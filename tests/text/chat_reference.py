@@ -14,6 +14,7 @@ Each case: a template, BOS/EOS texts, options, messages, and the rendered text (
 """
 import argparse
 import datetime
+import json
 import os
 
 import jinja2
@@ -62,16 +63,56 @@ CONVERSATIONS = [
 ]
 
 
-def render(template, bos, eos, messages, add_generation_prompt, thinking, date):
+# Tools and calls, for the templates that take them (Qwen2.5's and Qwen3's: those with
+# <tool_call> turns). Messages as the OpenAI API has them, arguments as dicts (as vLLM and
+# transformers hand them to templates).
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather in a city — “quoted”, tabs\tand ünïcode",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "the city's name"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7.5}},
+        "required": ["city"]}}}
+CLOCK = {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}
+TOOLS = [WEATHER, CLOCK]
+
+
+def call(name, **arguments):
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def m(role, content, **extra):
+    return dict(role=role, content=content, **extra)
+
+
+TOOL_CONVERSATIONS = [
+    [m(S, "You are helpful."), m(U, "Weather in Paris?")],
+    [m(U, "Weather in Paris?")],
+    [m(U, "Weather in Paris?"), m(A, "", tool_calls=[call("get_weather", city="Paris")]),
+     m("tool", '{"temp": 21, "sky": "clear"}')],
+    [m(S, "Be brief."), m(U, "Weather in Paris and Köln, and the time?"),
+     m(A, "Let me check.", tool_calls=[call("get_weather", city="Paris", unit="celsius"),
+                                       call("get_weather", city="Köln", days=2), call("now")]),
+     m("tool", "21 C"), m("tool", "17 C"), m("tool", "12:00"), m(A, "Paris 21 C, Köln 17 C, noon."),
+     m(U, "Thanks!")],
+    [m(U, "Time?"), m(A, "", reasoning_content="\nThe user wants the time.\n", tool_calls=[call("now")]),
+     m("tool", "12:00")],
+    [m(U, "Time?"), m(A, "<think>\nI will call now.\n</think>\n\n", tool_calls=[call("now")]), m("tool", "12:00")],
+]
+
+
+def render(template, bos, eos, messages, add_generation_prompt, thinking, date, tools=None):
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
 
     def strftime_now(fmt):
         return datetime.datetime.now().strftime(fmt)
 
-    variables = dict(messages=[{"role": r, "content": c} for r, c in messages], bos_token=bos, eos_token=eos,
-                     add_generation_prompt=add_generation_prompt, raise_exception=raise_exception,
-                     strftime_now=strftime_now)
+    variables = dict(messages=[{"role": x[0], "content": x[1]} if isinstance(x, tuple) else x for x in messages],
+                     bos_token=bos, eos_token=eos, add_generation_prompt=add_generation_prompt,
+                     raise_exception=raise_exception, strftime_now=strftime_now)
+    if tools is not None:
+        variables["tools"] = tools
     if thinking is not None:
         variables["enable_thinking"] = thinking
     if date is not None:
@@ -104,24 +145,41 @@ def main():
         lc.llama_model_free(model)
         templates.append((os.path.basename(args.model), source, "chatml", "<|im_start|>", "<|im_end|>"))
 
-    # transformers' environment: trim_blocks and lstrip_blocks change the output whitespace.
+    # transformers' environment: trim_blocks and lstrip_blocks change the output whitespace,
+    # and its tojson, which does not escape HTML as Jinja's own does.
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
+        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def tojson(x):
+        return env.filters["tojson"](x)
     n = 0
     with open(args.out, "w") as f:
         f.write("edgerun-chat-cases 1\n")
         for name, source, family, bos, eos in templates:
             compiled = env.from_string(source)
-            for messages in CONVERSATIONS:
+            runs = [(messages, None) for messages in CONVERSATIONS]
+            if "<tool_call>" in source:
+                runs += [(messages, tools) for messages in TOOL_CONVERSATIONS for tools in (TOOLS, None)]
+            for messages, tools in runs:
                 for add_generation_prompt in (True, False):
                     for thinking in ((None, False, True) if family in ("qwen3", "deepseek-r1") else (None,)):
                         for date in ((None, "02 Jan 2025") if name.startswith("llama-3.2") else (None,)):
-                            out = render(compiled, bos, eos, messages, add_generation_prompt, thinking, date)
+                            out = render(compiled, bos, eos, messages, add_generation_prompt, thinking, date, tools)
                             f.write("case %s %s %s %s %d %d %s\n" % (
                                 name, family, hexs(source), " ".join([hexs(bos), hexs(eos)]),
                                 int(add_generation_prompt), -1 if thinking is None else int(thinking),
                                 "-" if date is None else hexs(date)))
-                            for role, content in messages:
-                                f.write("msg %s %s\n" % (hexs(role), hexs(content)))
+                            for tool in tools or []:
+                                f.write("tool %s\n" % hexs(tojson(tool)))
+                            for x in messages:
+                                x = {"role": x[0], "content": x[1]} if isinstance(x, tuple) else x
+                                f.write("msg %s %s\n" % (hexs(x["role"]), hexs(x["content"])))
+                                if "reasoning_content" in x:
+                                    f.write("reasoning %s\n" % hexs(x["reasoning_content"]))
+                                for c in x.get("tool_calls", []):
+                                    f.write("call %s %s\n" % (hexs(c["function"]["name"]),
+                                                               hexs(tojson(c["function"]["arguments"]))))
                             f.write("want %s\n" % ("error" if out is None else hexs(out)))
                             n += 1
         f.write("end\n")

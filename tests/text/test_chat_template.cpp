@@ -112,3 +112,21 @@ TEST_CASE("conversations a template refuses are errors") {
     const ChatTemplate gemma2 = ChatTemplate::detect("{{ bos_token }}<start_of_turn>", "<bos>", "<eos>");
     CHECK_THROWS_CONTAINING_AS(gemma2.format({{"system", "s"}, {"user", "u"}}, true), "system role", Error);
 }
+
+TEST_CASE("tools and calls go only to templates that render them") {
+    ChatOptions options;
+    options.tools = {R"({"type": "function", "function": {"name": "f"}})"};
+    CHECK_THROWS_CONTAINING_AS(ChatTemplate::named("llama3", "<s>", "</s>").format({{"user", "x"}}, options),
+                               "does not take tools", Error);
+    ChatMessage call("assistant", "");
+    call.tool_calls = {{"f", "{}"}};
+    CHECK_THROWS_CONTAINING_AS(ChatTemplate::named("chatml", "", "").format({{"user", "x"}, call}, true),
+                               "does not take tools", Error);
+    CHECK(ChatTemplate::named("qwen3", "", "").calls_tools());
+    CHECK_FALSE(ChatTemplate::named("chatml", "", "").calls_tools());  // ChatML by name: no Qwen2.5 tools block
+    CHECK(ChatTemplate::detect("<|im_start|>{{ tools }}<tool_call>", "", "").calls_tools());
+    CHECK(ChatTemplate::named("qwen3", "", "").format({{"user", "x"}, call}, false) ==
+          "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n{\"name\": \"f\", "
+          "\"arguments\": {}}\n"
+          "</tool_call><|im_end|>\n");
+}

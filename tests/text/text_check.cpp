@@ -205,10 +205,22 @@ int run_chat(const std::string& cases_path) {
             if (thinking >= 0) options.enable_thinking = thinking != 0;
             options.date_string = unhex(date_hex);
             messages.clear();
+        } else if (word == "tool") {
+            std::string tool;
+            ls >> tool;
+            options.tools.push_back(unhex(tool));
         } else if (word == "msg") {
             std::string role, content;
             ls >> role >> content;
             messages.push_back({unhex(role), unhex(content)});
+        } else if (word == "reasoning") {
+            std::string reasoning;
+            ls >> reasoning;
+            messages.back().reasoning_content = unhex(reasoning);
+        } else if (word == "call") {
+            std::string name, arguments;
+            ls >> name >> arguments;
+            messages.back().tool_calls.push_back({unhex(name), unhex(arguments)});
         } else if (word == "want") {
             std::string want_hex;
             ls >> want_hex;

@@ -4,6 +4,7 @@
 #include <edgerun/text/tokenizer.hpp>
 #include <edgerun/text/unicode.hpp>
 
+#include <algorithm>
 #include <ctime>
 
 namespace edgerun::text {
@@ -121,6 +122,32 @@ std::string today() {
     return buf;
 }
 
+// The system turn's tail that Qwen's templates write when tools are given: the functions'
+// signatures and how to call them.
+std::string qwen_tools_block(const std::vector<std::string>& tools) {
+    std::string out =
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with "
+        "function signatures within <tools></tools> XML tags:\n<tools>";
+    for (const std::string& tool : tools) out += "\n" + tool;
+    return out +
+           "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+           "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+           "<args-json-object>}\n</tool_call><|im_end|>\n";
+}
+
+std::string qwen_tool_call(const ToolCall& call) {
+    return "<tool_call>\n{\"name\": \"" + call.name + "\", \"arguments\": " + call.arguments + "}\n</tool_call>";
+}
+
+// Tool results: consecutive ones in one user turn.
+std::string qwen_tool_response(const std::vector<ChatMessage>& messages, size_t i) {
+    std::string out;
+    if (i == 0 || messages[i - 1].role != "tool") out += "<|im_start|>user";
+    out += "\n<tool_response>\n" + messages[i].content + "\n</tool_response>";
+    if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+    return out;
+}
+
 void require_messages(const std::vector<ChatMessage>& messages) {
     if (messages.empty()) throw Error("a chat needs at least one message", ER_E_INVALID_ARGUMENT);
 }
@@ -175,6 +202,7 @@ ChatTemplate ChatTemplate::detect(std::string_view source, std::string bos_text,
         if (has("<think>")) unrecognised(" (a ChatML reasoning variant other than Qwen3's)");
         ChatTemplate t = family("chatml");
         t.default_system_ = default_system_prompt(src);
+        t.chatml_tools_ = has("<tool_call>");
         return t;
     }
     if (has("[INST]")) {
@@ -218,6 +246,12 @@ ChatTemplate ChatTemplate::detect(std::string_view source, std::string bos_text,
 
 std::string ChatTemplate::format(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
     require_messages(messages);
+    if (!calls_tools()) {
+        const bool calls = std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return !m.tool_calls.empty(); });
+        if (!options.tools.empty() || calls)
+            throw Error("the " + name_ + " chat template in edgerun does not take tools (Qwen3's and Qwen2.5's do)",
+                        ER_E_UNSUPPORTED);
+    }
     switch (family_) {
         case ChatFamily::ChatML: return format_chatml(messages, options);
         case ChatFamily::Qwen3: return format_qwen3(messages, options);
@@ -232,11 +266,28 @@ std::string ChatTemplate::format(const std::vector<ChatMessage>& messages, const
     return {};
 }
 
+// ChatML; Qwen2.5's adds tools to the system turn, and calls and their results as turns.
 std::string ChatTemplate::format_chatml(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
     std::string out;
-    if (!default_system_.empty() && messages.front().role != "system")
+    const bool has_system = messages.front().role == "system";
+    if (!options.tools.empty())
+        out += "<|im_start|>system\n" + (has_system ? messages.front().content : default_system_) + "\n\n" +
+               qwen_tools_block(options.tools);
+    else if (!default_system_.empty() && !has_system)
         out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
-    for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    for (size_t i = options.tools.empty() || !has_system ? 0 : 1; i < messages.size(); ++i) {
+        const auto& m = messages[i];
+        if (chatml_tools_ && m.role == "assistant" && !m.tool_calls.empty()) {
+            out += "<|im_start|>assistant";
+            if (!m.content.empty()) out.append("\n").append(m.content);
+            for (const ToolCall& call : m.tool_calls) out.append("\n").append(qwen_tool_call(call));
+            out += "<|im_end|>\n";
+        } else if (chatml_tools_ && m.role == "tool") {
+            out += qwen_tool_response(messages, i);
+        } else {
+            out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+        }
+    }
     if (options.add_generation_prompt) out += "<|im_start|>assistant\n";
     return out;
 }
@@ -245,7 +296,12 @@ std::string ChatTemplate::format_chatml(const std::vector<ChatMessage>& messages
 // reasoning in a <think> block, and whose tool results go back as user turns.
 std::string ChatTemplate::format_qwen3(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
     std::string out;
-    if (messages.front().role == "system") out += "<|im_start|>system\n" + messages.front().content + "<|im_end|>\n";
+    const bool has_system = messages.front().role == "system";
+    if (!options.tools.empty())
+        out += "<|im_start|>system\n" + (has_system ? messages.front().content + "\n\n" : "") +
+               qwen_tools_block(options.tools);
+    else if (has_system)
+        out += "<|im_start|>system\n" + messages.front().content + "<|im_end|>\n";
 
     size_t last_query = messages.size() - 1;
     for (size_t i = messages.size(); i-- > 0;) {
@@ -263,7 +319,9 @@ std::string ChatTemplate::format_qwen3(const std::vector<ChatMessage>& messages,
         } else if (m.role == "assistant") {
             std::string content = m.content, reasoning;
             const size_t close = m.content.find("</think>");
-            if (close != std::string::npos) {
+            if (m.reasoning_content) {
+                reasoning = *m.reasoning_content;
+            } else if (close != std::string::npos) {
                 content = strip_newlines_left(m.content.substr(m.content.rfind("</think>") + 8));
                 std::string before = strip_newlines_right(m.content.substr(0, close));
                 const size_t open = before.rfind("<think>");
@@ -274,11 +332,11 @@ std::string ChatTemplate::format_qwen3(const std::vector<ChatMessage>& messages,
                        "\n</think>\n\n" + strip_newlines_left(content);
             else
                 out += "<|im_start|>" + m.role + "\n" + content;
+            for (size_t c = 0; c < m.tool_calls.size(); ++c)
+                out.append(c > 0 || !content.empty() ? "\n" : "").append(qwen_tool_call(m.tool_calls[c]));
             out += "<|im_end|>\n";
         } else if (m.role == "tool") {
-            if (first || messages[i - 1].role != "tool") out += "<|im_start|>user";
-            out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
-            if (last || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+            out += qwen_tool_response(messages, i);
         }
     }
     if (options.add_generation_prompt) {

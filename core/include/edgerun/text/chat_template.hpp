@@ -17,9 +17,21 @@
 
 namespace edgerun::text {
 
+// A function call an assistant message made: the function's name and its arguments as
+// the template's `tojson` writes them (JSON text, Python's json.dumps spacing).
+struct ToolCall {
+    std::string name;
+    std::string arguments;
+};
+
 struct ChatMessage {
-    std::string role;  // "system", "user", "assistant" (Qwen3 also "tool")
+    ChatMessage() = default;
+    ChatMessage(std::string role, std::string content) : role(std::move(role)), content(std::move(content)) {}
+
+    std::string role;  // "system", "user", "assistant", "tool" (Qwen templates)
     std::string content;
+    std::vector<ToolCall> tool_calls;               // assistant
+    std::optional<std::string> reasoning_content;   // assistant; Qwen3 renders it in place of a <think> block
 };
 
 enum class ChatFamily { ChatML, Qwen3, Llama3, Llama2, Mistral, Phi3, Gemma, Zephyr, DeepSeekR1 };
@@ -44,6 +56,10 @@ struct ChatOptions {
     // Llama 3.1+'s "Today Date"; empty: today's date where the template asks for the
     // current date (strftime_now), else the date the template defaults to.
     std::string date_string;
+    // The functions the model may call, each as the template's `tojson` writes it.
+    // Templates that take tools: Qwen3's and Qwen2.5's (which answer with <tool_call>
+    // blocks); the others refuse them.
+    std::vector<std::string> tools;
 };
 
 class ChatTemplate {
@@ -61,6 +77,8 @@ public:
     ChatFamily family() const { return family_; }
     // Answers may open with a <think> block of reasoning (Qwen3, DeepSeek-R1).
     bool thinks() const { return family_ == ChatFamily::Qwen3 || family_ == ChatFamily::DeepSeekR1; }
+    // Takes ChatOptions::tools, and answers calls in <tool_call> blocks (Qwen3, Qwen2.5).
+    bool calls_tools() const { return family_ == ChatFamily::Qwen3 || chatml_tools_; }
     const std::string& name() const { return name_; }
     // ChatML: the system prompt the template supplies when the conversation has none.
     const std::string& default_system() const { return default_system_; }
@@ -93,6 +111,7 @@ private:
     std::string bos_, eos_;
     // Variations read from the template source.
     std::string default_system_;          // ChatML
+    bool chatml_tools_ = false;           // ChatML: Qwen2.5's tools block and <tool_call> turns
     bool llama3_date_header_ = false;     // Llama 3.1+: system header with dates
     bool llama3_date_is_today_ = false;   // Llama 3.2: strftime_now for the date
     bool phi3_skip_empty_system_ = true;  // Phi-3.5: `system and message['content']`
