@@ -1,7 +1,10 @@
 """edgerun serve through the official `openai` client (and raw HTTP where the client
 cannot send what is tested: malformed JSON, a missing key).
 
-    test_serve.py EDGERUN MODEL CASE      CASE: api | errors | batching | lifecycle | reasoning
+    test_serve.py EDGERUN MODEL CASE PLUGIN_DIR   CASE: api | errors | batching | lifecycle | reasoning | tools
+
+PLUGIN_DIR holds the scripted sampler (tests/fixtures/c_greedy_sampler.c with SCRIPT_ENV),
+which has the model say what a case needs.
 
 MODEL may be @fetch:REPO_ROOT (the project's real model, tests/fetched_model.py)."""
 import concurrent.futures
@@ -358,10 +361,105 @@ def case_reasoning(edgerun, model):
           f"a bad --reasoning-format: {bad.returncode} {bad.stderr!r}")
 
 
+def jinja_render(template_file, messages, tools=None, **variables):
+    """A template rendered as transformers does (its tojson), the reference for /apply-template."""
+    import jinja2.sandbox
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
+        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    with open(os.path.join(os.path.dirname(__file__), "..", "text", "chat_templates", template_file), encoding="utf-8") as f:
+        template = env.from_string(f.read())
+    if tools is not None:
+        variables["tools"] = tools
+    return template.render(messages=messages, add_generation_prompt=True, **variables)
+
+
+def script(edgerun, model, text):
+    """The token ids of `text` (special tokens included), for the scripted sampler."""
+    out = subprocess.run([edgerun, "tokenize", "-m", model, "--special", "--no-bos", text], capture_output=True,
+                         text=True, check=True, timeout=60)
+    return out.stdout.strip()
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather now — “quoted”, a\ttab, ünïcode, \\ and \u0001",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "maximum": 7.5},
+                                                    "units": {"enum": ["C", "F"], "default": None}},
+                   "required": ["city"], "additionalProperties": False}}}
+
+
+def case_tools(edgerun, model, plugin_dir):
+    """Function calling under Qwen3's template: the prompt with tools and earlier calls as
+    the template renders it, and a (scripted) answer's <tool_call> blocks as tool_calls."""
+    history = [{"role": "system", "content": "Be brief."},
+               {"role": "user", "content": "Weather in Köln?"},
+               {"role": "assistant", "content": "", "reasoning_content": "Call the tool.",
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": "get_weather", "arguments": '{"city": "K\\u00f6ln", "days": 2}'}}]},
+               {"role": "tool", "tool_call_id": "call_1", "content": "17 C"}]
+    # Templates see arguments as objects (vLLM and transformers parse the API's JSON text).
+    as_template_sees = [dict(h, tool_calls=[{"function": {"name": c["function"]["name"],
+                                                          "arguments": json.loads(c["function"]["arguments"])}}
+                                            for c in h["tool_calls"]]) if "tool_calls" in h else h for h in history]
+    answer = ("<think>\nThe user wants Paris.\n</think>\n\nLet me check.\n<tool_call>\n"
+              '{"name": "get_weather", "arguments": {"city": "Paris", "days": 1}}\n</tool_call>\n'
+              '<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call><|im_end|>')
+    os.environ["EDGERUN_SCRIPT"] = script(edgerun, model, answer)
+    with Server(edgerun, model, "-t", "1", "-c", "512", "--chat-template", "qwen3", "--sampler-plugin", "scripted_sampler",
+                plugin_dir=plugin_dir) as s:
+        for tools, tool_choice in (([WEATHER], None), ([WEATHER], "none"), (None, None)):
+            body = {"messages": history}
+            if tools:
+                body["tools"] = tools
+            if tool_choice:
+                body["tool_choice"] = tool_choice
+            status, data = raw(s, "POST", "/apply-template", json.dumps(body), {"Content-Type": "application/json"})
+            want = jinja_render("qwen3.jinja", as_template_sees, tools if tool_choice != "none" else None)
+            check(status == 200 and json.loads(data)["prompt"] == want,
+                  f"/apply-template with tools={bool(tools)} tool_choice={tool_choice}: {status}\n{data.decode()}\nwant\n{want}")
+        c = client(s)
+        ask = dict(model=s.model_id, messages=[{"role": "user", "content": "Weather in Paris, and the time?"}],
+                   tools=[WEATHER], max_tokens=200)
+        r = c.chat.completions.create(**ask)
+        msg = r.choices[0].message
+        check(r.choices[0].finish_reason == "tool_calls", f"finish_reason {r.choices[0].finish_reason}")
+        check(msg.reasoning_content == "The user wants Paris." and msg.content == "Let me check.", f"{msg}")
+        calls = [(t.function.name, json.loads(t.function.arguments)) for t in msg.tool_calls]
+        check(calls == [("get_weather", {"city": "Paris", "days": 1}), ("now", {})], f"tool calls {calls}")
+        check(all(t.type == "function" and t.id.startswith("call_") for t in msg.tool_calls) and
+              msg.tool_calls[0].id != msg.tool_calls[1].id, f"call ids {msg.tool_calls}")
+        reasoning, content, streamed_calls, finish = "", "", [], None
+        for chunk in c.chat.completions.create(stream=True, **ask):
+            for choice in chunk.choices:
+                reasoning += getattr(choice.delta, "reasoning_content", None) or ""
+                content += choice.delta.content or ""
+                streamed_calls += [(t.index, t.function.name, json.loads(t.function.arguments))
+                                   for t in choice.delta.tool_calls or []]
+                finish = choice.finish_reason or finish
+        check((reasoning, content, finish) == (msg.reasoning_content, msg.content, "tool_calls"),
+              f"streamed: {reasoning!r} {content!r} {finish}")
+        check(streamed_calls == [(i, n, a) for i, (n, a) in enumerate(calls)], f"streamed calls {streamed_calls}")
+        for bad, param in (({"tool_choice": "required"}, "tool_choice"), ({"tools": [{"type": "code"}]}, "tools[0]"),
+                           ({"tools": {"a": 1}}, "tools"),
+                           ({"messages": [{"role": "assistant", "content": "", "tool_calls": [
+                               {"type": "function", "function": {"name": "f", "arguments": "{not json"}}]}]},
+                            "arguments")):
+            expect_error(lambda: c.chat.completions.create(**dict(ask, **bad)), 400, param)
+    # What is not a call stays text: a broken block is content, and the answer ends with "stop".
+    broken = "Sure.\n<tool_call>\n{\"name\": get_weather}\n</tool_call><|im_end|>"
+    os.environ["EDGERUN_SCRIPT"] = script(edgerun, model, broken)
+    with Server(edgerun, model, "-t", "1", "-c", "512", "--chat-template", "qwen3", "--sampler-plugin", "scripted_sampler",
+                plugin_dir=plugin_dir) as s:
+        r = client(s).chat.completions.create(model=s.model_id, messages=[{"role": "user", "content": "x"}],
+                                              tools=[WEATHER], max_tokens=100)
+        check(r.choices[0].message.content == broken.removesuffix("<|im_end|>") and not r.choices[0].message.tool_calls
+              and r.choices[0].finish_reason == "stop", f"a broken call: {r}")
+
+
 CASES = {"api": case_api, "errors": case_errors, "batching": case_batching, "lifecycle": case_lifecycle,
-         "reasoning": case_reasoning}
+         "reasoning": case_reasoning, "tools": case_tools}
 
 if __name__ == "__main__":
     edgerun, model_arg, case = sys.argv[1:4]
-    CASES[case](edgerun, model_path(model_arg))
+    CASES[case](edgerun, model_path(model_arg), *([sys.argv[4]] if case == "tools" else []))
     print(f"serve {case}: ok")

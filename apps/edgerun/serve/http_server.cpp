@@ -1,5 +1,7 @@
 #include "http_server.hpp"
 
+#include "answer_parts.hpp"
+
 #include <boost/asio/read.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -254,7 +256,8 @@ private:
             if (!get) return refuse_method("GET");
             return send(http::status::ok, server_.metrics_.prometheus_text(), "text/plain; version=0.0.4; charset=utf-8");
         }
-        if (target.rfind("/v1/", 0) != 0) return send_error(ApiError(404, "no such endpoint: " + std::string(target), "", "not_found"));
+        if (target.rfind("/v1/", 0) != 0 && target != "/apply-template")
+            return send_error(ApiError(404, "no such endpoint: " + std::string(target), "", "not_found"));
         if (!server_.options_.api_key.empty()) {
             const auto header = request.find(http::field::authorization);
             std::optional<std::string_view> token;
@@ -277,6 +280,16 @@ private:
             }
         }
         Endpoint endpoint;
+        if (target == "/apply-template") {
+            if (!post) return refuse_method("POST");
+            try {
+                return send_json(200, server_.api_.apply_template(request.body()));
+            } catch (const ApiError& e) {
+                return send_error(e);
+            } catch (const std::exception& e) {  // the chat template refused the conversation
+                return send_error(ApiError(400, e.what(), "messages", "invalid_value"));
+            }
+        }
         if (target == "/v1/chat/completions")
             endpoint = Endpoint::Chat;
         else if (target == "/v1/completions")
@@ -310,9 +323,8 @@ private:
                                   : ApiError(503, "the server is shutting down", "", "shutting_down", "server_error"));
         }
         const std::string id = OpenAiApi::new_id(endpoint);
-        std::optional<text::ReasoningSplitter> reasoning;
-        if (parsed.split_reasoning) reasoning.emplace(parsed.reasoning_open);
-        return parsed.stream ? stream(endpoint, *job, id, parsed.include_usage, reasoning) : whole(endpoint, *job, id, reasoning);
+        AnswerParts parts(parsed.split_reasoning, parsed.reasoning_open, parsed.tool_calls);
+        return parsed.stream ? stream(endpoint, *job, id, parsed.include_usage, parts) : whole(endpoint, *job, id, parts);
     }
 
     // Waits for the job's next events; false (and the job cancelled) when the client
@@ -331,21 +343,27 @@ private:
         }
     }
 
-    bool whole(Endpoint endpoint, Job& job, const std::string& id, std::optional<text::ReasoningSplitter>& reasoning) {
+    // A chat's answer that ends in tool calls ends for them, unless it was cut short.
+    static std::string finish_reason(const JobEvent& done, const std::vector<ParsedToolCall>& calls) {
+        return calls.empty() || done.finish_reason != "stop" ? done.finish_reason : "tool_calls";
+    }
+
+    bool whole(Endpoint endpoint, Job& job, const std::string& id, AnswerParts& parts) {
         std::string text, thoughts;
-        const auto take = [&](const text::ReasoningSplitter::Pieces& p) {
-            thoughts += p.reasoning;
-            text += p.content;
+        const auto take = [&](const AnswerParts::Text& t) {
+            thoughts += t.reasoning;
+            text += t.content;
         };
         std::vector<JobEvent> events;
         while (next_events(job, events)) {
             for (JobEvent& e : events) {
                 if (e.kind == JobEvent::Kind::Text) {
-                    if (reasoning) take(reasoning->feed(e.text));
-                    else text += e.text;
+                    take(parts.feed(e.text));
                 } else if (e.kind == JobEvent::Kind::Done) {
-                    if (reasoning) take(reasoning->finish());
-                    return send_json(200, server_.api_.response(endpoint, id, text, thoughts, e.finish_reason, e.usage));
+                    std::vector<ParsedToolCall> calls;
+                    take(parts.finish(calls));
+                    return send_json(200, server_.api_.response(endpoint, id, text, thoughts, calls,
+                                                                finish_reason(e, calls), e.usage));
                 } else
                     return send_error(ApiError(e.status, e.text, "", "", "server_error"));
             }
@@ -368,8 +386,7 @@ private:
 
     static std::string event(const json& data) { return "data: " + OpenAiApi::dump(data) + "\n\n"; }
 
-    bool stream(Endpoint endpoint, Job& job, const std::string& id, bool include_usage,
-                std::optional<text::ReasoningSplitter>& reasoning) {
+    bool stream(Endpoint endpoint, Job& job, const std::string& id, bool include_usage, AnswerParts& parts) {
         // HTTP/1.0 forbids chunked encoding: its stream's body ends when the connection closes.
         chunked_ = version_ >= 11;
         if (!chunked_) keep_alive_ = false;
@@ -394,18 +411,20 @@ private:
             const auto send = [&](const std::string& text, Delta delta) {
                 if (!text.empty()) out += event(server_.api_.chunk(endpoint, id, &text, nullptr, false, include_usage, delta));
             };
-            const auto send_split = [&](const text::ReasoningSplitter::Pieces& p) {
-                send(p.reasoning, Delta::Reasoning);
-                send(p.content, Delta::Content);
+            const auto send_parts = [&](const AnswerParts::Text& t) {
+                send(t.reasoning, Delta::Reasoning);
+                send(t.content, Delta::Content);
             };
             bool end = false;
             for (JobEvent& e : events) {
                 if (e.kind == JobEvent::Kind::Text) {
-                    if (reasoning) send_split(reasoning->feed(e.text));
-                    else send(e.text, Delta::Content);
+                    send_parts(parts.feed(e.text));
                 } else if (e.kind == JobEvent::Kind::Done) {
-                    if (reasoning) send_split(reasoning->finish());
-                    out += event(server_.api_.chunk(endpoint, id, nullptr, &e.finish_reason, false, include_usage));
+                    std::vector<ParsedToolCall> calls;
+                    send_parts(parts.finish(calls));
+                    if (!calls.empty()) out += event(server_.api_.tool_calls_chunk(id, calls, include_usage));
+                    const std::string reason = finish_reason(e, calls);
+                    out += event(server_.api_.chunk(endpoint, id, nullptr, &reason, false, include_usage));
                     if (include_usage) out += event(server_.api_.usage_chunk(endpoint, id, e.usage));
                     out += "data: [DONE]\n\n";
                     server_.metrics_.request_done(200);

@@ -62,11 +62,16 @@ void refuse_unimplemented(const json& body, Endpoint endpoint) {
     };
     if (auto n = integer(body, "n"); n && *n != 1) refuse("n", "one choice per request");
     if (auto n = integer(body, "best_of"); n && *n != 1) refuse("best_of", "one choice per request");
-    for (const char* name : {"tools", "functions", "logit_bias"})
+    for (const char* name : {"functions", "logit_bias"})
         if (const json* v = field(body, name); v && !v->empty()) refuse(name, "not implemented");
-    for (const char* name : {"tool_choice", "function_call"})
-        if (const json* v = field(body, name); v && !(v->is_string() && v->get<std::string>() == "none"))
-            refuse(name, "no tools");
+    if (const json* v = field(body, "function_call"); v && !(v->is_string() && v->get<std::string>() == "none"))
+        refuse("function_call", "the tools field is the way to give functions");
+    if (endpoint == Endpoint::Completion) {
+        if (const json* v = field(body, "tools"); v && !v->empty()) refuse("tools", "tools need a chat");
+    } else if (const json* v = field(body, "tool_choice");
+               v && !(v->is_string() && (v->get<std::string>() == "none" || v->get<std::string>() == "auto"))) {
+        refuse("tool_choice", "'auto' or 'none': forcing a call needs constrained decoding");
+    }
     if (const json* v = field(body, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()) && !(v->is_number() && v->get<double>() == 0))
         refuse("logprobs", "not implemented");
     if (const json* v = field(body, "top_logprobs"); v && !(v->is_number() && v->get<double>() == 0))
@@ -139,7 +144,50 @@ ApiError OpenAiApi::sampling_refused(const std::string& message) {
     return ApiError(400, "the sampling parameters were refused: " + text, "", "invalid_value");
 }
 
-std::string OpenAiApi::chat_prompt(const json& body) const {
+namespace {
+
+// A request's text content: a string, or an array of text parts.
+std::string message_content(const json* c, const std::string& where) {
+    if (c->is_string()) return c->get<std::string>();
+    std::string content;
+    for (const json& part : *c) {
+        if (!part.is_object() || part.value("type", json()) != json("text") || !part.contains("text") ||
+            !part["text"].is_string())
+            throw ApiError(400, where + ".content: only text parts are supported", where + ".content", "invalid_value");
+        content += part["text"].get<std::string>();
+    }
+    return content;
+}
+
+// An assistant message's earlier calls, their arguments as the template's tojson writes them.
+std::vector<text::ToolCall> message_tool_calls(const json& calls, const std::string& where) {
+    if (!calls.is_array()) throw wrong_type(where, "an array");
+    std::vector<text::ToolCall> out;
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const std::string at = where + "[" + std::to_string(i) + "].function";
+        const json* function = calls[i].is_object() ? field(calls[i], "function") : nullptr;
+        if (!function || !function->is_object()) throw wrong_type(at, "an object");
+        const json* name = field(*function, "name");
+        if (!name || !name->is_string()) throw wrong_type(at + ".name", "a string");
+        const json* arguments = field(*function, "arguments");
+        json parsed = json::object();
+        if (arguments && arguments->is_string()) {  // the API's JSON text
+            parsed = json::parse(arguments->get<std::string>(), nullptr, false);
+            if (parsed.is_discarded() || !parsed.is_object())
+                throw ApiError(400, at + ".arguments is not a JSON object", at + ".arguments", "invalid_value");
+        } else if (arguments && arguments->is_object()) {
+            parsed = *arguments;
+        } else if (arguments) {
+            throw wrong_type(at + ".arguments", "a string of JSON");
+        }
+        out.push_back({name->get<std::string>(), template_json(parsed)});
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string OpenAiApi::chat_prompt(const json& body, bool& with_tools) const {
     const json* messages = field(body, "messages");
     if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
     if (!messages->is_array()) throw wrong_type("messages", "an array");
@@ -153,27 +201,43 @@ std::string OpenAiApi::chat_prompt(const json& body) const {
         if (!role || !role->is_string()) throw wrong_type(where + ".role", "a string");
         std::string r = role->get<std::string>();
         if (r == "developer") r = "system";  // the newer name of the system role
-        if (r != "system" && r != "user" && r != "assistant")
-            throw ApiError(400, where + ".role: '" + r + "' is not system, developer, user or assistant", where + ".role",
-                           "invalid_value");
-        std::string content;
+        if (r != "system" && r != "user" && r != "assistant" && r != "tool")
+            throw ApiError(400, where + ".role: '" + r + "' is not system, developer, user, assistant or tool",
+                           where + ".role", "invalid_value");
         const json* c = field(m, "content");
-        if (c && c->is_string()) {
-            content = c->get<std::string>();
-        } else if (c && c->is_array()) {  // content parts: text only
-            for (const json& part : *c) {
-                if (!part.is_object() || part.value("type", json()) != json("text") || !part.contains("text") ||
-                    !part["text"].is_string())
-                    throw ApiError(400, where + ".content: only text parts are supported", where + ".content",
-                                   "invalid_value");
-                content += part["text"].get<std::string>();
-            }
-        } else if (c || r != "assistant") {
+        if (c ? !c->is_string() && !c->is_array() : r != "assistant")
             throw wrong_type(where + ".content", "a string or an array of text parts");
+        text::ChatMessage message(r, c ? message_content(c, where) : std::string());
+        if (r == "assistant") {
+            if (const json* calls = field(m, "tool_calls")) message.tool_calls = message_tool_calls(*calls, where + ".tool_calls");
+            if (const json* reasoning = field(m, "reasoning_content")) {
+                if (!reasoning->is_string()) throw wrong_type(where + ".reasoning_content", "a string");
+                message.reasoning_content = reasoning->get<std::string>();
+            }
         }
-        chat.push_back({r, std::move(content)});
+        chat.push_back(std::move(message));
     }
     text::ChatOptions options;  // with the generation prompt
+    const json* tool_choice = field(body, "tool_choice");
+    const json* tools = field(body, "tools");
+    if (tools && !(tool_choice && *tool_choice == json("none"))) {
+        if (!tools->is_array()) throw wrong_type("tools", "an array");
+        for (size_t i = 0; i < tools->size(); ++i) {
+            const json& tool = (*tools)[i];
+            const std::string where = "tools[" + std::to_string(i) + "]";
+            const json* function = tool.is_object() ? field(tool, "function") : nullptr;
+            if (!function || !function->is_object() || tool.value("type", json("function")) != json("function"))
+                throw ApiError(400, where + " must be {\"type\": \"function\", \"function\": {...}}", where, "invalid_value");
+            if (const json* name = field(*function, "name"); !name || !name->is_string())
+                throw wrong_type(where + ".function.name", "a string");
+            options.tools.push_back(template_json(tool));
+        }
+        if (!options.tools.empty() && !chat_template_.calls_tools())
+            throw ApiError(400, "'tools': the model's chat template (" + chat_template_.name() +
+                                    ") does not take tools in this server (Qwen3's and Qwen2.5's do)",
+                           "tools", "unsupported_parameter");
+    }
+    with_tools = !options.tools.empty();
     if (const json* kwargs = field(body, "chat_template_kwargs")) {  // vLLM's and llama.cpp's name
         if (!kwargs->is_object()) throw wrong_type("chat_template_kwargs", "an object");
         if (const json* thinking = field(*kwargs, "enable_thinking")) {
@@ -265,7 +329,7 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     p.seed = seed ? uint64_t(*seed) : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 
     if (endpoint == Endpoint::Chat) {
-        const std::string prompt = chat_prompt(body);
+        const std::string prompt = chat_prompt(body, out.tool_calls);
         spec.prompt = text::encode_chat_prompt(tokenizer_, prompt, true);
         out.split_reasoning = split_reasoning_;
         out.reasoning_open = split_reasoning_ && text::ReasoningSplitter::opens_block(prompt);
@@ -281,10 +345,35 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     return out;
 }
 
+namespace {
+
+json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool with_index) {
+    json out = json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        json call{{"id", calls[i].id},
+                  {"type", "function"},
+                  {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+        if (with_index) call["index"] = i;
+        out.push_back(std::move(call));
+    }
+    return out;
+}
+
+}  // namespace
+
+json OpenAiApi::apply_template(std::string_view text) const {
+    const json body = json::parse(text, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) throw ApiError(400, "the body is not a JSON object", "", "invalid_json");
+    bool with_tools = false;
+    return json{{"prompt", chat_prompt(body, with_tools)}};
+}
+
 json OpenAiApi::response(Endpoint endpoint, const std::string& id, const std::string& text, const std::string& reasoning,
-                         const std::string& finish_reason, const Usage& usage) const {
-    json message{{"role", "assistant"}, {"content", text}};
+                         const std::vector<ParsedToolCall>& calls, const std::string& finish_reason,
+                         const Usage& usage) const {
+    json message{{"role", "assistant"}, {"content", text.empty() && !calls.empty() ? json() : json(text)}};
     if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+    if (!calls.empty()) message["tool_calls"] = tool_calls_json(calls, false);
     json choice = endpoint == Endpoint::Chat
                       ? json{{"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}
                       : json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
@@ -321,8 +410,14 @@ json OpenAiApi::chunk(Endpoint endpoint, const std::string& id, const std::strin
     return out;
 }
 
+json OpenAiApi::tool_calls_chunk(const std::string& id, const std::vector<ParsedToolCall>& calls, bool include_usage) const {
+    json out = chunk(Endpoint::Chat, id, nullptr, nullptr, false, include_usage);
+    out["choices"][0]["delta"] = json{{"tool_calls", tool_calls_json(calls, true)}};
+    return out;
+}
+
 json OpenAiApi::usage_chunk(Endpoint endpoint, const std::string& id, const Usage& usage) const {
-    json out = response(endpoint, id, "", "", "stop", usage);
+    json out = response(endpoint, id, "", "", {}, "stop", usage);
     out["object"] = endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
     out["choices"] = json::array();
     return out;

@@ -4,20 +4,17 @@
 #pragma once
 
 #include "job.hpp"
+#include "tool_calls.hpp"
 
 #include <edgerun/text/chat_template.hpp>
 #include <edgerun/text/reasoning.hpp>
 #include <edgerun/text/tokenizer.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 namespace edgerun::serve {
-
-using nlohmann::json;
 
 // An error as the OpenAI API reports it: {"error": {"message", "type", "param", "code"}}.
 struct ApiError : std::runtime_error {
@@ -40,6 +37,7 @@ struct ParsedRequest {
     // template, unless the server was told --reasoning-format none) ...
     bool split_reasoning = false;
     bool reasoning_open = false;  // ... and the prompt opened it already (DeepSeek-R1)
+    bool tool_calls = false;      // tools were given: the reply's <tool_call> blocks are tool_calls
 };
 
 // Where a stream chunk's text goes: the reply, or the reasoning before it.
@@ -55,6 +53,8 @@ public:
 
     // Throws ApiError (400 bad field, 404 unknown model) for what cannot be served.
     ParsedRequest parse(Endpoint endpoint, std::string_view body) const;
+    // POST /apply-template (llama.cpp's): a chat request's prompt text, {"prompt": ...}.
+    json apply_template(std::string_view body) const;
 
     json models() const;
     // GET /v1/models/{id}: the model object, or ApiError 404 for another id.
@@ -65,12 +65,14 @@ public:
     static ApiError sampling_refused(const std::string& message);
 
     // A whole response (stream: false); `reasoning`, when not empty, is the chat
-    // message's reasoning_content.
+    // message's reasoning_content, and `calls` its tool_calls.
     json response(Endpoint endpoint, const std::string& id, const std::string& text, const std::string& reasoning,
-                  const std::string& finish_reason, const Usage& usage) const;
+                  const std::vector<ParsedToolCall>& calls, const std::string& finish_reason, const Usage& usage) const;
     // One chunk of a stream: the role first (chat), then text, then the finish reason.
     json chunk(Endpoint endpoint, const std::string& id, const std::string* text, const std::string* finish_reason,
                bool with_role, bool include_usage, Delta delta = Delta::Content) const;
+    // A chat stream's tool calls, all in one chunk (they are read when the answer ends).
+    json tool_calls_chunk(const std::string& id, const std::vector<ParsedToolCall>& calls, bool include_usage) const;
     // The last chunk when stream_options.include_usage: no choices, the usage.
     json usage_chunk(Endpoint endpoint, const std::string& id, const Usage& usage) const;
 
@@ -81,8 +83,8 @@ public:
 private:
     json model_object() const;
     ApiError model_not_found(const std::string& id) const;
-    // The chat's prompt text, in the model's template.
-    std::string chat_prompt(const json& body) const;
+    // The chat's prompt text, in the model's template; with_tools: tools were given.
+    std::string chat_prompt(const json& body, bool& with_tools) const;
     std::vector<int32_t> completion_prompt(const json& body) const;
 
     const text::Tokenizer& tokenizer_;

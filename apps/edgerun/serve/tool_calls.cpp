@@ -1,0 +1,136 @@
+#include "tool_calls.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <random>
+
+namespace edgerun::serve {
+
+namespace {
+
+constexpr std::string_view kOpen = "<tool_call>";
+constexpr std::string_view kClose = "</tool_call>";
+
+void write_string(std::string& out, const std::string& s) {
+    out += '"';
+    for (const char c : s) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            default:
+                if (uint8_t(c) < 0x20) {
+                    char escaped[8];
+                    std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(uint8_t(c)));
+                    out += escaped;
+                } else {
+                    out += c;
+                }
+        }
+    }
+    out += '"';
+}
+
+void write_json(std::string& out, const json& value) {
+    if (value.is_object()) {
+        out += '{';
+        bool first = true;
+        for (const auto& [key, item] : value.items()) {
+            if (!first) out += ", ";
+            first = false;
+            write_string(out, key);
+            out += ": ";
+            write_json(out, item);
+        }
+        out += '}';
+    } else if (value.is_array()) {
+        out += '[';
+        for (size_t i = 0; i < value.size(); ++i) {
+            if (i) out += ", ";
+            write_json(out, value[i]);
+        }
+        out += ']';
+    } else if (value.is_string()) {
+        write_string(out, value.get_ref<const std::string&>());
+    } else {
+        out += value.dump();  // numbers (shortest round trip, as Python's repr), true, false, null
+    }
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string new_call_id() {
+    static std::atomic<uint64_t> counter{0};
+    static const uint64_t salt = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    char hex[25];
+    std::snprintf(hex, sizeof hex, "%08x%016llx", unsigned(salt >> 40),
+                  static_cast<unsigned long long>(salt ^ (++counter * 0x9E3779B97F4A7C15ull)));
+    return std::string("call_") + hex;
+}
+
+// The held text as calls: blocks with only whitespace around them. False when any part
+// is not a call.
+bool read_calls(std::string_view text, std::vector<ParsedToolCall>& calls) {
+    size_t at = 0;
+    while (true) {
+        while (at < text.size() && is_space(text[at])) ++at;
+        if (at == text.size()) return !calls.empty();
+        if (text.substr(at, kOpen.size()) != kOpen) return false;
+        const size_t close = text.find(kClose, at);
+        if (close == std::string_view::npos) return false;
+        const json call = json::parse(text.substr(at + kOpen.size(), close - at - kOpen.size()), nullptr, false);
+        if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) return false;
+        const json arguments = call.contains("arguments") ? call["arguments"] : json::object();
+        if (!arguments.is_object()) return false;
+        calls.push_back({new_call_id(), call["name"].get<std::string>(), arguments.dump()});
+        at = close + kClose.size();
+    }
+}
+
+}  // namespace
+
+std::string template_json(const json& value) {
+    std::string out;
+    write_json(out, value);
+    return out;
+}
+
+std::string ToolCallSplitter::feed(std::string_view text) {
+    held_ += text;
+    if (in_calls_) return {};
+    if (const size_t open = held_.find(kOpen); open != std::string::npos) {
+        in_calls_ = true;
+        size_t end = open;  // the whitespace before the calls: dropped with them, kept if they are not calls
+        while (end > 0 && is_space(held_[end - 1])) --end;
+        std::string content = held_.substr(0, end);
+        held_.erase(0, end);
+        return content;
+    }
+    // Held: a cut "<tool_call" at the end, and the whitespace before it.
+    size_t keep_from = held_.size();
+    for (size_t n = std::min(held_.size(), kOpen.size() - 1); n > 0; --n)
+        if (std::string_view(held_).substr(held_.size() - n) == kOpen.substr(0, n)) {
+            keep_from -= n;
+            break;
+        }
+    while (keep_from > 0 && is_space(held_[keep_from - 1])) --keep_from;
+    std::string content = held_.substr(0, keep_from);
+    held_.erase(0, keep_from);
+    return content;
+}
+
+ToolCallSplitter::End ToolCallSplitter::finish() {
+    End end;
+    if (!in_calls_ || !read_calls(held_, end.calls)) {
+        end.calls.clear();
+        end.content = std::move(held_);
+    }
+    held_.clear();
+    return end;
+}
+
+}  // namespace edgerun::serve

@@ -1,0 +1,46 @@
+// Function calling for the chat templates that take tools (Qwen3's, Qwen2.5's): the
+// request's JSON written as those templates' `tojson` writes it, and the model's
+// <tool_call> blocks taken out of its reply as the API's tool_calls.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edgerun::serve {
+
+using json = nlohmann::ordered_json;  // objects keep the client's key order, as templates see it
+
+// JSON text as Python's json.dumps(value, ensure_ascii=False) writes it (", " and ": "
+// between items, UTF-8 left as it is): what transformers' and vLLM's `tojson` filter
+// gives a template.
+std::string template_json(const json& value);
+
+struct ParsedToolCall {
+    std::string id;         // call_ and 24 hex digits
+    std::string name;
+    std::string arguments;  // compact JSON text, as the API sends arguments
+};
+
+// A reply arriving in pieces: the text before the first <tool_call> goes on as content,
+// the rest is held until the end, when it is read as calls. A block that is not a call
+// ({"name": "...", "arguments": {...}} between the tags) gives the held text back as
+// content, so nothing the model wrote is lost.
+class ToolCallSplitter {
+public:
+    struct End {
+        std::string content;  // held text that was not calls
+        std::vector<ParsedToolCall> calls;
+    };
+    // Content that can go out now.
+    std::string feed(std::string_view text);
+    End finish();
+
+private:
+    std::string held_;
+    bool in_calls_ = false;
+};
+
+}  // namespace edgerun::serve
