@@ -181,9 +181,12 @@ def case_errors(edgerun, model):
             expect_error(lambda: chat(model=m, messages=msgs, max_tokens=bad), 400, "max_tokens")
             expect_error(lambda: c.completions.create(model=m, prompt="x", max_tokens=bad), 400, "max_tokens")
         for field, value in (("n", 2), ("tools", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
-                             ("logprobs", True), ("response_format", {"type": "json_object"}), ("logit_bias", {"42": 5})):
+                             ("response_format", {"type": "json_object"}), ("logit_bias", {"42": 5})):
             expect_error(lambda: chat(model=m, messages=msgs, **{field: value}), 400, field, "unsupported_parameter")
-        expect_error(lambda: c.completions.create(model=m, prompt="x", logprobs=2), 400, "logprobs")
+        expect_error(lambda: chat(model=m, messages=msgs, logprobs=True, top_logprobs=21), 400, "top_logprobs")
+        expect_error(lambda: chat(model=m, messages=msgs, top_logprobs=2), 400, "top_logprobs")
+        expect_error(lambda: chat(model=m, messages=msgs, logprobs=1), 400, "logprobs")
+        expect_error(lambda: c.completions.create(model=m, prompt="x", logprobs=-1), 400, "logprobs")
         expect_error(lambda: c.completions.create(model=m, prompt=["a", "b"]), 400, "prompt")
         expect_error(lambda: c.completions.create(model=m, prompt="x " * 40000), 413)
         status, data = raw(s, "GET", "/v1/nothing")
@@ -361,6 +364,57 @@ def case_reasoning(edgerun, model):
           f"a bad --reasoning-format: {bad.returncode} {bad.stderr!r}")
 
 
+def case_logprobs(edgerun, model):
+    """Each generated token's log-probability and its most likely alternatives: the values
+    `edgerun eval` gives (log-softmax of the logits), streamed as not."""
+    import numpy as np
+    prompt = [int(t) for t in script(edgerun, model, "The capital of France is").split()]
+    steps, n_top = 6, 5
+    # Greedy continuation and every step's log-softmax, from eval's logits.
+    ids, want = list(prompt), []
+    tmp = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"edgerun_logprobs_{os.getpid()}.npy")
+    for _ in range(steps):
+        subprocess.run([edgerun, "eval", "-m", model, "-t", "1", "--tokens", " ".join(map(str, ids)),
+                        "--logits-out", tmp], check=True, capture_output=True, timeout=120)
+        row = np.load(tmp)[-1].astype(np.float64)
+        logsoftmax = row - row.max() - np.log(np.exp(row - row.max()).sum())
+        ids.append(int(np.argmax(row)))
+        want.append(logsoftmax)
+    os.remove(tmp)
+    with Server(edgerun, model, "-t", "1", "-c", "256", "--parallel", "2") as s:
+        c = client(s)
+        r = c.completions.create(model=s.model_id, prompt=prompt, max_tokens=steps, temperature=0, logprobs=n_top)
+        lp = r.choices[0].logprobs
+        check("".join(lp.tokens) == r.choices[0].text and len(lp.tokens) == steps, f"tokens {lp.tokens} vs {r.choices[0].text!r}")
+        for i in range(steps):
+            top = sorted(lp.top_logprobs[i].values(), reverse=True)
+            check(abs(lp.token_logprobs[i] - want[i][ids[len(prompt) + i]]) < 1e-4,
+                  f"step {i}: logprob {lp.token_logprobs[i]} vs eval's {want[i][ids[len(prompt) + i]]}")
+            check(np.allclose(top, np.sort(want[i])[::-1][:len(top)], atol=1e-4) and len(top) >= n_top - 1,
+                  f"step {i}: top {top} vs eval's {np.sort(want[i])[::-1][:n_top]}")
+        check(lp.text_offset == [sum(len(t.encode()) for t in lp.tokens[:i]) for i in range(steps)], f"{lp.text_offset}")
+
+        ask = dict(model=s.model_id, messages=[{"role": "user", "content": "Name three colours."}], max_tokens=12,
+                   temperature=0, logprobs=True, top_logprobs=3)
+        whole = c.chat.completions.create(**ask).choices[0]
+        entries = whole.logprobs.content
+        check("".join(e.token for e in entries) == whole.message.content and len(entries) == 12, f"{entries}")
+        for e in entries:
+            check(e.logprob <= 0 and len(e.top_logprobs) == 3 and bytes(e.bytes) == e.token.encode(), f"{e}")
+            check(e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob >= e.top_logprobs[2].logprob and
+                  abs(e.top_logprobs[0].logprob - e.logprob) < 1e-6, f"greedy takes the most likely: {e}")
+        streamed = []
+        for chunk in c.chat.completions.create(stream=True, **ask):
+            for choice in chunk.choices:
+                streamed += [(e.token, e.logprob) for e in (choice.logprobs.content if choice.logprobs else [])]
+        # The same tokens; values to rounding (this request reuses the cached prompt, in other step shapes).
+        check([t for t, _ in streamed] == [e.token for e in entries] and
+              all(abs(v - e.logprob) < 1e-3 for (_, v), e in zip(streamed, entries)),
+              f"streamed logprobs {streamed}\n whole {[(e.token, e.logprob) for e in entries]}")
+        plain = c.chat.completions.create(**dict(ask, logprobs=False, top_logprobs=None)).choices[0]
+        check(plain.logprobs is None, f"no logprobs unless asked: {plain.logprobs}")
+
+
 def jinja_render(template_file, messages, tools=None, **variables):
     """A template rendered as transformers does (its tojson), the reference for /apply-template."""
     import jinja2.sandbox
@@ -457,7 +511,7 @@ def case_tools(edgerun, model, plugin_dir):
 
 
 CASES = {"api": case_api, "errors": case_errors, "batching": case_batching, "lifecycle": case_lifecycle,
-         "reasoning": case_reasoning, "tools": case_tools}
+         "reasoning": case_reasoning, "tools": case_tools, "logprobs": case_logprobs}
 
 if __name__ == "__main__":
     edgerun, model_arg, case = sys.argv[1:4]

@@ -1,6 +1,7 @@
 #include "http_server.hpp"
 
 #include "answer_parts.hpp"
+#include "request_fields.hpp"
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -53,48 +54,6 @@ http::response<http::string_body> make_response(http::status status, std::string
     response.body() = std::move(body);
     response.prepare_payload();
     return response;
-}
-
-// Compares every byte of the expected key whatever the given one holds, so the time
-// taken says nothing about how much of a guess was right.
-bool same_key(std::string_view given, std::string_view expected) {
-    unsigned diff = given.size() == expected.size() ? 0u : 1u;
-    for (size_t i = 0; i < expected.size(); ++i)
-        diff |= unsigned(uint8_t(expected[i]) ^ uint8_t(i < given.size() ? given[i] : 0));
-    return diff == 0;
-}
-
-// The token of "Bearer TOKEN"; the scheme is case-insensitive (RFC 9110, 11.1).
-std::optional<std::string_view> bearer_token(std::string_view authorization) {
-    const size_t space = authorization.find(' ');
-    if (space == std::string_view::npos ||
-        !boost::beast::iequals(boost::beast::string_view(authorization.data(), space), "bearer"))
-        return std::nullopt;
-    std::string_view token = authorization.substr(space);
-    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
-    return token;
-}
-
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-// "%2F" and the like decoded (a model id may hold any character); a malformed escape is
-// kept as it is.
-std::string percent_decoded(std::string_view text) {
-    std::string out;
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '%' && i + 2 < text.size() && hex_digit(text[i + 1]) >= 0 && hex_digit(text[i + 2]) >= 0) {
-            out += char(hex_digit(text[i + 1]) * 16 + hex_digit(text[i + 2]));
-            i += 2;
-        } else {
-            out += text[i];
-        }
-    }
-    return out;
 }
 
 bool peer_gone(int fd) {
@@ -350,6 +309,7 @@ private:
 
     bool whole(Endpoint endpoint, Job& job, const std::string& id, AnswerParts& parts) {
         std::string text, thoughts;
+        std::vector<TokenLogprob> logprobs;
         const auto take = [&](const AnswerParts::Text& t) {
             thoughts += t.reasoning;
             text += t.content;
@@ -359,11 +319,16 @@ private:
             for (JobEvent& e : events) {
                 if (e.kind == JobEvent::Kind::Text) {
                     take(parts.feed(e.text));
+                    logprobs.insert(logprobs.end(), e.logprobs.begin(), e.logprobs.end());
                 } else if (e.kind == JobEvent::Kind::Done) {
                     std::vector<ParsedToolCall> calls;
                     take(parts.finish(calls));
-                    return send_json(200, server_.api_.response(endpoint, id, text, thoughts, calls,
-                                                                finish_reason(e, calls), e.usage));
+                    json response =
+                        server_.api_.response(endpoint, id, text, thoughts, calls, finish_reason(e, calls), e.usage);
+                    int64_t text_offset = 0;
+                    if (job.spec().top_logprobs >= 0)
+                        response["choices"][0]["logprobs"] = server_.api_.logprobs(endpoint, logprobs, text_offset);
+                    return send_json(200, response);
                 } else
                     return send_error(ApiError(e.status, e.text, "", "", "server_error"));
             }
@@ -405,11 +370,23 @@ private:
         }
         if (endpoint == Endpoint::Chat && !write_body(event(server_.api_.chunk(endpoint, id, nullptr, nullptr, true, include_usage)), job))
             return false;
+        // Logprobs go with the next chunk out: text the stop strings or the splitters hold
+        // back has its tokens' logprobs wait with it.
+        std::vector<TokenLogprob> logprobs;
+        int64_t text_offset = 0;
+        const auto with_logprobs = [&](json chunk) {
+            if (job.spec().top_logprobs >= 0 && !logprobs.empty()) {
+                chunk["choices"][0]["logprobs"] = server_.api_.logprobs(endpoint, logprobs, text_offset);
+                logprobs.clear();
+            }
+            return chunk;
+        };
         std::vector<JobEvent> events;
         while (next_events(job, events)) {
             std::string out;  // everything that arrived together goes in one write
             const auto send = [&](const std::string& text, Delta delta) {
-                if (!text.empty()) out += event(server_.api_.chunk(endpoint, id, &text, nullptr, false, include_usage, delta));
+                if (!text.empty())
+                    out += event(with_logprobs(server_.api_.chunk(endpoint, id, &text, nullptr, false, include_usage, delta)));
             };
             const auto send_parts = [&](const AnswerParts::Text& t) {
                 send(t.reasoning, Delta::Reasoning);
@@ -418,13 +395,14 @@ private:
             bool end = false;
             for (JobEvent& e : events) {
                 if (e.kind == JobEvent::Kind::Text) {
+                    logprobs.insert(logprobs.end(), e.logprobs.begin(), e.logprobs.end());
                     send_parts(parts.feed(e.text));
                 } else if (e.kind == JobEvent::Kind::Done) {
                     std::vector<ParsedToolCall> calls;
                     send_parts(parts.finish(calls));
                     if (!calls.empty()) out += event(server_.api_.tool_calls_chunk(id, calls, include_usage));
                     const std::string reason = finish_reason(e, calls);
-                    out += event(server_.api_.chunk(endpoint, id, nullptr, &reason, false, include_usage));
+                    out += event(with_logprobs(server_.api_.chunk(endpoint, id, nullptr, &reason, false, include_usage)));
                     if (include_usage) out += event(server_.api_.usage_chunk(endpoint, id, e.usage));
                     out += "data: [DONE]\n\n";
                     server_.metrics_.request_done(200);

@@ -18,8 +18,18 @@
 
 namespace edgerun::serve {
 
+// A generated token's log-probability under the model (the log-softmax of its logits,
+// before temperature and penalties, as vLLM reports them by default), and the most
+// likely tokens at its position with theirs.
+struct TokenLogprob {
+    int32_t token = -1;
+    float logprob = 0;
+    std::vector<std::pair<int32_t, float>> top;  // most likely first
+};
+
 struct JobSpec {
     std::vector<int32_t> prompt;
+    int32_t top_logprobs = -1;  // < 0: no logprobs; else this many alternatives with each token
     int32_t max_tokens = -1;  // < 0: until an end-of-generation token or a full context
     std::vector<std::string> stop;
     er_sampler_params sampler{};
@@ -38,6 +48,7 @@ struct JobEvent {
     std::string finish_reason;  // Done: "stop" or "length"
     Usage usage;                // Done
     int status = 500;           // Error: the HTTP status it maps to
+    std::vector<TokenLogprob> logprobs;  // Text, when asked for: the token this text came with
 };
 
 class Job {

@@ -72,10 +72,6 @@ void refuse_unimplemented(const json& body, Endpoint endpoint) {
                v && !(v->is_string() && (v->get<std::string>() == "none" || v->get<std::string>() == "auto"))) {
         refuse("tool_choice", "'auto' or 'none': forcing a call needs constrained decoding");
     }
-    if (const json* v = field(body, "logprobs"); v && !(v->is_boolean() && !v->get<bool>()) && !(v->is_number() && v->get<double>() == 0))
-        refuse("logprobs", "not implemented");
-    if (const json* v = field(body, "top_logprobs"); v && !(v->is_number() && v->get<double>() == 0))
-        refuse("top_logprobs", "not implemented");
     if (const json* v = field(body, "response_format");
         v && !(v->is_object() && v->value("type", json()) == json("text")))
         refuse("response_format", "plain text only");
@@ -313,6 +309,24 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
         }
     }
 
+    constexpr int64_t kMaxTopLogprobs = 20;
+    const auto top_count = [&](const char* name) {
+        const std::optional<int64_t> n = integer(body, name);
+        if (n && (*n < 0 || *n > kMaxTopLogprobs))
+            throw ApiError(400, "'" + std::string(name) + "' must be 0 to " + std::to_string(kMaxTopLogprobs), name,
+                           "invalid_value");
+        return n;
+    };
+    if (endpoint == Endpoint::Chat) {
+        const bool logprobs = boolean(body, "logprobs");
+        const std::optional<int64_t> top = top_count("top_logprobs");
+        if (top && *top > 0 && !logprobs)
+            throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+        spec.top_logprobs = logprobs ? int32_t(top.value_or(0)) : -1;
+    } else if (const std::optional<int64_t> top = top_count("logprobs")) {  // the completions API's count
+        spec.top_logprobs = int32_t(*top);
+    }
+
     er_sampler_params& p = spec.sampler;
     p.struct_size = sizeof(er_sampler_params);
     p.temperature = float(number(body, "temperature", 1.0, 0.0, 2.0));
@@ -408,6 +422,39 @@ json OpenAiApi::chunk(Endpoint endpoint, const std::string& id, const std::strin
              {"choices", json::array({choice})}};
     if (include_usage) out["usage"] = nullptr;
     return out;
+}
+
+json OpenAiApi::logprobs(Endpoint endpoint, const std::vector<TokenLogprob>& tokens, int64_t& text_offset) const {
+    const auto bytes = [](const std::string& piece) {
+        json out = json::array();
+        for (const char c : piece) out.push_back(int(uint8_t(c)));
+        return out;
+    };
+    if (endpoint == Endpoint::Chat) {
+        json content = json::array();
+        for (const TokenLogprob& t : tokens) {
+            const std::string piece = tokenizer_.token_to_piece(t.token);
+            json top = json::array();
+            for (const auto& [id, logprob] : t.top) {
+                const std::string alternative = tokenizer_.token_to_piece(id);
+                top.push_back({{"token", alternative}, {"logprob", logprob}, {"bytes", bytes(alternative)}});
+            }
+            content.push_back({{"token", piece}, {"logprob", t.logprob}, {"bytes", bytes(piece)}, {"top_logprobs", top}});
+        }
+        return json{{"content", content}};
+    }
+    json pieces = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
+    for (const TokenLogprob& t : tokens) {
+        const std::string piece = tokenizer_.token_to_piece(t.token);
+        json top = json::object();
+        for (const auto& [id, logprob] : t.top) top[tokenizer_.token_to_piece(id)] = logprob;
+        pieces.push_back(piece);
+        values.push_back(t.logprob);
+        tops.push_back(top);
+        offsets.push_back(text_offset);
+        text_offset += int64_t(piece.size());
+    }
+    return json{{"tokens", pieces}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
 json OpenAiApi::tool_calls_chunk(const std::string& id, const std::vector<ParsedToolCall>& calls, bool include_usage) const {

@@ -71,6 +71,10 @@ public:
     // One chunk of a stream: the role first (chat), then text, then the finish reason.
     json chunk(Endpoint endpoint, const std::string& id, const std::string* text, const std::string* finish_reason,
                bool with_role, bool include_usage, Delta delta = Delta::Content) const;
+    // choices[0].logprobs of a response or chunk: the chat API's {"content": [...]}, or the
+    // completions API's columns, whose text_offset (bytes into the completion) continues
+    // from `text_offset` across a stream's chunks.
+    json logprobs(Endpoint endpoint, const std::vector<TokenLogprob>& tokens, int64_t& text_offset) const;
     // A chat stream's tool calls, all in one chunk (they are read when the answer ends).
     json tool_calls_chunk(const std::string& id, const std::vector<ParsedToolCall>& calls, bool include_usage) const;
     // The last chunk when stream_options.include_usage: no choices, the usage.

@@ -1,12 +1,33 @@
 #include "scheduler.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace edgerun::serve {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// log softmax(logits)[token], and the `n_top` largest with their tokens.
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t n_top) {
+    const float max = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (const float l : logits) sum += std::exp(double(l) - max);
+    const double log_sum = double(max) + std::log(sum);
+    TokenLogprob out;
+    out.token = token;
+    out.logprob = float(logits[size_t(token)] - log_sum);
+    std::vector<std::pair<int32_t, float>>& top = out.top;  // kept sorted, largest first
+    for (size_t i = 0; i < logits.size() && n_top > 0; ++i) {
+        if (top.size() == size_t(n_top) && logits[i] <= top.back().second) continue;
+        const auto at = std::find_if(top.begin(), top.end(), [&](const auto& t) { return logits[i] > t.second; });
+        top.insert(at, {int32_t(i), logits[i]});
+        if (top.size() > size_t(n_top)) top.pop_back();
+    }
+    for (auto& [id, value] : top) value = float(value - log_sum);
+    return out;
+}
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
     const size_t n = std::min(a.size(), b.size());
@@ -84,7 +105,7 @@ void Scheduler::run() {
     std::lock_guard lock(mutex_);
     for (Slot& slot : slots_)
         if (slot.job) fail(slot, "the server is shutting down", 503);
-    for (auto& job : waiting_) job->push(JobEvent{JobEvent::Kind::Error, "the server is shutting down", "", {}, 503});
+    for (auto& job : waiting_) job->push(JobEvent{JobEvent::Kind::Error, "the server is shutting down", "", {}, 503, {}});
     waiting_.clear();
     finished_ = true;
     finished_cv_.notify_all();
@@ -203,8 +224,9 @@ bool Scheduler::step() {
 
 void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated) {
     int32_t token = -1;
+    std::span<const float> logits;
     try {
-        const std::span<const float> logits = runner_->logits(slot.seq);
+        logits = runner_->logits(slot.seq);
         token = slot.sampler->sample(logits.data(), int32_t(logits.size()));
     } catch (const std::exception& e) {
         fail(slot, std::string("sampling failed: ") + e.what(), 500);
@@ -214,12 +236,14 @@ void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated)
         finish(slot, "stop");
         return;
     }
+    std::vector<TokenLogprob> logprob;
+    if (const int32_t n_top = slot.job->spec().top_logprobs; n_top >= 0) logprob.push_back(token_logprob(logits, token, n_top));
     slot.sampler->accept(token);
     ++generated;
     if (++slot.generated == 1) metrics_.time_to_first_token(std::chrono::duration<double>(now - slot.job->created()).count());
     slot.usage.completion_tokens = slot.generated;
-    if (std::string text = slot.matcher->push(slot.decoder->push(token)); !text.empty())
-        slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(text), "", {}, 0});
+    if (std::string text = slot.matcher->push(slot.decoder->push(token)); !text.empty() || !logprob.empty())
+        slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(text), "", {}, 0, std::move(logprob)});
     const int32_t max_tokens = slot.job->spec().max_tokens;
     if (slot.matcher->stopped())
         finish(slot, "stop");
@@ -232,14 +256,14 @@ void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated)
 void Scheduler::finish(Slot& slot, const std::string& finish_reason) {
     std::string rest = slot.matcher->push(slot.decoder->flush());
     rest += slot.matcher->flush();
-    if (!rest.empty()) slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(rest), "", {}, 0});
-    slot.job->push(JobEvent{JobEvent::Kind::Done, "", finish_reason, slot.usage, 0});
+    if (!rest.empty()) slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(rest), "", {}, 0, {}});
+    slot.job->push(JobEvent{JobEvent::Kind::Done, "", finish_reason, slot.usage, 0, {}});
     slot.job.reset();
     slot.next_token = -1;
 }
 
 void Scheduler::fail(Slot& slot, const std::string& message, int status) {
-    slot.job->push(JobEvent{JobEvent::Kind::Error, message, "", {}, status});
+    slot.job->push(JobEvent{JobEvent::Kind::Error, message, "", {}, status, {}});
     slot.job.reset();
     slot.next_token = -1;
 }
