@@ -457,7 +457,7 @@ def case_tools(edgerun, model, plugin_dir):
                                             for c in h["tool_calls"]]) if "tool_calls" in h else h for h in history]
     answer = ("<think>\nThe user wants Paris.\n</think>\n\nLet me check.\n<tool_call>\n"
               '{"name": "get_weather", "arguments": {"city": "Paris", "days": 1}}\n</tool_call>\n'
-              '<tool_call>\n{"name": "now", "arguments": {}}\n</tool_call><|im_end|>')
+              '<tool_call>\n{"name": "now", "arguments": "{\\"tz\\": \\"UTC\\"}"}\n</tool_call><|im_end|>')
     os.environ["EDGERUN_SCRIPT"] = script(edgerun, model, answer)
     with Server(edgerun, model, "-t", "1", "-c", "512", "--chat-template", "qwen3", "--sampler-plugin", "scripted_sampler",
                 plugin_dir=plugin_dir) as s:
@@ -479,7 +479,7 @@ def case_tools(edgerun, model, plugin_dir):
         check(r.choices[0].finish_reason == "tool_calls", f"finish_reason {r.choices[0].finish_reason}")
         check(msg.reasoning_content == "The user wants Paris." and msg.content == "Let me check.", f"{msg}")
         calls = [(t.function.name, json.loads(t.function.arguments)) for t in msg.tool_calls]
-        check(calls == [("get_weather", {"city": "Paris", "days": 1}), ("now", {})], f"tool calls {calls}")
+        check(calls == [("get_weather", {"city": "Paris", "days": 1}), ("now", {"tz": "UTC"})], f"tool calls {calls}")
         check(all(t.type == "function" and t.id.startswith("call_") for t in msg.tool_calls) and
               msg.tool_calls[0].id != msg.tool_calls[1].id, f"call ids {msg.tool_calls}")
         reasoning, content, streamed_calls, finish = "", "", [], None

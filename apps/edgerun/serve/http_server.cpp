@@ -413,8 +413,8 @@ private:
                     end = true;
                 }
             }
-            // Nothing to send when the reasoning splitter holds all that came (an empty
-            // chunk would end the chunked body).
+            // Nothing to send when the splitters hold all that came (an empty chunk would
+            // end the chunked body).
             if (!out.empty() && !write_body(out, job)) break;
             if (!end) continue;
             if (chunked_) net::write(socket_, http::make_chunk_last(), ec);

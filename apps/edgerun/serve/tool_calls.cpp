@@ -84,7 +84,9 @@ bool read_calls(std::string_view text, std::vector<ParsedToolCall>& calls) {
         if (close == std::string_view::npos) return false;
         const json call = json::parse(text.substr(at + kOpen.size(), close - at - kOpen.size()), nullptr, false);
         if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) return false;
-        const json arguments = call.contains("arguments") ? call["arguments"] : json::object();
+        json arguments = call.contains("arguments") ? call["arguments"] : json::object();
+        if (arguments.is_string())  // some models write the API's form, JSON text
+            arguments = json::parse(arguments.get<std::string>(), nullptr, false);
         if (!arguments.is_object()) return false;
         calls.push_back({new_call_id(), call["name"].get<std::string>(), arguments.dump()});
         at = close + kClose.size();

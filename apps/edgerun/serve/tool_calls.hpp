@@ -27,7 +27,8 @@ struct ParsedToolCall {
 // A reply arriving in pieces: the text before the first <tool_call> goes on as content,
 // the rest is held until the end, when it is read as calls. A block that is not a call
 // ({"name": "...", "arguments": {...}} between the tags) gives the held text back as
-// content, so nothing the model wrote is lost.
+// content, so nothing the model wrote is lost. Arguments written as a string of JSON
+// are read as the object it holds.
 class ToolCallSplitter {
 public:
     struct End {
