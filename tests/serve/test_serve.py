@@ -376,7 +376,10 @@ def case_logprobs(edgerun, model):
     for _ in range(steps):
         subprocess.run([edgerun, "eval", "-m", model, "-t", "1", "--tokens", " ".join(map(str, ids)),
                         "--logits-out", tmp], check=True, capture_output=True, timeout=120)
-        row = np.load(tmp)[-1].astype(np.float64)
+        rows = np.load(tmp).astype(np.float64)
+        if len(ids) == len(prompt):
+            prompt_rows = rows  # the prompt's own positions, for echo
+        row = rows[-1]
         logsoftmax = row - row.max() - np.log(np.exp(row - row.max()).sum())
         ids.append(int(np.argmax(row)))
         want.append(logsoftmax)
@@ -393,6 +396,26 @@ def case_logprobs(edgerun, model):
             check(np.allclose(top, np.sort(want[i])[::-1][:len(top)], atol=1e-4) and len(top) >= n_top - 1,
                   f"step {i}: top {top} vs eval's {np.sort(want[i])[::-1][:n_top]}")
         check(lp.text_offset == [sum(len(t.encode()) for t in lp.tokens[:i]) for i in range(steps)], f"{lp.text_offset}")
+
+        # echo with max_tokens 0: the prompt scored token by token (lm-evaluation-harness's
+        # loglikelihood requests); the first token has no logprob.
+        r = c.completions.create(model=s.model_id, prompt=prompt, max_tokens=0, echo=True, logprobs=2, temperature=0)
+        lp = r.choices[0].logprobs
+        check(r.choices[0].text == "The capital of France is" == "".join(lp.tokens) and len(lp.tokens) == len(prompt),
+              f"echo: {r.choices[0].text!r} {lp.tokens}")
+        check(lp.token_logprobs[0] is None and lp.top_logprobs[0] is None, f"the first token: {lp}")
+        for i in range(1, len(prompt)):
+            row = prompt_rows[i - 1]
+            logsoftmax = row - row.max() - np.log(np.exp(row - row.max()).sum())
+            check(abs(lp.token_logprobs[i] - logsoftmax[prompt[i]]) < 1e-4 and
+                  np.allclose(sorted(lp.top_logprobs[i].values(), reverse=True), np.sort(logsoftmax)[::-1][:2], atol=1e-4),
+                  f"prompt token {i}: {lp.token_logprobs[i]} {lp.top_logprobs[i]} vs eval's {logsoftmax[prompt[i]]}")
+        r = c.completions.create(model=s.model_id, prompt=prompt, max_tokens=2, echo=True, logprobs=0, temperature=0)
+        streamed = "".join(ch.choices[0].text for ch in c.completions.create(
+            model=s.model_id, prompt=prompt, max_tokens=2, echo=True, temperature=0, stream=True) if ch.choices)
+        check(r.choices[0].text.startswith("The capital of France is") and len(r.choices[0].logprobs.tokens) == len(prompt) + 2
+              and streamed == r.choices[0].text, f"echo and two tokens: {r.choices[0].text!r}, streamed {streamed!r}")
+        expect_error(lambda: c.completions.create(model=s.model_id, prompt=prompt, max_tokens=0), 400, "max_tokens")
 
         ask = dict(model=s.model_id, messages=[{"role": "user", "content": "Name three colours."}], max_tokens=12,
                    temperature=0, logprobs=True, top_logprobs=3)

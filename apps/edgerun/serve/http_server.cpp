@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <thread>
+#include <utility>
 
 namespace edgerun::serve {
 
@@ -283,7 +284,8 @@ private:
         }
         const std::string id = OpenAiApi::new_id(endpoint);
         AnswerParts parts(parsed.split_reasoning, parsed.reasoning_open, parsed.tool_calls);
-        return parsed.stream ? stream(endpoint, *job, id, parsed.include_usage, parts) : whole(endpoint, *job, id, parts);
+        return parsed.stream ? stream(endpoint, *job, id, parsed.include_usage, parts, parsed.echo)
+                             : whole(endpoint, *job, id, parts, parsed.echo);
     }
 
     // Waits for the job's next events; false (and the job cancelled) when the client
@@ -307,8 +309,9 @@ private:
         return calls.empty() || done.finish_reason != "stop" ? done.finish_reason : "tool_calls";
     }
 
-    bool whole(Endpoint endpoint, Job& job, const std::string& id, AnswerParts& parts) {
-        std::string text, thoughts;
+    // echo: the text that goes before the answer's (completions' echo of the prompt).
+    bool whole(Endpoint endpoint, Job& job, const std::string& id, AnswerParts& parts, const std::string& echo) {
+        std::string text = echo, thoughts;
         std::vector<TokenLogprob> logprobs;
         const auto take = [&](const AnswerParts::Text& t) {
             thoughts += t.reasoning;
@@ -351,7 +354,8 @@ private:
 
     static std::string event(const json& data) { return "data: " + OpenAiApi::dump(data) + "\n\n"; }
 
-    bool stream(Endpoint endpoint, Job& job, const std::string& id, bool include_usage, AnswerParts& parts) {
+    bool stream(Endpoint endpoint, Job& job, const std::string& id, bool include_usage, AnswerParts& parts,
+                std::string echo) {
         // HTTP/1.0 forbids chunked encoding: its stream's body ends when the connection closes.
         chunked_ = version_ >= 11;
         if (!chunked_) keep_alive_ = false;
@@ -384,9 +388,11 @@ private:
         std::vector<JobEvent> events;
         while (next_events(job, events)) {
             std::string out;  // everything that arrived together goes in one write
+            // The echoed prompt goes out with the first text, or alone at the end.
             const auto send = [&](const std::string& text, Delta delta) {
-                if (!text.empty())
-                    out += event(with_logprobs(server_.api_.chunk(endpoint, id, &text, nullptr, false, include_usage, delta)));
+                if (text.empty() && (echo.empty() || delta == Delta::Reasoning)) return;
+                const std::string piece = std::exchange(echo, {}) + text;
+                out += event(with_logprobs(server_.api_.chunk(endpoint, id, &piece, nullptr, false, include_usage, delta)));
             };
             const auto send_parts = [&](const AnswerParts::Text& t) {
                 send(t.reasoning, Delta::Reasoning);
@@ -400,6 +406,7 @@ private:
                 } else if (e.kind == JobEvent::Kind::Done) {
                     std::vector<ParsedToolCall> calls;
                     send_parts(parts.finish(calls));
+                    send("", Delta::Content);  // an echo with nothing generated after it
                     if (!calls.empty()) out += event(server_.api_.tool_calls_chunk(id, calls, include_usage));
                     const std::string reason = finish_reason(e, calls);
                     out += event(with_logprobs(server_.api_.chunk(endpoint, id, nullptr, &reason, false, include_usage)));

@@ -30,7 +30,8 @@ struct TokenLogprob {
 struct JobSpec {
     std::vector<int32_t> prompt;
     int32_t top_logprobs = -1;  // < 0: no logprobs; else this many alternatives with each token
-    int32_t max_tokens = -1;  // < 0: until an end-of-generation token or a full context
+    bool prompt_logprobs = false;  // the prompt's tokens' too (completions' echo); the first has none (NaN)
+    int32_t max_tokens = -1;  // < 0: until an end-of-generation token or a full context; 0: the prompt only
     std::vector<std::string> stop;
     er_sampler_params sampler{};
 };

@@ -76,7 +76,6 @@ void refuse_unimplemented(const json& body, Endpoint endpoint) {
         v && !(v->is_object() && v->value("type", json()) == json("text")))
         refuse("response_format", "plain text only");
     if (endpoint == Endpoint::Completion) {
-        if (boolean(body, "echo")) refuse("echo", "not implemented");
         if (const json* v = field(body, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
             refuse("suffix", "not implemented");
     }
@@ -286,11 +285,15 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     }
 
     JobSpec& spec = out.spec;
+    const bool echo = endpoint == Endpoint::Completion && boolean(body, "echo");
     std::optional<int64_t> max_tokens = integer(body, "max_tokens");
     if (endpoint == Endpoint::Chat)
         if (auto m = integer(body, "max_completion_tokens")) max_tokens = m;
     const char* max_name = endpoint == Endpoint::Chat && field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    if (max_tokens && *max_tokens <= 0) throw ApiError(400, "'" + std::string(max_name) + "' must be at least 1", max_name, "invalid_value");
+    // 0 with echo: the prompt alone, scored (lm-evaluation-harness's loglikelihood requests).
+    if (max_tokens && *max_tokens < (echo ? 0 : 1))
+        throw ApiError(400, "'" + std::string(max_name) + "' must be at least 1 (0 only with echo)", max_name,
+                       "invalid_value");
     if (max_tokens && *max_tokens > n_ctx_)
         throw ApiError(400, "'" + std::string(max_name) + "' (" + std::to_string(*max_tokens) + ") is more than the context of " +
                             std::to_string(n_ctx_) + " tokens", max_name, "invalid_value");
@@ -349,6 +352,13 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
         out.reasoning_open = split_reasoning_ && text::ReasoningSplitter::opens_block(prompt);
     } else {
         spec.prompt = completion_prompt(body);
+        if (echo) {
+            const json* prompt = field(body, "prompt");
+            out.echo = prompt->is_string() ? prompt->get<std::string>()
+                       : (*prompt)[0].is_string() ? (*prompt)[0].get<std::string>()
+                                                  : tokenizer_.decode(spec.prompt);
+            spec.prompt_logprobs = spec.top_logprobs >= 0;
+        }
     }
     const char* prompt_name = endpoint == Endpoint::Chat ? "messages" : "prompt";
     if (spec.prompt.empty()) throw ApiError(400, "the prompt is empty (no tokens)", prompt_name, "invalid_value");
@@ -449,8 +459,8 @@ json OpenAiApi::logprobs(Endpoint endpoint, const std::vector<TokenLogprob>& tok
         json top = json::object();
         for (const auto& [id, logprob] : t.top) top[tokenizer_.token_to_piece(id)] = logprob;
         pieces.push_back(piece);
-        values.push_back(t.logprob);
-        tops.push_back(top);
+        values.push_back(std::isnan(t.logprob) ? json() : json(t.logprob));  // the prompt's first token
+        tops.push_back(std::isnan(t.logprob) ? json() : top);
         offsets.push_back(text_offset);
         text_offset += int64_t(piece.size());
     }

@@ -38,6 +38,7 @@ struct ParsedRequest {
     bool split_reasoning = false;
     bool reasoning_open = false;  // ... and the prompt opened it already (DeepSeek-R1)
     bool tool_calls = false;      // tools were given: the reply's <tool_call> blocks are tool_calls
+    std::string echo;             // completions' echo: the prompt's text, before the completion's
 };
 
 // Where a stream chunk's text goes: the reply, or the reasoning before it.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace edgerun::serve {
 
@@ -142,8 +143,10 @@ void Scheduler::count_busy() {
 
 void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     const std::vector<int32_t>& prompt = job->spec().prompt;
-    // At least the last prompt token is fed again: its logits give the first token.
-    const size_t common = std::min(common_prefix(slot.cached, prompt), prompt.size() - 1);
+    // At least the last prompt token is fed again: its logits give the first token. A
+    // prompt scored token by token is fed whole: the cache keeps no logits.
+    const bool scoring = job->spec().prompt_logprobs;
+    const size_t common = scoring ? 0 : std::min(common_prefix(slot.cached, prompt), prompt.size() - 1);
     runner_->rewind(slot.seq, int32_t(common));
     slot.cached.resize(common);
     slot.job = std::move(job);
@@ -160,6 +163,9 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     }
     slot.decoder.emplace(tokenizer_);
     slot.matcher.emplace(slot.job->spec().stop);
+    if (scoring)  // the first token has nothing before it to be predicted from
+        slot.job->push(JobEvent{JobEvent::Kind::Text, "", "", {}, 0,
+                                {TokenLogprob{prompt[0], std::numeric_limits<float>::quiet_NaN(), {}}}});
     metrics_.prompt_tokens(int64_t(prompt.size() - common), int64_t(common));
 }
 
@@ -189,7 +195,12 @@ bool Scheduler::step() {
         if (budget <= 0) break;
         const std::vector<int32_t>& prompt = slot->job->spec().prompt;
         const size_t n = std::min(prompt.size() - slot->prompt_fed, size_t(budget));
-        feeds_.push_back(SequenceFeed{slot->seq, std::span<const int32_t>(prompt.data() + slot->prompt_fed, n), nullptr});
+        float* all_logits = nullptr;
+        if (slot->job->spec().prompt_logprobs) {
+            slot->prompt_logits.resize(n * size_t(runner_->n_vocab()));
+            all_logits = slot->prompt_logits.data();
+        }
+        feeds_.push_back(SequenceFeed{slot->seq, std::span<const int32_t>(prompt.data() + slot->prompt_fed, n), all_logits});
         fed_slots_.push_back(slot);
         budget -= int64_t(n);
     }
@@ -212,6 +223,7 @@ bool Scheduler::step() {
         Slot& slot = *fed_slots_[i];
         slot.cached.insert(slot.cached.end(), feeds_[i].tokens.begin(), feeds_[i].tokens.end());
         if (!slot.decoding()) {
+            if (feeds_[i].all_logits) score_prompt(slot, feeds_[i].tokens.size());
             slot.prompt_fed += feeds_[i].tokens.size();
             if (slot.prompt_fed < slot.job->spec().prompt.size()) continue;
         }
@@ -222,7 +234,25 @@ bool Scheduler::step() {
     return true;
 }
 
+void Scheduler::score_prompt(Slot& slot, size_t n_rows) {
+    const JobSpec& spec = slot.job->spec();
+    const size_t n_vocab = size_t(runner_->n_vocab());
+    std::vector<TokenLogprob> scored;
+    for (size_t r = 0; r < n_rows; ++r) {
+        const size_t next = slot.prompt_fed + r + 1;  // the prompt token row r predicts
+        if (next < spec.prompt.size())
+            scored.push_back(token_logprob({slot.prompt_logits.data() + r * n_vocab, n_vocab}, spec.prompt[next],
+                                           spec.top_logprobs));
+    }
+    if (!scored.empty()) slot.job->push(JobEvent{JobEvent::Kind::Text, "", "", {}, 0, std::move(scored)});
+    if (slot.prompt_fed + n_rows == spec.prompt.size()) slot.prompt_logits = {};  // a chunk of a vocabulary's rows
+}
+
 void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated) {
+    if (slot.job->spec().max_tokens == 0) {  // the prompt only (scored, echoed)
+        finish(slot, "length");
+        return;
+    }
     int32_t token = -1;
     std::span<const float> logits;
     try {

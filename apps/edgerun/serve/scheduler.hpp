@@ -61,6 +61,7 @@ private:
         std::optional<Sampler> sampler;
         std::optional<text::StreamDecoder> decoder;
         std::optional<StopMatcher> matcher;
+        std::vector<float> prompt_logits;  // a prefill chunk's every row, when the prompt's logprobs are asked for
         bool decoding() const { return job && next_token >= 0; }
     };
 
@@ -70,6 +71,7 @@ private:
     void start(Slot& slot, std::shared_ptr<Job> job);
     bool step();  // false when there was nothing to do
     void after_row(Slot& slot, std::chrono::steady_clock::time_point now, int64_t& generated);
+    void score_prompt(Slot& slot, size_t n_rows);  // the logprobs of a prefill chunk's next tokens
     void finish(Slot& slot, const std::string& finish_reason);
     void fail(Slot& slot, const std::string& message, int status);
 
