@@ -6,8 +6,8 @@ template test: edgerun must produce the same text without running Jinja.
 
 Templates: tests/text/chat_templates/*.jinja, plus the one in the model file (SmolLM2's).
 They are the models' published templates (tokenizer_config.json's chat_template); the
-Mistral ones as llama.cpp's test-chat-template.cpp quotes them, Mistral Nemo's and the
-DeepSeek-R1 distillations' as llama.cpp's models/templates carries them (its copy of the
+Mistral ones as llama.cpp's test-chat-template.cpp quotes them, Mistral Nemo's, Llama
+3.1's and the DeepSeek-R1 distillations' as llama.cpp's models/templates carries them (its copy of the
 Qwen-32B one closes the think block unless enable_thinking is set).
 Each case: a template, BOS/EOS texts, options, messages, and the rendered text (or
 "error" when the template raises). Strings are hex-encoded.
@@ -28,6 +28,7 @@ TEMPLATES = {
     "qwen2.5-instruct": ("chatml", "", "<|im_end|>"),
     "qwen3": ("qwen3", "", "<|im_end|>"),
     "llama-3-instruct": ("llama3", "<|begin_of_text|>", "<|eot_id|>"),
+    "llama-3.1-instruct": ("llama3", "<|begin_of_text|>", "<|eot_id|>"),
     "llama-3.2-instruct": ("llama3", "<|begin_of_text|>", "<|eot_id|>"),
     "llama-2-chat": ("llama2", "<s>", "</s>"),
     "phi-3.5-mini-instruct": ("phi3", "<s>", "<|endoftext|>"),
@@ -63,8 +64,8 @@ CONVERSATIONS = [
 ]
 
 
-# Tools and calls, for the templates that take them (Qwen2.5's and Qwen3's: those with
-# <tool_call> turns). Messages as the OpenAI API has them, arguments as dicts (as vLLM and
+# Tools and calls, for the templates that take them (Qwen2.5's and Qwen3's, with <tool_call>
+# turns; Llama 3.1's and 3.2's, which put tools in the first user message). Messages as the OpenAI API has them, arguments as dicts (as vLLM and
 # transformers hand them to templates).
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather in a city — “quoted”, tabs\tand ünïcode",
@@ -159,7 +160,7 @@ def main():
         for name, source, family, bos, eos in templates:
             compiled = env.from_string(source)
             runs = [(messages, None) for messages in CONVERSATIONS]
-            if "<tool_call>" in source:
+            if "<tool_call>" in source or "tools_in_user_message" in source:
                 runs += [(messages, tools) for messages in TOOL_CONVERSATIONS for tools in (TOOLS, None)]
             for messages, tools in runs:
                 for add_generation_prompt in (True, False):

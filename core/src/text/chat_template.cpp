@@ -1,6 +1,7 @@
 #include <edgerun/text/chat_template.hpp>
 
 #include <edgerun/host_api.hpp>
+#include <edgerun/text/json_text.hpp>
 #include <edgerun/text/tokenizer.hpp>
 #include <edgerun/text/unicode.hpp>
 
@@ -239,6 +240,7 @@ ChatTemplate ChatTemplate::detect(std::string_view source, std::string bos_text,
         ChatTemplate t = family("llama3");
         t.llama3_date_header_ = has("Cutting Knowledge Date");
         t.llama3_date_is_today_ = has("strftime_now");
+        t.llama3_tools_ = has("tools_in_user_message");
         return t;
     }
     unrecognised("");
@@ -249,7 +251,8 @@ std::string ChatTemplate::format(const std::vector<ChatMessage>& messages, const
     if (!calls_tools()) {
         const bool calls = std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return !m.tool_calls.empty(); });
         if (!options.tools.empty() || calls)
-            throw Error("the " + name_ + " chat template in edgerun does not take tools (Qwen3's and Qwen2.5's do)",
+            throw Error("the " + name_ + " chat template in edgerun does not take tools (Qwen3's, Qwen2.5's and "
+                        "Llama 3.1's and later do)",
                         ER_E_UNSUPPORTED);
     }
     switch (family_) {
@@ -357,14 +360,39 @@ std::string ChatTemplate::format_llama3(const std::vector<ChatMessage>& messages
         }
         const std::string date =
             !options.date_string.empty() ? options.date_string : llama3_date_is_today_ ? today() : "26 Jul 2024";
-        out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " + date +
-               "\n\n" + system + "<|eot_id|>";
+        const bool tools = !options.tools.empty();
+        out += "<|start_header_id|>system<|end_header_id|>\n\n" + std::string(tools ? "Environment: ipython\n" : "") +
+               "Cutting Knowledge Date: December 2023\nToday Date: " + date + "\n\n" + system + "<|eot_id|>";
+        if (tools) {  // in the first message after the system prompt, whoever's it is
+            if (first == messages.size())
+                throw Error("the llama3 chat template puts tools in the first user message, and this chat has none",
+                            ER_E_INVALID_ARGUMENT);
+            out += "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a "
+                   "JSON for a function call with its proper arguments that best answers the given prompt.\n\n"
+                   "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name and its "
+                   "value}.Do not use variables.\n\n";
+            for (const std::string& tool : options.tools) out += json_indent(tool, 4) + "\n\n";
+            out += trim(messages[first++].content) + "<|eot_id|>";
+        }
     }
     for (size_t i = first; i < messages.size(); ++i) {
         const auto& m = messages[i];
-        if (m.role == "ipython" || m.role == "tool")
-            throw Error("the llama3 chat format in edgerun does not render tool messages", ER_E_UNSUPPORTED);
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+        if (!m.tool_calls.empty()) {  // calls_tools(): format() refused them otherwise
+            if (m.tool_calls.size() != 1)
+                throw Error("the llama3 chat template takes one tool call per message (message " + std::to_string(i + 1) +
+                                " has " + std::to_string(m.tool_calls.size()) + ")",
+                            ER_E_INVALID_ARGUMENT);
+            out += "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"" + m.tool_calls[0].name +
+                   "\", \"parameters\": " + m.tool_calls[0].arguments + "}<|eot_id|>";
+        } else if (m.role == "ipython" || m.role == "tool") {
+            if (!llama3_tools_)
+                throw Error("this llama3 chat template does not render tool messages (Llama 3.1's and later do)",
+                            ER_E_UNSUPPORTED);
+            // A string is iterable to Jinja, so the template writes it through tojson.
+            out += "<|start_header_id|>ipython<|end_header_id|>\n\n" + json_quote(m.content) + "<|eot_id|>";
+        } else {
+            out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+        }
     }
     if (options.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
     return out;
@@ -486,11 +514,13 @@ std::string ChatTemplate::format_deepseek_r1(const std::vector<ChatMessage>& mes
     return out;
 }
 
-ChatTemplate chat_template_for(const Tokenizer& tokenizer, std::string_view override_name) {
+ChatTemplate chat_template_for(const Tokenizer& tokenizer, std::string_view override_name,
+                               std::string_view override_source) {
     const std::string bos = tokenizer.valid(tokenizer.bos()) ? tokenizer.token_text(tokenizer.bos()) : "";
     const std::string eos = tokenizer.valid(tokenizer.eos()) ? tokenizer.token_text(tokenizer.eos()) : "";
     if (!override_name.empty()) return ChatTemplate::named(override_name, bos, eos);
-    return ChatTemplate::detect(tokenizer.chat_template(), bos, eos);
+    return ChatTemplate::detect(override_source.empty() ? std::string_view(tokenizer.chat_template()) : override_source,
+                                bos, eos);
 }
 
 std::vector<TokenId> encode_chat_prompt(const Tokenizer& tokenizer, std::string prompt, bool add_special) {

@@ -56,9 +56,9 @@ struct ChatOptions {
     // Llama 3.1+'s "Today Date"; empty: today's date where the template asks for the
     // current date (strftime_now), else the date the template defaults to.
     std::string date_string;
-    // The functions the model may call, each as the template's `tojson` writes it.
-    // Templates that take tools: Qwen3's and Qwen2.5's (which answer with <tool_call>
-    // blocks); the others refuse them.
+    // The functions the model may call, each as the template's `tojson` writes it
+    // (json_text.hpp). Templates that take them: ChatTemplate::calls_tools(); the others
+    // refuse them.
     std::vector<std::string> tools;
 };
 
@@ -77,8 +77,9 @@ public:
     ChatFamily family() const { return family_; }
     // Answers may open with a <think> block of reasoning (Qwen3, DeepSeek-R1).
     bool thinks() const { return family_ == ChatFamily::Qwen3 || family_ == ChatFamily::DeepSeekR1; }
-    // Takes ChatOptions::tools, and answers calls in <tool_call> blocks (Qwen3, Qwen2.5).
-    bool calls_tools() const { return family_ == ChatFamily::Qwen3 || chatml_tools_; }
+    // Takes ChatOptions::tools: Qwen3's and Qwen2.5's (answering with <tool_call> blocks),
+    // Llama 3.1's and later (answering with a JSON object).
+    bool calls_tools() const { return family_ == ChatFamily::Qwen3 || chatml_tools_ || llama3_tools_; }
     const std::string& name() const { return name_; }
     // ChatML: the system prompt the template supplies when the conversation has none.
     const std::string& default_system() const { return default_system_; }
@@ -114,6 +115,7 @@ private:
     bool chatml_tools_ = false;           // ChatML: Qwen2.5's tools block and <tool_call> turns
     bool llama3_date_header_ = false;     // Llama 3.1+: system header with dates
     bool llama3_date_is_today_ = false;   // Llama 3.2: strftime_now for the date
+    bool llama3_tools_ = false;           // Llama 3.1+: tools in the first user message, ipython results
     bool phi3_skip_empty_system_ = true;  // Phi-3.5: `system and message['content']`
     bool phi3_eos_without_prompt_ = true; // Phi-3.5: eos_token when no generation prompt
     bool gemma_system_in_first_turn_ = true;  // Gemma 3 folds the system prompt; Gemma 2 refuses it
@@ -125,8 +127,10 @@ private:
 class Tokenizer;
 
 // The chat template for a tokenizer's model: the named family when `override_name` is
-// not empty (the --chat-template option), else the family of the model's own template.
-ChatTemplate chat_template_for(const Tokenizer& tokenizer, std::string_view override_name = {});
+// not empty (the --chat-template option), else the family of `override_source` (a Jinja
+// template given instead of the model's) or of the model's own template.
+ChatTemplate chat_template_for(const Tokenizer& tokenizer, std::string_view override_name = {},
+                               std::string_view override_source = {});
 
 // The tokens of a formatted prompt: the special tokens it spells become tokens, and
 // BOS/EOS are added as the model asks (add_special) but not doubled when the template
