@@ -104,4 +104,26 @@ std::string read_text_file(const std::string& path, const std::string& option) {
     }
 }
 
+void ChatTemplateOptions::add_to(po::options_description& desc, const char* prefix) {
+    desc.add_options()
+        ("chat-template", po::value(&name),
+         (std::string(prefix) + "use this template family instead of the model's own: " + text::ChatTemplate::name_list()).c_str())
+        ("chat-template-file", po::value(&file),
+         (std::string(prefix) + "use this Jinja template instead of the model's own (its family is recognised as a "
+          "model's template's is)").c_str());
+}
+
+void ChatTemplateOptions::read() {
+    if (!name.empty() && !file.empty())
+        throw Error("--chat-template and --chat-template-file: give one or the other", ER_E_INVALID_ARGUMENT);
+    if (!file.empty()) {
+        source = read_text_file(file, "--chat-template-file");
+        if (source.empty()) throw Error("--chat-template-file: " + file + " is empty", ER_E_INVALID_ARGUMENT);
+    }
+}
+
+text::ChatTemplate ChatTemplateOptions::resolve(const text::Tokenizer& tokenizer) const {
+    return text::chat_template_for(tokenizer, name, source);
+}
+
 }  // namespace edgerun::cli

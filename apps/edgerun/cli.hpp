@@ -3,6 +3,7 @@
 #pragma once
 
 #include <edgerun/plugin_registry.hpp>
+#include <edgerun/text/chat_template.hpp>
 
 #include <boost/program_options.hpp>
 
@@ -46,5 +47,17 @@ PluginRegistry load_plugins(const CommonOptions& common);
 // The whole of a text file named by a command-line option (a pipe or /dev/stdin too); a
 // folder or an unreadable path is an error naming the option and the path.
 std::string read_text_file(const std::string& path, const std::string& option);
+
+// --chat-template NAME and --chat-template-file FILE (a Jinja template whose family is
+// recognised as a model file's is), for the commands that format chats.
+struct ChatTemplateOptions {
+    std::string name, file;
+    std::string source;  // the file's text
+    void add_to(po::options_description& desc, const char* prefix = "");
+    // Reads the file, and refuses both options at once: before the model loads.
+    void read();
+    // The model's own template unless one of the options says otherwise.
+    text::ChatTemplate resolve(const text::Tokenizer& tokenizer) const;
+};
 
 }  // namespace edgerun::cli

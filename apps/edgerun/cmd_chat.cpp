@@ -24,14 +24,14 @@ int cmd_chat(const std::vector<std::string>& args) {
     ModelOptions model_options;
     GenerationOptions generation;
     SpeculationOptions speculation_options;
-    std::string system_prompt, think, template_name;
+    std::string system_prompt, think;
+    ChatTemplateOptions template_options;
     po::options_description desc("edgerun chat options");
     add_model_options(desc, model_options);
     desc.add_options()
         ("system", po::value(&system_prompt), "system prompt")
-        ("think", po::value(&think), "on or off: the template's thinking switch (enable_thinking: Qwen3, DeepSeek-R1)")
-        ("chat-template", po::value(&template_name),
-         ("use this template family instead of the model's own: " + text::ChatTemplate::name_list()).c_str());
+        ("think", po::value(&think), "on or off: the template's thinking switch (enable_thinking: Qwen3, DeepSeek-R1)");
+    template_options.add_to(desc);
     add_generation_options(desc, generation);
     add_speculation_options(desc, speculation_options);
     if (!parse(with_long_draft_option(args), desc, common, "usage: edgerun chat [-m MODEL] [--system TEXT] [--think on|off] [options]\n"
@@ -40,13 +40,14 @@ int cmd_chat(const std::vector<std::string>& args) {
         return 0;
     if (!think.empty() && think != "on" && think != "off")
         throw Error("--think: '" + think + "' is not on or off", ER_E_INVALID_ARGUMENT);
+    template_options.read();
 
     EngineOptions engine_options = resolve(model_options);
     PluginRegistry registry = load_plugins(common);
     Engine engine(registry, model_options.model, engine_options);
     const text::Vocab vocab = text::Vocab::from_file(engine.model().file());
     text::Tokenizer tokenizer(vocab);
-    const text::ChatTemplate chat_template = text::chat_template_for(tokenizer, template_name);
+    const text::ChatTemplate chat_template = template_options.resolve(tokenizer);
     Sampler sampler = make_sampler(registry, generation, int32_t(engine.model().hparams().n_vocab));
     auto runner = engine.new_runner();
     Generator generator(*runner, sampler, tokenizer);

@@ -20,7 +20,8 @@ int cmd_serve(const std::vector<std::string>& args) {
     ModelOptions model_options;
     serve::ServerOptions server;
     serve::SchedulerOptions scheduling;
-    std::string template_name, model_name, reasoning_format = "auto";
+    std::string model_name, reasoning_format = "auto";
+    ChatTemplateOptions template_options;
     int port = server.port;
     int64_t grace_ms = server.shutdown_grace.count();
     int64_t request_timeout_s = server.request_timeout.count();
@@ -38,8 +39,6 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("queue", po::value(&scheduling.queue_limit)->default_value(scheduling.queue_limit), "requests that may wait for a slot; more get 429")
         ("api-key", po::value(&server.api_key), "require 'Authorization: Bearer KEY' on /v1/")
         ("model-name", po::value(&model_name), "the model's id in the API (default: the file name without .gguf)")
-        ("chat-template", po::value(&template_name),
-         ("use this template family instead of the model's own: " + text::ChatTemplate::name_list()).c_str())
         ("reasoning-format", po::value(&reasoning_format)->default_value(reasoning_format),
          "auto: a thinking template's <think> block goes to the message's reasoning_content (Qwen3, DeepSeek-R1); "
          "none: it stays in content")
@@ -49,6 +48,7 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("idle-timeout", po::value(&idle_timeout_s)->default_value(idle_timeout_s), "seconds a connection may wait without a request begun (first or next keep-alive one) before it is closed")
         ("shutdown-grace-ms", po::value(&grace_ms)->default_value(grace_ms), "on SIGTERM, how long running requests may finish")
         ("sampler-plugin", po::value(&scheduling.sampler_plugin)->default_value(scheduling.sampler_plugin), "sampler plugin name");
+    template_options.add_to(desc);
     if (!parse(args, desc, common,
                "usage: edgerun serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX] [--api-key KEY]\n"
                "An OpenAI-compatible HTTP server over --parallel slots stepped together."))
@@ -66,6 +66,7 @@ int cmd_serve(const std::vector<std::string>& args) {
         throw Error("--max-body must be 1 to " + std::to_string(kMaxBodyLimit) + " bytes", ER_E_INVALID_ARGUMENT);
     server.max_body_bytes = size_t(max_body);
     serve::HttpServer::check_host(server.host);
+    template_options.read();
     if (reasoning_format != "auto" && reasoning_format != "none")
         throw Error("--reasoning-format: '" + reasoning_format + "' is not auto or none", ER_E_INVALID_ARGUMENT);
     if (scheduling.n_slots < 1 || scheduling.n_slots > kMaxBatchSequences)
@@ -76,7 +77,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     PluginRegistry registry = load_plugins(common);
     Engine engine(registry, model_options.model, engine_options);
     text::Tokenizer tokenizer(text::Vocab::from_file(engine.model().file()));
-    const text::ChatTemplate chat_template = text::chat_template_for(tokenizer, template_name);
+    const text::ChatTemplate chat_template = template_options.resolve(tokenizer);
     if (model_name.empty()) {
         model_name = std::filesystem::path(model_options.model).filename().string();
         if (model_name.size() > 5 && model_name.ends_with(".gguf")) model_name.resize(model_name.size() - 5);

@@ -49,7 +49,8 @@ std::string read_all(std::istream& in) { return std::string(std::istreambuf_iter
 
 int cmd_tokenize(const std::vector<std::string>& args) {
     CommonOptions common;
-    std::string model, text, file, system, chat_template, think;
+    std::string model, text, file, system, think;
+    ChatTemplateOptions template_options;
     bool pieces = false, no_bos = false, special = false, chat = false, have_text = false;
     po::options_description desc("edgerun tokenize options");
     desc.add_options()
@@ -62,9 +63,8 @@ int cmd_tokenize(const std::vector<std::string>& args) {
         ("special", po::bool_switch(&special), "text that spells a special token becomes that token")
         ("chat", po::bool_switch(&chat), "tokenize the text as a user turn in the model's chat template")
         ("system", po::value(&system), "with --chat: a system prompt")
-        ("chat-template", po::value(&chat_template),
-         ("with --chat: use this template family instead of the model's: " + text::ChatTemplate::name_list()).c_str())
         ("think", po::value(&think), "with --chat: on or off (the template's enable_thinking: Qwen3, DeepSeek-R1)");
+    template_options.add_to(desc, "with --chat: ");
     if (!parse(args, desc, common,
                "usage: edgerun tokenize -m MODEL [options] TEXT\n"
                "       edgerun tokenize -m MODEL [options] --file FILE\n"
@@ -78,8 +78,9 @@ int cmd_tokenize(const std::vector<std::string>& args) {
         throw Error("no text: give TEXT, --file FILE, or - to read standard input", ER_E_INVALID_ARGUMENT);
     if (!think.empty() && think != "on" && think != "off")
         throw Error("--think: expected on or off, not '" + think + "'", ER_E_INVALID_ARGUMENT);
-    if (!chat && (!system.empty() || !chat_template.empty() || !think.empty()))
-        throw Error("--system, --chat-template and --think need --chat", ER_E_INVALID_ARGUMENT);
+    if (!chat && (!system.empty() || !template_options.name.empty() || !template_options.file.empty() || !think.empty()))
+        throw Error("--system, --chat-template, --chat-template-file and --think need --chat", ER_E_INVALID_ARGUMENT);
+    template_options.read();
     if (!file.empty()) {
         text = read_text_file(file, "--file");
     } else if (text == "-") {
@@ -92,7 +93,7 @@ int cmd_tokenize(const std::vector<std::string>& args) {
 
     std::vector<text::TokenId> ids;
     if (chat) {
-        const text::ChatTemplate tmpl = text::chat_template_for(tokenizer, chat_template);
+        const text::ChatTemplate tmpl = template_options.resolve(tokenizer);
         std::vector<text::ChatMessage> messages;
         if (!system.empty()) messages.push_back({"system", system});
         messages.push_back({"user", text});

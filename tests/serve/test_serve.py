@@ -8,6 +8,7 @@ which has the model say what a case needs.
 
 MODEL may be @fetch:REPO_ROOT (the project's real model, tests/fetched_model.py)."""
 import concurrent.futures
+import datetime
 import http.client
 import json
 import os
@@ -448,7 +449,17 @@ def jinja_render(template_file, messages, tools=None, **variables):
         template = env.from_string(f.read())
     if tools is not None:
         variables["tools"] = tools
-    return template.render(messages=messages, add_generation_prompt=True, **variables)
+    return template.render(messages=messages, add_generation_prompt=True,
+                           strftime_now=lambda fmt: datetime.datetime.now().strftime(fmt), **variables)
+
+
+def bos_text(model):
+    """The text of the model's BOS token, which templates write as bos_token (read with the gguf package)."""
+    from gguf import GGUFReader
+    fields = GGUFReader(model).fields
+    bos = int(fields["tokenizer.ggml.bos_token_id"].parts[-1][0])
+    tokens = fields["tokenizer.ggml.tokens"]
+    return bytes(tokens.parts[tokens.data[bos]]).decode()
 
 
 def script(edgerun, model, text):
@@ -522,6 +533,22 @@ def case_tools(edgerun, model, plugin_dir):
                                {"type": "function", "function": {"name": "f", "arguments": "{not json"}}]}]},
                             "arguments")):
             expect_error(lambda: c.chat.completions.create(**dict(ask, **bad)), 400, param)
+    # Llama 3.2's template (given as a file): tools in the first user message, a reply that is
+    # one JSON object a call.
+    llama = os.path.join(os.path.dirname(__file__), "..", "text", "chat_templates", "llama-3.2-instruct.jinja")
+    os.environ["EDGERUN_SCRIPT"] = script(edgerun, model, '{"name": "get_weather", "parameters": {"city": "Paris"}}<|im_end|>')
+    with Server(edgerun, model, "-t", "1", "-c", "512", "--chat-template-file", llama, "--sampler-plugin",
+                "scripted_sampler", plugin_dir=plugin_dir) as s:
+        body = {"messages": history[1:], "tools": [WEATHER]}  # one call per message: Llama's limit
+        status, data = raw(s, "POST", "/apply-template", json.dumps(body), {"Content-Type": "application/json"})
+        want = jinja_render("llama-3.2-instruct.jinja", as_template_sees[1:], [WEATHER], bos_token=bos_text(model))
+        check(status == 200 and json.loads(data)["prompt"] == want, f"/apply-template, Llama 3.2: {data.decode()}\nwant\n{want}")
+        c = client(s)
+        r = c.chat.completions.create(model=s.model_id, messages=[{"role": "user", "content": "Weather in Paris?"}],
+                                      tools=[WEATHER], max_tokens=100)
+        calls = [(t.function.name, json.loads(t.function.arguments)) for t in r.choices[0].message.tool_calls or []]
+        check(calls == [("get_weather", {"city": "Paris"})] and r.choices[0].message.content is None and
+              r.choices[0].finish_reason == "tool_calls", f"Llama's call: {r}")
     # What is not a call stays text: a broken block is content, and the answer ends with "stop".
     broken = "Sure.\n<tool_call>\n{\"name\": get_weather}\n</tool_call><|im_end|>"
     os.environ["EDGERUN_SCRIPT"] = script(edgerun, model, broken)

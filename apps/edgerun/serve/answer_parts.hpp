@@ -20,10 +20,10 @@ public:
     };
 
     // split_reasoning: the reply's <think> block (or one the prompt opened) is reasoning;
-    // tool_calls: <tool_call> blocks are calls.
-    AnswerParts(bool split_reasoning, bool reasoning_open, bool tool_calls) {
+    // tool_calls: how the reply's calls are written, when tools were given.
+    AnswerParts(bool split_reasoning, bool reasoning_open, std::optional<ToolCallFormat> tool_calls) {
         if (split_reasoning) reasoning_.emplace(reasoning_open);
-        if (tool_calls) tools_.emplace();
+        if (tool_calls) tools_.emplace(*tool_calls);
     }
 
     // What can be sent of the next piece of text.

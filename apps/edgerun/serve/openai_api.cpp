@@ -229,7 +229,8 @@ std::string OpenAiApi::chat_prompt(const json& body, bool& with_tools) const {
         }
         if (!options.tools.empty() && !chat_template_.calls_tools())
             throw ApiError(400, "'tools': the model's chat template (" + chat_template_.name() +
-                                    ") does not take tools in this server (Qwen3's and Qwen2.5's do)",
+                                    ") does not take tools in this server (Qwen3's, Qwen2.5's and Llama "
+                                    "3.1's and later do)",
                            "tools", "unsupported_parameter");
     }
     with_tools = !options.tools.empty();
@@ -346,7 +347,9 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     p.seed = seed ? uint64_t(*seed) : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 
     if (endpoint == Endpoint::Chat) {
-        const std::string prompt = chat_prompt(body, out.tool_calls);
+        bool with_tools = false;
+        const std::string prompt = chat_prompt(body, with_tools);
+        if (with_tools) out.tool_calls = tool_call_format();
         spec.prompt = text::encode_chat_prompt(tokenizer_, prompt, true);
         out.split_reasoning = split_reasoning_;
         out.reasoning_open = split_reasoning_ && text::ReasoningSplitter::opens_block(prompt);
@@ -384,6 +387,10 @@ json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool with_index) 
 }
 
 }  // namespace
+
+ToolCallFormat OpenAiApi::tool_call_format() const {
+    return chat_template_.family() == text::ChatFamily::Llama3 ? ToolCallFormat::JsonReply : ToolCallFormat::TaggedBlocks;
+}
 
 json OpenAiApi::apply_template(std::string_view text) const {
     const json body = json::parse(text, nullptr, false);

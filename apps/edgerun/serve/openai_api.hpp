@@ -10,6 +10,7 @@
 #include <edgerun/text/reasoning.hpp>
 #include <edgerun/text/tokenizer.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -37,7 +38,7 @@ struct ParsedRequest {
     // template, unless the server was told --reasoning-format none) ...
     bool split_reasoning = false;
     bool reasoning_open = false;  // ... and the prompt opened it already (DeepSeek-R1)
-    bool tool_calls = false;      // tools were given: the reply's <tool_call> blocks are tool_calls
+    std::optional<ToolCallFormat> tool_calls;  // tools were given: how the reply's calls are written
     std::string echo;             // completions' echo: the prompt's text, before the completion's
 };
 
@@ -90,6 +91,7 @@ private:
     ApiError model_not_found(const std::string& id) const;
     // The chat's prompt text, in the model's template; with_tools: tools were given.
     std::string chat_prompt(const json& body, bool& with_tools) const;
+    ToolCallFormat tool_call_format() const;
     std::vector<int32_t> completion_prompt(const json& body) const;
 
     const text::Tokenizer& tokenizer_;

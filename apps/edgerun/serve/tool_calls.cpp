@@ -1,8 +1,11 @@
 #include "tool_calls.hpp"
 
+#include <edgerun/text/json_text.hpp>
+
 #include <atomic>
 #include <cstdio>
 #include <random>
+#include <utility>
 
 namespace edgerun::serve {
 
@@ -10,30 +13,7 @@ namespace {
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
-
-void write_string(std::string& out, const std::string& s) {
-    out += '"';
-    for (const char c : s) {
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
-            default:
-                if (uint8_t(c) < 0x20) {
-                    char escaped[8];
-                    std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(uint8_t(c)));
-                    out += escaped;
-                } else {
-                    out += c;
-                }
-        }
-    }
-    out += '"';
-}
+constexpr std::string_view kPythonTag = "<|python_tag|>";  // Llama 3.1 may open a call with it
 
 void write_json(std::string& out, const json& value) {
     if (value.is_object()) {
@@ -42,7 +22,7 @@ void write_json(std::string& out, const json& value) {
         for (const auto& [key, item] : value.items()) {
             if (!first) out += ", ";
             first = false;
-            write_string(out, key);
+            out += text::json_quote(key);
             out += ": ";
             write_json(out, item);
         }
@@ -55,7 +35,7 @@ void write_json(std::string& out, const json& value) {
         }
         out += ']';
     } else if (value.is_string()) {
-        write_string(out, value.get_ref<const std::string&>());
+        out += text::json_quote(value.get_ref<const std::string&>());
     } else {
         out += value.dump();  // numbers (shortest round trip, as Python's repr), true, false, null
     }
@@ -72,9 +52,22 @@ std::string new_call_id() {
     return std::string("call_") + hex;
 }
 
+// A call's JSON: {"name": "...", "arguments" (or Llama's "parameters"): {...} or "{...}"}.
+bool read_call(std::string_view text, std::vector<ParsedToolCall>& calls) {
+    const json call = json::parse(text, nullptr, false);
+    if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) return false;
+    const char* key = call.contains("arguments") ? "arguments" : "parameters";
+    json arguments = call.contains(key) ? call[key] : json::object();
+    if (arguments.is_string())  // some models write the API's form, JSON text
+        arguments = json::parse(arguments.get<std::string>(), nullptr, false);
+    if (!arguments.is_object()) return false;
+    calls.push_back({new_call_id(), call["name"].get<std::string>(), arguments.dump()});
+    return true;
+}
+
 // The held text as calls: blocks with only whitespace around them. False when any part
 // is not a call.
-bool read_calls(std::string_view text, std::vector<ParsedToolCall>& calls) {
+bool read_tagged_calls(std::string_view text, std::vector<ParsedToolCall>& calls) {
     size_t at = 0;
     while (true) {
         while (at < text.size() && is_space(text[at])) ++at;
@@ -82,13 +75,7 @@ bool read_calls(std::string_view text, std::vector<ParsedToolCall>& calls) {
         if (text.substr(at, kOpen.size()) != kOpen) return false;
         const size_t close = text.find(kClose, at);
         if (close == std::string_view::npos) return false;
-        const json call = json::parse(text.substr(at + kOpen.size(), close - at - kOpen.size()), nullptr, false);
-        if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) return false;
-        json arguments = call.contains("arguments") ? call["arguments"] : json::object();
-        if (arguments.is_string())  // some models write the API's form, JSON text
-            arguments = json::parse(arguments.get<std::string>(), nullptr, false);
-        if (!arguments.is_object()) return false;
-        calls.push_back({new_call_id(), call["name"].get<std::string>(), arguments.dump()});
+        if (!read_call(text.substr(at + kOpen.size(), close - at - kOpen.size()), calls)) return false;
         at = close + kClose.size();
     }
 }
@@ -104,6 +91,25 @@ std::string template_json(const json& value) {
 std::string ToolCallSplitter::feed(std::string_view text) {
     held_ += text;
     if (in_calls_) return {};
+    return format_ == ToolCallFormat::TaggedBlocks ? feed_tagged() : feed_json();
+}
+
+std::string ToolCallSplitter::feed_json() {
+    if (content_) return std::exchange(held_, {});
+    size_t start = 0;
+    while (start < held_.size() && is_space(held_[start])) ++start;
+    const std::string_view rest = std::string_view(held_).substr(start);
+    if (rest.empty()) return {};
+    if (rest.front() == '{' || rest.substr(0, kPythonTag.size()) == kPythonTag) {
+        in_calls_ = true;
+        return {};
+    }
+    if (rest.size() < kPythonTag.size() && kPythonTag.substr(0, rest.size()) == rest) return {};  // a cut tag
+    content_ = true;
+    return std::exchange(held_, {});
+}
+
+std::string ToolCallSplitter::feed_tagged() {
     if (const size_t open = held_.find(kOpen); open != std::string::npos) {
         in_calls_ = true;
         size_t end = open;  // the whitespace before the calls: dropped with them, kept if they are not calls
@@ -127,7 +133,16 @@ std::string ToolCallSplitter::feed(std::string_view text) {
 
 ToolCallSplitter::End ToolCallSplitter::finish() {
     End end;
-    if (!in_calls_ || !read_calls(held_, end.calls)) {
+    bool read = false;
+    if (in_calls_ && format_ == ToolCallFormat::TaggedBlocks) {
+        read = read_tagged_calls(held_, end.calls);
+    } else if (in_calls_) {
+        std::string_view call = held_;
+        while (!call.empty() && is_space(call.front())) call.remove_prefix(1);
+        if (call.substr(0, kPythonTag.size()) == kPythonTag) call.remove_prefix(kPythonTag.size());
+        read = read_call(call, end.calls);
+    }
+    if (!read) {
         end.calls.clear();
         end.content = std::move(held_);
     }

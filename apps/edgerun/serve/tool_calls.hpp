@@ -24,13 +24,21 @@ struct ParsedToolCall {
     std::string arguments;  // compact JSON text, as the API sends arguments
 };
 
-// A reply arriving in pieces: the text before the first <tool_call> goes on as content,
-// the rest is held until the end, when it is read as calls. A block that is not a call
-// ({"name": "...", "arguments": {...}} between the tags) gives the held text back as
-// content, so nothing the model wrote is lost. Arguments written as a string of JSON
-// are read as the object it holds.
+// How a template's model answers with calls.
+enum class ToolCallFormat {
+    TaggedBlocks,  // Qwen: <tool_call>{"name": ..., "arguments": {...}}</tool_call>, after any text
+    JsonReply,     // Llama 3.1+: the whole reply is {"name": ..., "parameters": {...}}
+};
+
+// A reply arriving in pieces: text that cannot be a call goes on as content (before the
+// first <tool_call>; a reply that does not open with "{"), the rest is held until the
+// end, when it is read as calls. What is not a call is given back as content, so
+// nothing the model wrote is lost. Arguments written as a string of JSON are read as the
+// object it holds.
 class ToolCallSplitter {
 public:
+    explicit ToolCallSplitter(ToolCallFormat format) : format_(format) {}
+
     struct End {
         std::string content;  // held text that was not calls
         std::vector<ParsedToolCall> calls;
@@ -40,8 +48,13 @@ public:
     End finish();
 
 private:
+    std::string feed_tagged();
+    std::string feed_json();
+
+    ToolCallFormat format_;
     std::string held_;
     bool in_calls_ = false;
+    bool content_ = false;  // JsonReply: the reply is text, not a call
 };
 
 }  // namespace edgerun::serve
