@@ -83,6 +83,23 @@ def case_api(edgerun, model):
     with Server(edgerun, model, "-t", "1", "-c", "512", "--parallel", "2") as s:
         c = client(s)
         check([m.id for m in c.models.list().data] == [s.model_id], "/v1/models lists the model")
+        # llama.cpp's /tokenize and /detokenize: the CLI's tokens (checked against llama.cpp by
+        # the text tests), and back to the text.
+        text = "Héllo <|im_end|> wörld 🦙"
+        post = lambda path, body: raw(s, "POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        status, data = post("/tokenize", {"content": text})
+        ids = json.loads(data)["tokens"]
+        check(status == 200 and ids == [int(t) for t in script(edgerun, model, text).split()], f"/tokenize: {data!r}")
+        status, data = post("/tokenize", {"content": text, "with_pieces": True, "parse_special": False})
+        pieces = json.loads(data)["tokens"]
+        check(b"".join(p["piece"].encode() if isinstance(p["piece"], str) else bytes(p["piece"]) for p in pieces)
+              == text.encode() and len(pieces) > len(ids), f"/tokenize with pieces, <|im_end|> as text: {pieces}")
+        status, data = post("/detokenize", {"tokens": ids})
+        check(status == 200 and json.loads(data)["content"] == text, f"/detokenize: {data!r}")
+        for path, body in (("/detokenize", {"tokens": [10**9]}), ("/tokenize", {"text": "x"}), ("/tokenize", [1])):
+            status, data = post(path, body)
+            check(status == 400 and json.loads(data)["error"]["message"], f"{path} {body}: {status} {data!r}")
+        check(raw(s, "GET", "/tokenize")[0] == 405, "GET /tokenize")
         messages = [{"role": "system", "content": "You are a helpful assistant."},
                     {"role": "user", "content": "Name three colours."}]
         for kw in ({"temperature": 0}, {"temperature": 0.9, "top_p": 0.9, "seed": 1234, "extra_body": {"top_k": 40, "min_p": 0.02},

@@ -13,6 +13,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <array>
 #include <csignal>
 #include <cstdio>
@@ -216,7 +217,14 @@ private:
             if (!get) return refuse_method("GET");
             return send(http::status::ok, server_.metrics_.prometheus_text(), "text/plain; version=0.0.4; charset=utf-8");
         }
-        if (target.rfind("/v1/", 0) != 0 && target != "/apply-template")
+        using Utility = json (OpenAiApi::*)(std::string_view) const;
+        static constexpr std::pair<std::string_view, Utility> kUtilities[] = {
+            {"/apply-template", &OpenAiApi::apply_template},
+            {"/tokenize", &OpenAiApi::tokenize},
+            {"/detokenize", &OpenAiApi::detokenize}};
+        const auto utility = std::find_if(std::begin(kUtilities), std::end(kUtilities),
+                                          [&](const auto& u) { return u.first == target; });
+        if (target.rfind("/v1/", 0) != 0 && utility == std::end(kUtilities))
             return send_error(ApiError(404, "no such endpoint: " + std::string(target), "", "not_found"));
         if (!server_.options_.api_key.empty()) {
             const auto header = request.find(http::field::authorization);
@@ -240,14 +248,14 @@ private:
             }
         }
         Endpoint endpoint;
-        if (target == "/apply-template") {
+        if (utility != std::end(kUtilities)) {
             if (!post) return refuse_method("POST");
             try {
-                return send_json(200, server_.api_.apply_template(request.body()));
+                return send_json(200, (server_.api_.*(utility->second))(request.body()));
             } catch (const ApiError& e) {
                 return send_error(e);
             } catch (const std::exception& e) {  // the chat template refused the conversation
-                return send_error(ApiError(400, e.what(), "messages", "invalid_value"));
+                return send_error(ApiError(400, e.what(), "", "invalid_value"));
             }
         }
         if (target == "/v1/chat/completions")

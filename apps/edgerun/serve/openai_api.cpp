@@ -47,6 +47,13 @@ std::optional<int64_t> integer(const json& body, const char* name) {
     return v->get<int64_t>();
 }
 
+// A utility endpoint's body.
+json object_body(std::string_view text) {
+    json body = json::parse(text, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) throw ApiError(400, "the body is not a JSON object", "", "invalid_json");
+    return body;
+}
+
 bool boolean(const json& body, const char* name) {
     const json* v = field(body, name);
     if (!v) return false;
@@ -393,10 +400,48 @@ ToolCallFormat OpenAiApi::tool_call_format() const {
 }
 
 json OpenAiApi::apply_template(std::string_view text) const {
-    const json body = json::parse(text, nullptr, false);
-    if (body.is_discarded() || !body.is_object()) throw ApiError(400, "the body is not a JSON object", "", "invalid_json");
+    const json body = object_body(text);
     bool with_tools = false;
     return json{{"prompt", chat_prompt(body, with_tools)}};
+}
+
+json OpenAiApi::tokenize(std::string_view text) const {
+    const json body = object_body(text);
+    const json* content = field(body, "content");
+    if (!content || !content->is_string()) throw wrong_type("content", "a string");
+    const std::vector<text::TokenId> ids =
+        tokenizer_.encode(content->get<std::string>(), boolean(body, "add_special"),
+                          field(body, "parse_special") ? boolean(body, "parse_special") : true);
+    json tokens = json::array();
+    for (const text::TokenId id : ids) {
+        if (!boolean(body, "with_pieces")) {
+            tokens.push_back(id);
+            continue;
+        }
+        const std::string piece = tokenizer_.token_to_piece(id, true);
+        json shown = piece;
+        try {
+            (void)shown.dump();  // throws on bytes that are not UTF-8
+        } catch (const json::type_error&) {
+            shown = json::array();
+            for (const char c : piece) shown.push_back(int(uint8_t(c)));
+        }
+        tokens.push_back({{"id", id}, {"piece", shown}});
+    }
+    return json{{"tokens", tokens}};
+}
+
+json OpenAiApi::detokenize(std::string_view text) const {
+    const json body = object_body(text);
+    const json* tokens = field(body, "tokens");
+    if (!tokens || !tokens->is_array()) throw wrong_type("tokens", "an array of token ids");
+    std::vector<text::TokenId> ids;
+    for (const json& t : *tokens) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= int64_t(tokenizer_.n_tokens()))
+            throw ApiError(400, "'tokens': " + t.dump() + " is not a token id of this model", "tokens", "invalid_value");
+        ids.push_back(text::TokenId(t.get<int64_t>()));
+    }
+    return json{{"content", tokenizer_.decode(ids, false, true)}};
 }
 
 json OpenAiApi::response(Endpoint endpoint, const std::string& id, const std::string& text, const std::string& reasoning,

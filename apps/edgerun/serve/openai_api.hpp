@@ -55,8 +55,15 @@ public:
 
     // Throws ApiError (400 bad field, 404 unknown model) for what cannot be served.
     ParsedRequest parse(Endpoint endpoint, std::string_view body) const;
-    // POST /apply-template (llama.cpp's): a chat request's prompt text, {"prompt": ...}.
+    // llama.cpp's utility endpoints (POST, JSON in and out):
+    //   /apply-template: a chat request's prompt text, {"prompt": ...};
+    //   /tokenize: {"content", "add_special" (false), "parse_special" (true), "with_pieces"
+    //   (false)} -> {"tokens": [id, ...] or [{"id", "piece"}, ...]} (a piece that is not
+    //   UTF-8 as its bytes);
+    //   /detokenize: {"tokens": [id, ...]} -> {"content": ...}.
     json apply_template(std::string_view body) const;
+    json tokenize(std::string_view body) const;
+    json detokenize(std::string_view body) const;
 
     json models() const;
     // GET /v1/models/{id}: the model object, or ApiError 404 for another id.
