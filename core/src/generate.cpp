@@ -1,5 +1,7 @@
 #include <edgerun/generate.hpp>
 
+#include <edgerun/text/held_text.hpp>
+
 #include <algorithm>
 #include <chrono>
 
@@ -32,12 +34,7 @@ std::string StopMatcher::push(std::string_view text) {
     }
     // Keep the longest tail that is a proper prefix of some stop string.
     size_t keep = 0;
-    for (const auto& stop : stops_)
-        for (size_t n = std::min(stop.size() - 1, held_.size()); n > keep; --n)
-            if (held_.compare(held_.size() - n, n, stop, 0, n) == 0) {
-                keep = n;
-                break;
-            }
+    for (const auto& stop : stops_) keep = std::max(keep, text::cut_tag_length(held_, stop));
     std::string out = held_.substr(0, held_.size() - keep);
     held_.erase(0, held_.size() - keep);
     return out;

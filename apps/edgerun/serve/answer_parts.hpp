@@ -28,25 +28,12 @@ public:
 
     // What can be sent of the next piece of text.
     Text feed(const std::string& text) {
-        Text out;
-        if (!reasoning_) {
-            out.content = tools_ ? tools_->feed(text) : text;
-            return out;
-        }
-        text::ReasoningSplitter::Pieces pieces = reasoning_->feed(text);
-        out.reasoning = std::move(pieces.reasoning);
-        out.content = tools_ ? tools_->feed(pieces.content) : std::move(pieces.content);
-        return out;
+        return split_calls(reasoning_ ? reasoning_->feed(text) : text::ReasoningSplitter::Pieces{{}, text});
     }
 
     // The end of the answer: the text held back, and the calls.
     Text finish(std::vector<ParsedToolCall>& calls) {
-        Text out;
-        if (reasoning_) {
-            text::ReasoningSplitter::Pieces pieces = reasoning_->finish();
-            out.reasoning = std::move(pieces.reasoning);
-            out.content = tools_ ? tools_->feed(pieces.content) : std::move(pieces.content);
-        }
+        Text out = split_calls(reasoning_ ? reasoning_->finish() : text::ReasoningSplitter::Pieces{});
         if (tools_) {
             ToolCallSplitter::End end = tools_->finish();
             out.content += end.content;
@@ -56,6 +43,11 @@ public:
     }
 
 private:
+    // The reply's part of the pieces goes through the tool-call splitter.
+    Text split_calls(text::ReasoningSplitter::Pieces pieces) {
+        return {std::move(pieces.reasoning), tools_ ? tools_->feed(pieces.content) : std::move(pieces.content)};
+    }
+
     std::optional<text::ReasoningSplitter> reasoning_;
     std::optional<ToolCallSplitter> tools_;
 };

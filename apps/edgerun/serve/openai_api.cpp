@@ -412,9 +412,10 @@ json OpenAiApi::tokenize(std::string_view text) const {
     const std::vector<text::TokenId> ids =
         tokenizer_.encode(content->get<std::string>(), boolean(body, "add_special"),
                           field(body, "parse_special") ? boolean(body, "parse_special") : true);
+    const bool with_pieces = boolean(body, "with_pieces");
     json tokens = json::array();
     for (const text::TokenId id : ids) {
-        if (!boolean(body, "with_pieces")) {
+        if (!with_pieces) {
             tokens.push_back(id);
             continue;
         }

@@ -1,5 +1,6 @@
 #include "tool_calls.hpp"
 
+#include <edgerun/text/held_text.hpp>
 #include <edgerun/text/json_text.hpp>
 
 #include <atomic>
@@ -41,7 +42,7 @@ void write_json(std::string& out, const json& value) {
     }
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+using text::is_ascii_space;
 
 std::string new_call_id() {
     static std::atomic<uint64_t> counter{0};
@@ -70,7 +71,7 @@ bool read_call(std::string_view text, std::vector<ParsedToolCall>& calls) {
 bool read_tagged_calls(std::string_view text, std::vector<ParsedToolCall>& calls) {
     size_t at = 0;
     while (true) {
-        while (at < text.size() && is_space(text[at])) ++at;
+        while (at < text.size() && is_ascii_space(text[at])) ++at;
         if (at == text.size()) return !calls.empty();
         if (text.substr(at, kOpen.size()) != kOpen) return false;
         const size_t close = text.find(kClose, at);
@@ -97,7 +98,7 @@ std::string ToolCallSplitter::feed(std::string_view text) {
 std::string ToolCallSplitter::feed_json() {
     if (content_) return std::exchange(held_, {});
     size_t start = 0;
-    while (start < held_.size() && is_space(held_[start])) ++start;
+    while (start < held_.size() && is_ascii_space(held_[start])) ++start;
     const std::string_view rest = std::string_view(held_).substr(start);
     if (rest.empty()) return {};
     if (rest.front() == '{' || rest.substr(0, kPythonTag.size()) == kPythonTag) {
@@ -113,19 +114,13 @@ std::string ToolCallSplitter::feed_tagged() {
     if (const size_t open = held_.find(kOpen); open != std::string::npos) {
         in_calls_ = true;
         size_t end = open;  // the whitespace before the calls: dropped with them, kept if they are not calls
-        while (end > 0 && is_space(held_[end - 1])) --end;
+        while (end > 0 && is_ascii_space(held_[end - 1])) --end;
         std::string content = held_.substr(0, end);
         held_.erase(0, end);
         return content;
     }
     // Held: a cut "<tool_call" at the end, and the whitespace before it.
-    size_t keep_from = held_.size();
-    for (size_t n = std::min(held_.size(), kOpen.size() - 1); n > 0; --n)
-        if (std::string_view(held_).substr(held_.size() - n) == kOpen.substr(0, n)) {
-            keep_from -= n;
-            break;
-        }
-    while (keep_from > 0 && is_space(held_[keep_from - 1])) --keep_from;
+    const size_t keep_from = text::held_from(held_, kOpen);
     std::string content = held_.substr(0, keep_from);
     held_.erase(0, keep_from);
     return content;
@@ -138,7 +133,7 @@ ToolCallSplitter::End ToolCallSplitter::finish() {
         read = read_tagged_calls(held_, end.calls);
     } else if (in_calls_) {
         std::string_view call = held_;
-        while (!call.empty() && is_space(call.front())) call.remove_prefix(1);
+        while (!call.empty() && is_ascii_space(call.front())) call.remove_prefix(1);
         if (call.substr(0, kPythonTag.size()) == kPythonTag) call.remove_prefix(kPythonTag.size());
         read = read_call(call, end.calls);
     }

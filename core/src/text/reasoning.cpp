@@ -1,5 +1,7 @@
 #include <edgerun/text/reasoning.hpp>
 
+#include <edgerun/text/held_text.hpp>
+
 namespace edgerun::text {
 
 namespace {
@@ -7,19 +9,10 @@ namespace {
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 size_t first_non_space(const std::string& s) {
     size_t i = 0;
-    while (i < s.size() && is_space(s[i])) ++i;
+    while (i < s.size() && is_ascii_space(s[i])) ++i;
     return i;
-}
-
-// The length of the longest end of `s` that `tag` starts with: a tag cut by the piece's end.
-size_t cut_tag(std::string_view s, std::string_view tag) {
-    for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-        if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-    return 0;
 }
 
 }  // namespace
@@ -62,7 +55,7 @@ ReasoningSplitter::Pieces ReasoningSplitter::feed(std::string_view text) {
         const size_t close = held_.find(kClose);
         if (close != std::string::npos) {
             std::string_view reasoning = std::string_view(held_).substr(0, close);
-            while (!reasoning.empty() && is_space(reasoning.back())) reasoning.remove_suffix(1);
+            while (!reasoning.empty() && is_ascii_space(reasoning.back())) reasoning.remove_suffix(1);
             out.reasoning += reasoning;
             held_.erase(0, close + kClose.size());
             state_ = State::Reply;
@@ -70,8 +63,7 @@ ReasoningSplitter::Pieces ReasoningSplitter::feed(std::string_view text) {
             continue;
         }
         // Held: a cut "</think", and the whitespace before it (or before the piece's end).
-        size_t keep_from = held_.size() - cut_tag(held_, kClose);
-        while (keep_from > 0 && is_space(held_[keep_from - 1])) --keep_from;
+        const size_t keep_from = held_from(held_, kClose);
         out.reasoning.append(held_, 0, keep_from);
         held_.erase(0, keep_from);
         return out;
