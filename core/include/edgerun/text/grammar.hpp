@@ -1,0 +1,130 @@
+// Constrained decoding: the generated text must be a sentence of a context-free grammar,
+// written in llama.cpp's GBNF (so a grammar written for llama.cpp works unchanged). A
+// Grammar is parsed once; a GrammarMatcher follows one generation through it, code point
+// by code point (a token may end inside a UTF-8 character); a TokenConstraint says which
+// tokens of a vocabulary may come next, walking a trie of the vocabulary's pieces so a
+// prefix the grammar refuses rules out every token that starts with it at once.
+#pragma once
+
+#include <edgerun/text/tokenizer.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edgerun::text {
+
+// One element of a rule's alternative, as llama.cpp lays rules out: a flat sequence,
+// alternatives separated by kAlt, the rule closed by kEnd.
+struct GrammarElement {
+    enum Kind : uint8_t {
+        kEnd,         // end of the rule
+        kAlt,         // start of another alternative
+        kRuleRef,     // value: the rule's index
+        kChar,        // value: a code point; may be followed by kCharRangeUpper / kCharAlt
+        kCharNot,     // [^...]: value as kChar, the set is what follows
+        kCharRangeUpper,  // value: the upper bound of the range the previous element starts
+        kCharAlt,     // value: another code point of the same set
+        kCharAny,     // '.': any code point
+    };
+    Kind kind;
+    uint32_t value;
+};
+
+class Grammar {
+public:
+    // Parses GBNF text. Throws Error (ER_E_INVALID_ARGUMENT) naming the line and column
+    // for a syntax error, and naming the rule for an undefined or left-recursive rule or
+    // a missing `root`.
+    static std::shared_ptr<const Grammar> parse(std::string_view gbnf, std::string_view root = "root");
+
+    const std::vector<std::vector<GrammarElement>>& rules() const { return rules_; }
+    uint32_t root() const { return root_; }
+    const std::string& rule_name(uint32_t rule) const { return names_.at(rule); }
+
+private:
+    Grammar() = default;
+    friend class GrammarParser;
+    std::vector<std::vector<GrammarElement>> rules_;
+    std::vector<std::string> names_;
+    uint32_t root_ = 0;
+};
+
+// Where one generation stands in a grammar: the set of parse stacks alive after the text
+// accepted so far, and an unfinished UTF-8 character. Cheap to copy. Every step throws
+// Error when a grammar is so ambiguous that the parses alive at once pass 50,000.
+class GrammarMatcher {
+public:
+    explicit GrammarMatcher(std::shared_ptr<const Grammar> grammar);
+
+    // Takes `bytes` (any cut of UTF-8 text); false, with the state unchanged, when the
+    // grammar does not allow them here.
+    bool accept(std::string_view bytes);
+    // Whether accept(bytes) would succeed.
+    bool allows(std::string_view bytes) const;
+    // The text so far is a whole sentence of the grammar (the generation may end here).
+    bool can_end() const;
+    // Nothing can follow: the only way on is to end.
+    bool must_end() const;
+
+    // The trie walk's primitives (TokenConstraint): the state after one more byte (a
+    // refused byte changes nothing), and whether the state can lead anywhere.
+    bool advance(uint8_t byte);
+    bool alive() const;
+
+private:
+    // Positions in the grammar's rules, innermost last; the top is always the first element
+    // of a character set, and an empty stack is a parse that is complete.
+    using Stack = std::vector<const GrammarElement*>;
+
+    // The trie walk (token_constraint.cpp) interns states, to step from each state over each
+    // byte only once.
+    friend class MatcherStates;
+    bool same_state(const GrammarMatcher& other) const;
+    size_t state_hash() const;
+
+    bool advance_code_point(uint32_t cp);
+    bool partial_can_complete() const;
+
+    std::shared_ptr<const Grammar> grammar_;
+    std::vector<Stack> stacks_;   // sorted and without duplicates, so equal states compare equal
+    uint32_t partial_value_ = 0;  // the bits of an unfinished UTF-8 character
+    int8_t partial_left_ = 0;     // its continuation bytes still to come
+    uint8_t partial_length_ = 0;  // its length in bytes, once complete
+};
+
+// The pieces of a vocabulary in a trie, built once per tokenizer and shared by every
+// constraint over it.
+class VocabTrie;
+
+// A grammar applied to one generation's tokens. Holds the tokenizer by reference: it must
+// outlive the constraint.
+class TokenConstraint {
+public:
+    TokenConstraint(std::shared_ptr<const Grammar> grammar, const Tokenizer& tokenizer,
+                    std::shared_ptr<const VocabTrie> trie = nullptr);
+
+    // Whether `token` may come next. End-of-generation tokens may come when the text is
+    // whole; control tokens never.
+    bool allows(TokenId token) const;
+    // Sets the logit of every token that may not come next to -infinity. Throws Error
+    // when none may (a grammar that cannot end and cannot go on with this vocabulary).
+    void mask(std::span<float> logits) const;
+    // Takes a token into the text; throws Error when it is not allowed.
+    void accept(TokenId token);
+    // Nothing but an end-of-generation token may come.
+    bool must_end() const { return matcher_.must_end(); }
+
+    // The trie of `tokenizer`'s pieces, for sharing among constraints.
+    static std::shared_ptr<const VocabTrie> build_trie(const Tokenizer& tokenizer);
+
+private:
+    const Tokenizer& tokenizer_;
+    std::shared_ptr<const VocabTrie> trie_;
+    GrammarMatcher matcher_;
+};
+
+}  // namespace edgerun::text
