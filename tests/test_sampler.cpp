@@ -4,11 +4,16 @@
 
 #include "check_throws.hpp"
 
+#include <edgerun/constrained_sampling.hpp>
 #include <edgerun/plugin_registry.hpp>
 #include <edgerun/random.hpp>
+#include <edgerun/text/grammar.hpp>
 
 #include <array>
 #include <cmath>
+#include <limits>
+#include <tuple>
+#include <vector>
 
 using namespace edgerun;
 
@@ -248,4 +253,73 @@ TEST_CASE("rollback: rejected tokens leave no trace in the penalties") {
     s.rollback(1);
     s.reset();
     CHECK_THROWS(s.rollback(1));
+}
+
+TEST_CASE("a logit of -infinity (a token a grammar rules out) is never drawn, at any stage of the chain") {
+    const int32_t n = 64;
+    std::vector<float> logits(n);
+    for (int32_t id = 0; id < n; ++id) logits[size_t(id)] = id % 2 ? -std::numeric_limits<float>::infinity() : 0.01f * id;
+    auto p = greedy_params();
+    p.temperature = 1.5f;
+    p.repeat_penalty = 1.3f;
+    p.presence_penalty = 0.5f;
+    p.frequency_penalty = -1.0f;  // raises repeated tokens: -infinity must stay -infinity
+    for (const auto& [top_k, top_p, min_p] : {std::tuple{0, 1.0f, 0.0f}, {60, 1.0f, 0.0f}, {0, 0.999999f, 0.0f},
+                                              {0, 1.0f, 0.001f}}) {
+        p.top_k = top_k;
+        p.top_p = top_p;
+        p.min_p = min_p;
+        Sampler s = make_sampler(p, n);
+        for (int32_t id = 0; id < 8; ++id) s.accept(id);
+        int odd = 0;
+        for (int i = 0; i < 5000; ++i) odd += s.sample_masked(logits.data(), n) % 2;
+        CHECK(odd == 0);
+    }
+    Sampler greedy = make_sampler(greedy_params(), n);
+    CHECK(greedy.sample_masked(logits.data(), n) == 62);
+}
+
+namespace {
+
+// "a", "b", "ab", "x" and an end-of-generation token, for sample_constrained.
+text::Tokenizer letters_tokenizer() {
+    text::Vocab v;
+    v.kind = ER_VOCAB_SPM;
+    v.model = "llama";
+    v.tokens.push_back({"<unk>", 0.0f, ER_TOKEN_UNKNOWN});
+    v.tokens.push_back({"<s>", 0.0f, ER_TOKEN_CONTROL});
+    v.tokens.push_back({"</s>", 0.0f, ER_TOKEN_CONTROL});
+    for (const char* piece : {"a", "b", "ab", "x"}) v.tokens.push_back({piece, 0.0f, ER_TOKEN_NORMAL});
+    return text::Tokenizer(v);
+}
+
+}  // namespace
+
+TEST_CASE("sample_constrained: the sampler's choice when the grammar allows it, else its choice among the allowed") {
+    const text::Tokenizer tokenizer = letters_tokenizer();
+    const auto grammar = text::Grammar::parse(R"(root ::= "a"+ "b")");
+    text::TokenConstraint constraint(grammar, tokenizer);
+    Sampler greedy = make_sampler(greedy_params(), tokenizer.n_tokens());
+    std::vector<float> scratch;
+    //                        <unk> <s>  </s>  a     b     ab    x
+    const std::vector<float> x_best = {0.0f, 9.0f, 8.0f, 1.0f, 2.0f, 1.5f, 7.0f};
+    CHECK(sample_constrained(greedy, x_best, constraint, scratch) == 5);  // "ab": the best the grammar allows
+    CHECK(scratch[6] == -std::numeric_limits<float>::infinity());
+    const std::vector<float> a_best = {0.0f, 0.0f, 0.0f, 3.0f, 2.0f, 1.5f, 0.0f};
+    scratch.clear();
+    CHECK(sample_constrained(greedy, a_best, constraint, scratch) == 3);
+    CHECK(scratch.empty());  // allowed at the first draw: no mask was computed
+    constraint.accept(5);  // "ab": the sentence is whole, only the end may come
+    CHECK(constraint.must_end());
+    CHECK(sample_constrained(greedy, x_best, constraint, scratch) == 2);
+    // Sampling: every draw lands in the allowed set, in proportion to its probability there.
+    auto p = greedy_params();
+    p.temperature = 1.0f;
+    Sampler sampler = make_sampler(p, tokenizer.n_tokens());
+    text::TokenConstraint fresh(grammar, tokenizer);
+    std::array<int, 7> counts{};
+    const std::vector<float> flat = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, std::log(3.0f), 5.0f};
+    for (int i = 0; i < 20000; ++i) ++counts[size_t(sample_constrained(sampler, flat, fresh, scratch))];
+    CHECK(counts[0] + counts[1] + counts[2] + counts[4] + counts[6] == 0);
+    CHECK(double(counts[5]) / (counts[3] + counts[5]) == doctest::Approx(0.75).epsilon(0.03));
 }

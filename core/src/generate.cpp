@@ -1,5 +1,6 @@
 #include <edgerun/generate.hpp>
 
+#include <edgerun/constrained_sampling.hpp>
 #include <edgerun/text/held_text.hpp>
 
 #include <algorithm>
@@ -78,6 +79,12 @@ std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int
     produced_.clear();
     if (!pending_fed) cached_.push_back(pending);
     if (max_draft > 0) drafter_->propose(cached_, max_draft, sampler_, draft_);
+    if (constraint_) {  // the host's logits, whatever the sampler: the grammar may need them all
+        if (!pending_fed) runner_.feed(std::span<const int32_t>(&pending, 1));
+        produced_.push_back(sample_constrained(sampler_, runner_.last_logits(), *constraint_, masked_));
+        pending = produced_.back();
+        return produced_;
+    }
     if (max_draft <= 0 || draft_.tokens.empty()) {
         if (pending_fed)
             produced_.push_back(sampler_.is_greedy() ? runner_.greedy_token()
@@ -140,7 +147,12 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
     sampler_.reset();
     for (int32_t token : prompt) sampler_.accept(token);
 
-    const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0;
+    constraint_.reset();
+    if (settings.grammar) {
+        if (!trie_) trie_ = text::TokenConstraint::build_trie(tokenizer_);
+        constraint_.emplace(settings.grammar, tokenizer_, trie_);
+    }
+    const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0 && !constraint_;
     stats.speculative = speculating;
     auto start = Clock::now();
     if (!feed(prompt.subspan(common), cancel)) {
@@ -163,12 +175,17 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
             stats.stop_reason = "eog";
             return false;
         }
+        if (constraint_) constraint_->accept(token);
         sampler_.accept(token);
         ++stats.generated_tokens;
         stats.tokens.push_back(token);
         if (std::string text = matcher.push(decoder.push(token)); !text.empty()) on_text(text);
         if (matcher.stopped()) {
             stats.stop_reason = "stop string";
+            return false;
+        }
+        if (constraint_ && constraint_->must_end()) {
+            stats.stop_reason = "grammar";
             return false;
         }
         if (settings.n_predict >= 0 && stats.generated_tokens >= settings.n_predict) {

@@ -136,7 +136,11 @@ int32_t SamplingChain::sample(const float* logits) {
         cumulative += probabilities_[i];
         if (u < cumulative) return candidates_[i].id;
     }
-    return candidates_[size_ - 1].id;  // u landed in the rounding slack at the top
+    // u landed in the rounding slack at the top: the last candidate that can be drawn (those
+    // after it have probability 0: logits of -infinity, tokens a grammar rules out).
+    size_t last = size_ - 1;
+    while (last > 0 && probabilities_[last] == 0.0) --last;
+    return candidates_[last].id;
 }
 
 }  // namespace edgerun::sampling

@@ -564,7 +564,9 @@ typedef struct er_sampler_iface {
     void (*reset)(er_sampler* sampler);
     /* Record a token (prompt or generated) in the history the penalties use. */
     er_status (*accept)(er_sampler* sampler, int32_t token, er_error* err);
-    /* Pick the next token from one row of logits. Does not accept it. */
+    /* Pick the next token from one row of logits. Does not accept it. A logit of -infinity
+     * is a token the host rules out (constrained decoding: a grammar allows only some
+     * tokens next) and must never be picked; at least one logit is finite. */
     er_status (*sample)(er_sampler* sampler, const float* logits, int32_t n_vocab, int32_t* token,
                         er_error* err);
     /* 1 when sample() is a plain argmax of the logits (so a device argmax may replace it). */

@@ -7,10 +7,13 @@
 #include <edgerun/host_api.hpp>
 #include <edgerun/runner.hpp>
 #include <edgerun/speculative.hpp>
+#include <edgerun/text/grammar.hpp>
 #include <edgerun/text/tokenizer.hpp>
 
 #include <atomic>
+#include <optional>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +25,10 @@ struct GenerationSettings {
     int32_t n_predict = -1;          // < 0: until the end of generation or a full context
     std::vector<std::string> stop;   // stop strings (not printed)
     bool ignore_eos = false;
+    // Constrained decoding: the generated text is a sentence of this grammar, and
+    // generation ends when the sentence can go no further (nullptr: free text). Drafting
+    // is off while a grammar constrains the output.
+    std::shared_ptr<const text::Grammar> grammar;
 };
 
 struct GenerationStats {
@@ -30,7 +37,9 @@ struct GenerationStats {
     double prompt_seconds = 0;
     int32_t generated_tokens = 0;
     double generate_seconds = 0;
-    std::string stop_reason;         // "eog", "stop string", "length", "context full", "cancelled"
+    // "eog", "stop string", "length", "context full", "cancelled", "grammar" (the sentence
+    // is complete: nothing may follow)
+    std::string stop_reason;
     std::vector<int32_t> tokens;     // the generated tokens (an end-of-generation token excluded)
     // Speculative decoding (zero without a drafter): target steps during generation,
     // those that verified a draft, and the draft tokens proposed and accepted.
@@ -87,6 +96,11 @@ private:
     Draft draft_;
     std::vector<int32_t> verify_tokens_, produced_;
     std::vector<float> rows_;
+    // The grammar of the generate() call under way, if any, and the vocabulary's trie
+    // (built at the first constrained call, kept for the next ones).
+    std::optional<text::TokenConstraint> constraint_;
+    std::shared_ptr<const text::VocabTrie> trie_;
+    std::vector<float> masked_;
 };
 
 // Holds back text that may be the start of a stop string until it is known not to be.

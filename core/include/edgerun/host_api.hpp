@@ -307,6 +307,15 @@ public:
         return token;
     }
 
+    // sample() over logits some of which are -infinity: the tokens a grammar rules out
+    // (abi.h). The caller checked the logits finite before it masked them.
+    int32_t sample_masked(const float* masked_logits, int32_t n_vocab) {
+        er_error err{};
+        int32_t token = -1;
+        check(iface_->sample(handle_.get(), masked_logits, n_vocab, &token, &err), err, "sampler");
+        return token;
+    }
+
     bool is_greedy() const { return iface_->is_greedy(handle_.get()) == 1; }
 
     // The entries for speculative decoding (abi.h); OPTIONAL for a sampler plugin.
