@@ -38,6 +38,7 @@ int cmd_chat(const std::vector<std::string>& args) {
                                    "Interactive on a terminal (/reset starts over, /exit or Ctrl-D ends); with stdin\n"
                                    "piped, each line is a user turn."))
         return 0;
+    resolve_grammar(generation);
     if (!think.empty() && think != "on" && think != "off")
         throw Error("--think: '" + think + "' is not on or off", ER_E_INVALID_ARGUMENT);
     template_options.read();
@@ -56,6 +57,8 @@ int cmd_chat(const std::vector<std::string>& args) {
 
     text::ChatOptions chat_options;
     if (!think.empty()) chat_options.enable_thinking = think == "on";
+    // A grammar's sentence starts at the reply's first byte: no room for a <think> block.
+    else if (generation.settings.grammar) chat_options.enable_thinking = false;
 
     std::vector<text::ChatMessage> messages;
     if (!system_prompt.empty()) messages.push_back({"system", system_prompt});

@@ -1,4 +1,5 @@
 #include "generation_options.hpp"
+#include "json_schema_grammar.hpp"
 #include "speculation_options.hpp"
 
 #include <edgerun/engine.hpp>
@@ -6,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <utility>
 
 namespace edgerun::cli {
 
@@ -38,8 +40,43 @@ void add_generation_options(po::options_description& desc, GenerationOptions& o)
         ("repeat-last-n", po::value(&o.sampler.penalty_last_n)->default_value(o.sampler.penalty_last_n), "window of recent tokens the penalties see")
         ("stop", po::value(&o.settings.stop)->composing(), "stop when this text is generated (repeatable)")
         ("ignore-eos", po::bool_switch(&o.settings.ignore_eos), "do not stop at end-of-generation tokens")
+        ("grammar", po::value(&o.grammar), "the output must match this GBNF grammar (llama.cpp's syntax)")
+        ("grammar-file", po::value(&o.grammar_file), "read the GBNF grammar from this file")
+        ("json-schema,j", po::value(&o.json_schema), "the output must be JSON this JSON Schema admits ('{}': any JSON)")
+        ("json-schema-file", po::value(&o.json_schema_file), "read the JSON Schema from this file")
         ("sampler-plugin", po::value(&o.sampler_plugin)->default_value(o.sampler_plugin), "sampler plugin name")
         ("trace", po::bool_switch(&o.trace), "print every op of one decode step with the bytes it reads");
+}
+
+void resolve_grammar(GenerationOptions& o) {
+    const std::pair<const char*, const std::string*> given[] = {
+        {"--grammar", &o.grammar}, {"--grammar-file", &o.grammar_file},
+        {"--json-schema", &o.json_schema}, {"--json-schema-file", &o.json_schema_file}};
+    const char* option = nullptr;
+    for (const auto& [name, value] : given) {
+        if (value->empty()) continue;
+        if (option) throw Error(std::string(option) + " and " + name + " both constrain the output: give one", ER_E_INVALID_ARGUMENT);
+        option = name;
+    }
+    if (!option) return;
+    std::string gbnf;
+    if (!o.grammar.empty()) gbnf = o.grammar;
+    if (!o.grammar_file.empty()) gbnf = read_text_file(o.grammar_file, "--grammar-file");
+    if (!o.json_schema.empty() || !o.json_schema_file.empty()) {
+        const std::string text = o.json_schema.empty() ? read_text_file(o.json_schema_file, "--json-schema-file") : o.json_schema;
+        const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(text, nullptr, false);
+        if (schema.is_discarded()) throw Error(std::string(option) + ": not valid JSON", ER_E_INVALID_ARGUMENT);
+        try {
+            gbnf = json_schema_grammar(schema);
+        } catch (const Error& e) {
+            throw Error(std::string(option) + ": " + e.what(), e.code());
+        }
+    }
+    try {
+        o.settings.grammar = text::Grammar::parse(gbnf);
+    } catch (const Error& e) {
+        throw Error(std::string(option) + ": " + e.what(), e.code());
+    }
 }
 
 Sampler make_sampler(const PluginRegistry& registry, const GenerationOptions& options, int32_t n_vocab) {
