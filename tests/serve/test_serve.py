@@ -199,8 +199,9 @@ def case_errors(edgerun, model):
             expect_error(lambda: chat(model=m, messages=msgs, max_tokens=bad), 400, "max_tokens")
             expect_error(lambda: c.completions.create(model=m, prompt="x", max_tokens=bad), 400, "max_tokens")
         for field, value in (("n", 2), ("tools", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
-                             ("response_format", {"type": "json_object"}), ("logit_bias", {"42": 5})):
+                             ("logit_bias", {"42": 5})):
             expect_error(lambda: chat(model=m, messages=msgs, **{field: value}), 400, field, "unsupported_parameter")
+        expect_error(lambda: chat(model=m, messages=msgs, response_format={"type": "xml"}), 400, "response_format.type")
         expect_error(lambda: chat(model=m, messages=msgs, logprobs=True, top_logprobs=21), 400, "top_logprobs")
         expect_error(lambda: chat(model=m, messages=msgs, top_logprobs=2), 400, "top_logprobs")
         expect_error(lambda: chat(model=m, messages=msgs, logprobs=1), 400, "logprobs")
@@ -544,7 +545,8 @@ def case_tools(edgerun, model, plugin_dir):
         check((reasoning, content, finish) == (msg.reasoning_content, msg.content, "tool_calls"),
               f"streamed: {reasoning!r} {content!r} {finish}")
         check(streamed_calls == [(i, n, a) for i, (n, a) in enumerate(calls)], f"streamed calls {streamed_calls}")
-        for bad, param in (({"tool_choice": "required"}, "tool_choice"), ({"tools": [{"type": "code"}]}, "tools[0]"),
+        for bad, param in (({"tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice"),
+                           ({"tools": [{"type": "code"}]}, "tools[0]"),
                            ({"tools": {"a": 1}}, "tools"),
                            ({"messages": [{"role": "assistant", "content": "", "tool_calls": [
                                {"type": "function", "function": {"name": "f", "arguments": "{not json"}}]}]},

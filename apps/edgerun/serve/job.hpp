@@ -6,12 +6,14 @@
 
 #include <edgerun/abi.h>
 #include <edgerun/host_api.hpp>
+#include <edgerun/text/grammar.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -34,6 +36,9 @@ struct JobSpec {
     int32_t max_tokens = -1;  // < 0: until an end-of-generation token or a full context; 0: the prompt only
     std::vector<std::string> stop;
     er_sampler_params sampler{};
+    // The answer must be a sentence of this grammar (response_format, a forced tool call,
+    // llama.cpp's `grammar`); the answer ends when the sentence is complete. nullptr: free.
+    std::shared_ptr<const text::Grammar> grammar;
 };
 
 struct Usage {

@@ -1,4 +1,5 @@
 #include "openai_api.hpp"
+#include "json_fields.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -15,16 +16,6 @@ namespace {
 
 int64_t unix_seconds() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-ApiError wrong_type(const std::string& field, const char* expected) {
-    return ApiError(400, "'" + field + "' must be " + expected, field, "invalid_type");
-}
-
-// The field's value when present and not null; absent and null both mean "the default".
-const json* field(const json& body, const char* name) {
-    auto it = body.find(name);
-    return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
 double number(const json& body, const char* name, double fallback, double lo, double hi) {
@@ -73,15 +64,8 @@ void refuse_unimplemented(const json& body, Endpoint endpoint) {
         if (const json* v = field(body, name); v && !v->empty()) refuse(name, "not implemented");
     if (const json* v = field(body, "function_call"); v && !(v->is_string() && v->get<std::string>() == "none"))
         refuse("function_call", "the tools field is the way to give functions");
-    if (endpoint == Endpoint::Completion) {
+    if (endpoint == Endpoint::Completion)
         if (const json* v = field(body, "tools"); v && !v->empty()) refuse("tools", "tools need a chat");
-    } else if (const json* v = field(body, "tool_choice");
-               v && !(v->is_string() && (v->get<std::string>() == "none" || v->get<std::string>() == "auto"))) {
-        refuse("tool_choice", "'auto' or 'none': forcing a call needs constrained decoding");
-    }
-    if (const json* v = field(body, "response_format");
-        v && !(v->is_object() && v->value("type", json()) == json("text")))
-        refuse("response_format", "plain text only");
     if (endpoint == Endpoint::Completion) {
         if (const json* v = field(body, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
             refuse("suffix", "not implemented");
@@ -189,7 +173,7 @@ std::vector<text::ToolCall> message_tool_calls(const json& calls, const std::str
 
 }  // namespace
 
-std::string OpenAiApi::chat_prompt(const json& body, bool& with_tools) const {
+std::string OpenAiApi::chat_prompt(const json& body, bool constrained, bool& with_tools) const {
     const json* messages = field(body, "messages");
     if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
     if (!messages->is_array()) throw wrong_type("messages", "an array");
@@ -220,6 +204,9 @@ std::string OpenAiApi::chat_prompt(const json& body, bool& with_tools) const {
         chat.push_back(std::move(message));
     }
     text::ChatOptions options;  // with the generation prompt
+    // A grammar leaves the model no room to think: a thinking template is told so (Qwen3
+    // closes an empty <think> block), unless the request says otherwise.
+    if (constrained) options.enable_thinking = false;
     const json* tool_choice = field(body, "tool_choice");
     const json* tools = field(body, "tools");
     if (tools && !(tool_choice && *tool_choice == json("none"))) {
@@ -353,13 +340,16 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     const std::optional<int64_t> seed = integer(body, "seed");
     p.seed = seed ? uint64_t(*seed) : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 
+    spec.grammar = output_grammar(body, endpoint);
     if (endpoint == Endpoint::Chat) {
         bool with_tools = false;
-        const std::string prompt = chat_prompt(body, with_tools);
+        const std::string prompt = chat_prompt(body, spec.grammar != nullptr, with_tools);
         if (with_tools) out.tool_calls = tool_call_format();
         spec.prompt = text::encode_chat_prompt(tokenizer_, prompt, true);
-        out.split_reasoning = split_reasoning_;
-        out.reasoning_open = split_reasoning_ && text::ReasoningSplitter::opens_block(prompt);
+        // A constrained answer is the grammar's sentence from its first byte: no <think>
+        // block comes before it.
+        out.split_reasoning = split_reasoning_ && !spec.grammar;
+        out.reasoning_open = out.split_reasoning && text::ReasoningSplitter::opens_block(prompt);
     } else {
         spec.prompt = completion_prompt(body);
         if (echo) {
@@ -402,7 +392,7 @@ ToolCallFormat OpenAiApi::tool_call_format() const {
 json OpenAiApi::apply_template(std::string_view text) const {
     const json body = object_body(text);
     bool with_tools = false;
-    return json{{"prompt", chat_prompt(body, with_tools)}};
+    return json{{"prompt", chat_prompt(body, output_grammar(body, Endpoint::Chat) != nullptr, with_tools)}};
 }
 
 json OpenAiApi::tokenize(std::string_view text) const {

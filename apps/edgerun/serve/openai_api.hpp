@@ -97,7 +97,10 @@ private:
     json model_object() const;
     ApiError model_not_found(const std::string& id) const;
     // The chat's prompt text, in the model's template; with_tools: tools were given.
-    std::string chat_prompt(const json& body, bool& with_tools) const;
+    // constrained: a grammar will constrain the answer (output_grammar).
+    std::string chat_prompt(const json& body, bool constrained, bool& with_tools) const;
+    // What the request constrains the answer to (output_grammar.cpp), or nullptr.
+    std::shared_ptr<const text::Grammar> output_grammar(const json& body, Endpoint endpoint) const;
     ToolCallFormat tool_call_format() const;
     std::vector<int32_t> completion_prompt(const json& body) const;
 

@@ -1,5 +1,7 @@
 #include "scheduler.hpp"
 
+#include <edgerun/constrained_sampling.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -163,6 +165,11 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     }
     slot.decoder.emplace(tokenizer_);
     slot.matcher.emplace(slot.job->spec().stop);
+    slot.constraint.reset();
+    if (slot.job->spec().grammar) {
+        if (!trie_) trie_ = text::TokenConstraint::build_trie(tokenizer_);
+        slot.constraint.emplace(slot.job->spec().grammar, tokenizer_, trie_);
+    }
     if (scoring)  // the first token has nothing before it to be predicted from
         slot.job->push(JobEvent{JobEvent::Kind::Text, "", "", {}, 0,
                                 {TokenLogprob{prompt[0], std::numeric_limits<float>::quiet_NaN(), {}}}});
@@ -257,7 +264,9 @@ void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated)
     std::span<const float> logits;
     try {
         logits = runner_->logits(slot.seq);
-        token = slot.sampler->sample(logits.data(), int32_t(logits.size()));
+        token = slot.constraint ? sample_constrained(*slot.sampler, logits, *slot.constraint, masked_)
+                                : slot.sampler->sample(logits.data(), int32_t(logits.size()));
+        if (slot.constraint && !tokenizer_.is_eog(token)) slot.constraint->accept(token);
     } catch (const std::exception& e) {
         fail(slot, std::string("sampling failed: ") + e.what(), 500);
         return;
@@ -275,7 +284,7 @@ void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated)
     if (std::string text = slot.matcher->push(slot.decoder->push(token)); !text.empty() || !logprob.empty())
         slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(text), "", {}, 0, std::move(logprob)});
     const int32_t max_tokens = slot.job->spec().max_tokens;
-    if (slot.matcher->stopped())
+    if (slot.matcher->stopped() || (slot.constraint && slot.constraint->must_end()))
         finish(slot, "stop");
     else if ((max_tokens >= 0 && slot.generated >= max_tokens) || runner_->position(slot.seq) >= runner_->n_ctx())
         finish(slot, "length");

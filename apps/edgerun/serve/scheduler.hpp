@@ -61,6 +61,7 @@ private:
         std::optional<Sampler> sampler;
         std::optional<text::StreamDecoder> decoder;
         std::optional<StopMatcher> matcher;
+        std::optional<text::TokenConstraint> constraint;  // the job's grammar, if it has one
         std::vector<float> prompt_logits;  // a prefill chunk's every row, when the prompt's logprobs are asked for
         bool decoding() const { return job && next_token >= 0; }
     };
@@ -92,6 +93,8 @@ private:
     std::condition_variable finished_cv_;
     std::thread thread_;
 
+    std::shared_ptr<const text::VocabTrie> trie_;  // for grammars: built at the first that comes
+    std::vector<float> masked_;                     // logits under a grammar's mask
     std::vector<SequenceFeed> feeds_;
     std::vector<Slot*> fed_slots_;
 };

@@ -1,0 +1,128 @@
+// What a request constrains its answer to, as a grammar (text/grammar.hpp): the OpenAI
+// API's response_format (json_object, json_schema), llama.cpp's `grammar` (GBNF) and
+// `json_schema` fields, and a forced tool call (tool_choice "required" or a named
+// function: the template's call format around the functions' parameter schemas).
+#include "json_fields.hpp"
+#include "openai_api.hpp"
+
+#include "../json_schema_grammar.hpp"
+
+#include <edgerun/host_api.hpp>
+
+namespace edgerun::serve {
+
+namespace {
+
+struct GrammarSource {
+    std::string field;  // the request field it came from, for errors
+    std::string gbnf;
+    std::string root = "root";
+};
+
+std::string schema_grammar(const json& schema, const std::string& where) {
+    try {
+        return json_schema_grammar(schema);
+    } catch (const Error& e) {
+        throw ApiError(400, "'" + where + "': " + e.what(), where, "invalid_value");
+    }
+}
+
+// The schema of one call in the template's format: {"name": NAME, "arguments": {...}}
+// (Qwen's <tool_call> blocks) or {"name": NAME, "parameters": {...}} (Llama 3.1+).
+json call_schema(const json& function, ToolCallFormat format) {
+    const json* parameters = field(function, "parameters");
+    const char* key = format == ToolCallFormat::JsonReply ? "parameters" : "arguments";
+    return json{{"type", "object"},
+                {"properties",
+                 {{"name", {{"const", *field(function, "name")}}},
+                  {key, parameters ? *parameters : json{{"type", "object"}, {"additionalProperties", true}}}}},
+                {"required", json::array({"name", key})}};
+}
+
+// tool_choice "required" (any of the tools) or {"type": "function", "function": {"name"}}:
+// the answer is calls and nothing else. The tools were checked by chat_prompt.
+GrammarSource forced_calls(const json& body, const json& tool_choice, ToolCallFormat format) {
+    const json* tools = field(body, "tools");
+    if (!tools || tools->empty())
+        throw ApiError(400, "'tool_choice' forces a call but 'tools' gives none", "tool_choice", "invalid_value");
+    std::string named;
+    if (tool_choice.is_object()) {
+        const json* function = field(tool_choice, "function");
+        const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
+        if (!name || !name->is_string() || tool_choice.value("type", json("function")) != json("function"))
+            throw ApiError(400, "'tool_choice' must be 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                           "tool_choice", "invalid_value");
+        named = name->get<std::string>();
+    }
+    if (!tools->is_array()) throw wrong_type("tools", "an array");
+    json choices = json::array();
+    for (const json& tool : *tools) {  // malformed tools are chat_prompt's to report
+        const json* function = tool.is_object() ? field(tool, "function") : nullptr;
+        const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
+        if (name && name->is_string() && (named.empty() || *name == json(named)))
+            choices.push_back(call_schema(*function, format));
+    }
+    if (choices.empty())
+        throw ApiError(400, "'tool_choice' names the function '" + named + "', which 'tools' does not give", "tool_choice",
+                       "invalid_value");
+    const json schema = choices.size() == 1 ? choices[0] : json{{"anyOf", choices}};
+    GrammarSource source{"tool_choice", schema_grammar(schema, "tools"), "root"};
+    if (format == ToolCallFormat::JsonReply) return source;  // the whole reply is the call
+    // Qwen's blocks, as its template shows them; several when parallel calls are allowed.
+    const json* parallel = field(body, "parallel_tool_calls");
+    const bool several = named.empty() && !(parallel && *parallel == json(false));
+    source.gbnf += "\nedgerun-call-block ::= \"<tool_call>\\n\" root \"\\n</tool_call>\"\n";
+    source.gbnf += several ? "edgerun-calls ::= edgerun-call-block (\"\\n\" edgerun-call-block)*\n"
+                           : "edgerun-calls ::= edgerun-call-block\n";
+    source.root = "edgerun-calls";
+    return source;
+}
+
+}  // namespace
+
+std::shared_ptr<const text::Grammar> OpenAiApi::output_grammar(const json& body, Endpoint endpoint) const {
+    std::vector<GrammarSource> sources;
+    if (const json* format = field(body, "response_format")) {
+        if (!format->is_object()) throw wrong_type("response_format", "an object");
+        const json* type = field(*format, "type");
+        if (!type || !type->is_string()) throw wrong_type("response_format.type", "a string");
+        const std::string kind = type->get<std::string>();
+        if (kind == "json_object") {  // llama.cpp's server takes a schema here too
+            const json* schema = field(*format, "schema");
+            sources.push_back({"response_format", schema ? schema_grammar(*schema, "response_format.schema")
+                                                         : json_object_grammar()});
+        } else if (kind == "json_schema") {
+            const json* spec = field(*format, "json_schema");
+            if (!spec || !spec->is_object()) throw wrong_type("response_format.json_schema", "an object");
+            const json* schema = field(*spec, "schema");
+            sources.push_back({"response_format", schema ? schema_grammar(*schema, "response_format.json_schema.schema")
+                                                         : json_object_grammar()});
+        } else if (kind != "text") {
+            throw ApiError(400, "'response_format.type' must be 'text', 'json_object' or 'json_schema', not '" + kind + "'",
+                           "response_format.type", "invalid_value");
+        }
+    }
+    if (const json* schema = field(body, "json_schema")) sources.push_back({"json_schema", schema_grammar(*schema, "json_schema")});
+    if (const json* gbnf = field(body, "grammar")) {
+        if (!gbnf->is_string()) throw wrong_type("grammar", "a string (GBNF)");
+        sources.push_back({"grammar", gbnf->get<std::string>()});
+    }
+    const json* tool_choice = field(body, "tool_choice");
+    if (endpoint == Endpoint::Chat && tool_choice && !(*tool_choice == json("none") || *tool_choice == json("auto"))) {
+        if (!(*tool_choice == json("required") || tool_choice->is_object()))
+            throw ApiError(400, "'tool_choice' must be 'none', 'auto', 'required' or a function", "tool_choice",
+                           "invalid_value");
+        sources.push_back(forced_calls(body, *tool_choice, tool_call_format()));
+    }
+    if (sources.empty()) return nullptr;
+    if (sources.size() > 1)
+        throw ApiError(400, "'" + sources[0].field + "' and '" + sources[1].field + "' both constrain the answer: give one",
+                       sources[1].field, "invalid_value");
+    try {
+        return text::Grammar::parse(sources[0].gbnf, sources[0].root);
+    } catch (const Error& e) {
+        throw ApiError(400, "'" + sources[0].field + "': " + e.what(), sources[0].field, "invalid_value");
+    }
+}
+
+}  // namespace edgerun::serve

@@ -1,0 +1,129 @@
+"""Constrained decoding in edgerun serve, through the official `openai` client on the real
+SmolLM2: response_format (json_object, json_schema), llama.cpp's `grammar` and
+`json_schema` fields, and forced tool calls (tool_choice "required" or a named function);
+every answer is checked against the schema by hand-written checks, not by the grammar.
+
+    test_serve_grammar.py EDGERUN MODEL
+
+MODEL may be @fetch:REPO_ROOT (the project's real model, tests/fetched_model.py)."""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from fetched_model import model_path  # noqa: E402
+from serve_server import Server  # noqa: E402
+from test_serve import WEATHER, check, client, expect_error, raw  # noqa: E402
+
+CITY = {"type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 20},
+                       "population": {"type": "integer", "minimum": 0},
+                       "rivers": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 2},
+                       "capital": {"type": "boolean"}},
+        "required": ["city", "population", "capital"], "additionalProperties": False}
+
+
+def city_errors(doc):
+    """Why `doc` is not a CITY; empty when it is."""
+    if not isinstance(doc, dict):
+        return ["not an object"]
+    errors = [f"missing {k}" for k in CITY["required"] if k not in doc]
+    errors += [f"extra {k}" for k in doc if k not in CITY["properties"]]
+    if not (isinstance(doc.get("city"), str) and len(doc["city"]) <= 20):
+        errors.append("city")
+    if not (type(doc.get("population")) is int and doc["population"] >= 0):
+        errors.append("population")
+    if not isinstance(doc.get("capital"), bool):
+        errors.append("capital")
+    rivers = doc.get("rivers", [])
+    if not (isinstance(rivers, list) and len(rivers) <= 2 and all(isinstance(r, str) and len(r) <= 12 for r in rivers)):
+        errors.append("rivers")
+    return errors
+
+
+def parsed(text):
+    try:
+        return json.loads(text)
+    except (TypeError, json.JSONDecodeError) as e:
+        return f"not JSON ({e}): {text!r}"
+
+
+ASK = [{"role": "user", "content": "Describe Paris as JSON."}]
+SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "city", "schema": CITY, "strict": True}}
+
+
+def response_formats(s):
+    c = client(s)
+    for temperature, seed in ((0, 0), (1.0, 1), (1.2, 2)):
+        r = c.chat.completions.create(model=s.model_id, messages=ASK, max_tokens=150, temperature=temperature,
+                                      seed=seed, response_format=SCHEMA_FORMAT)
+        doc = parsed(r.choices[0].message.content)
+        check(not city_errors(doc) and r.choices[0].finish_reason == "stop",
+              f"json_schema at temperature {temperature}: {city_errors(doc)} {doc} {r.choices[0].finish_reason}")
+    streamed, finish = "", None
+    for chunk in c.chat.completions.create(model=s.model_id, messages=ASK, max_tokens=150, temperature=1.0, seed=1,
+                                           response_format=SCHEMA_FORMAT, stream=True):
+        for choice in chunk.choices:
+            streamed += choice.delta.content or ""
+            finish = choice.finish_reason or finish
+    whole = c.chat.completions.create(model=s.model_id, messages=ASK, max_tokens=150, temperature=1.0, seed=1,
+                                      response_format=SCHEMA_FORMAT).choices[0].message.content
+    check(streamed == whole and finish == "stop", f"streamed {streamed!r} ({finish}), whole {whole!r}")
+    r = c.chat.completions.create(model=s.model_id, messages=ASK, max_tokens=150, temperature=0,
+                                  response_format={"type": "json_object"})
+    check(isinstance(parsed(r.choices[0].message.content), dict), f"json_object: {r.choices[0].message.content!r}")
+    # llama.cpp's fields: GBNF, and a schema outside response_format; the completions API too.
+    r = c.chat.completions.create(model=s.model_id, messages=[{"role": "user", "content": "Pick a number."}],
+                                  max_tokens=30, temperature=0, extra_body={"grammar": 'root ::= "n=" [1-9] [0-9]?'})
+    check(re.fullmatch(r"n=[1-9][0-9]?", r.choices[0].message.content or "") is not None, f"grammar: {r}")
+    r = c.completions.create(model=s.model_id, prompt="Paris facts in JSON:", max_tokens=150, temperature=0,
+                             extra_body={"json_schema": CITY})
+    doc = parsed(r.choices[0].text)
+    check(not city_errors(doc) and r.choices[0].finish_reason == "stop", f"completions json_schema: {doc}")
+    # Refusals name the field.
+    for extra, param in (({"grammar": "root ::= nothing"}, "grammar"),
+                         ({"json_schema": {"type": "object", "properties": {"a": {"type": "strnig"}}}}, "json_schema"),
+                         ({"grammar": 'root ::= "a"', "json_schema": {}}, "json_schema")):
+        expect_error(lambda: c.chat.completions.create(model=s.model_id, messages=ASK, extra_body=extra), 400, param)
+    expect_error(lambda: c.chat.completions.create(model=s.model_id, messages=ASK, response_format={
+        "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "minLength": "two"}}}), 400,
+        "response_format.json_schema.schema")
+    expect_error(lambda: c.chat.completions.create(model=s.model_id, messages=ASK, response_format="json"), 400,
+                 "response_format")
+
+
+def forced_calls(s):
+    c = client(s)
+    time_tool = {"type": "function", "function": {"name": "now", "parameters": {
+        "type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}}, "required": ["tz"]}}}
+    ask = dict(model=s.model_id, messages=[{"role": "user", "content": "Hello there!"}], tools=[WEATHER, time_tool],
+               max_tokens=120, temperature=0)
+    r = c.chat.completions.create(tool_choice="required", parallel_tool_calls=False, **ask)
+    calls = r.choices[0].message.tool_calls or []
+    ok = len(calls) == 1 and r.choices[0].finish_reason == "tool_calls"
+    if ok and calls[0].function.name == "get_weather":
+        args = json.loads(calls[0].function.arguments)
+        ok = isinstance(args.get("city"), str) and set(args) <= {"city", "days", "units"}
+    elif ok:
+        ok = calls[0].function.name == "now" and json.loads(calls[0].function.arguments)["tz"] in ("UTC", "CET")
+    check(ok, f"tool_choice required, a greeting: {r}")
+    r = c.chat.completions.create(tool_choice={"type": "function", "function": {"name": "now"}}, **ask)
+    calls = r.choices[0].message.tool_calls or []
+    check(len(calls) == 1 and calls[0].function.name == "now" and
+          json.loads(calls[0].function.arguments)["tz"] in ("UTC", "CET") and r.choices[0].finish_reason == "tool_calls",
+          f"a named function: {r}")
+    # The prompt of a constrained answer closes Qwen3's think block, as enable_thinking false does.
+    body = {"messages": ask["messages"], "response_format": {"type": "json_object"}}
+    status, data = raw(s, "POST", "/apply-template", json.dumps(body), {"Content-Type": "application/json"})
+    check(status == 200 and json.loads(data)["prompt"].endswith("<think>\n\n</think>\n\n"), f"/apply-template: {data!r}")
+
+
+if __name__ == "__main__":
+    edgerun, model = sys.argv[1], model_path(sys.argv[2])
+    with Server(edgerun, model, "-t", "1", "-c", "512", "--parallel", "2") as s:
+        response_formats(s)
+    with Server(edgerun, model, "-t", "1", "-c", "1024", "--chat-template", "qwen3") as s:
+        forced_calls(s)
+    print("serve grammar: ok")
