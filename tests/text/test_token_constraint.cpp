@@ -4,6 +4,7 @@
 
 #include "../check_throws.hpp"
 #include "json_gbnf.hpp"
+#include "vocab_builders.hpp"
 
 #include <edgerun/host_api.hpp>
 #include <edgerun/text/grammar.hpp>
@@ -120,17 +121,7 @@ namespace {
 // one: mostly lowercase words, many with a leading space (▁), some capitalized, digits,
 // punctuation that JSON cares about, and some multibyte characters, plus the 256 byte tokens.
 Vocab synthetic_vocab(size_t n_pieces) {
-    Vocab v;
-    v.kind = ER_VOCAB_SPM;
-    v.model = "llama";
-    v.tokens.push_back({"<unk>", 0.0f, ER_TOKEN_UNKNOWN});
-    v.tokens.push_back({"<s>", 0.0f, ER_TOKEN_CONTROL});
-    v.tokens.push_back({"</s>", 0.0f, ER_TOKEN_CONTROL});
-    for (int b = 0; b < 256; ++b) {
-        char name[8];
-        std::snprintf(name, sizeof name, "<0x%02X>", b);
-        v.tokens.push_back({name, 0.0f, ER_TOKEN_BYTE});
-    }
+    Vocab v = test::spm_vocab_with_bytes();
     const std::string letters = "etaoinshrdlcumwfgypbvkjxqz";
     const std::string punctuation = "{}[]\",:.-\\/_'!?()";
     const char* const multibyte[] = {"\xC3\xA9", "\xC3\xBC", "\xE2\x9C\x93", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80",

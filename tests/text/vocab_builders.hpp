@@ -8,9 +8,8 @@
 
 namespace edgerun::text::test {
 
-// SentencePiece-style: <unk> <s> </s>, the 256 byte tokens (ids 3..258), then pieces
-// whose scores make "▁hello" and "▁world" assemble pair by pair.
-inline Vocab small_spm_vocab() {
+// SentencePiece-style, before its pieces: <unk> <s> </s> and the 256 byte tokens (ids 3..258).
+inline Vocab spm_vocab_with_bytes() {
     Vocab v;
     v.kind = ER_VOCAB_SPM;
     v.model = "llama";
@@ -22,6 +21,13 @@ inline Vocab small_spm_vocab() {
         std::snprintf(name, sizeof name, "<0x%02X>", b);
         v.tokens.push_back({name, 0.0f, ER_TOKEN_BYTE});
     }
+    return v;
+}
+
+// SentencePiece-style: spm_vocab_with_bytes(), then pieces whose scores make "▁hello" and
+// "▁world" assemble pair by pair.
+inline Vocab small_spm_vocab() {
+    Vocab v = spm_vocab_with_bytes();
     const std::string sp = "\xE2\x96\x81";
     const std::pair<std::string, float> pieces[] = {
         {sp, -5}, {"h", -5}, {"e", -5}, {"l", -5}, {"o", -5}, {"w", -5}, {"r", -5}, {"d", -5},
