@@ -114,6 +114,22 @@ def forced_calls(s):
     check(len(calls) == 1 and calls[0].function.name == "now" and
           json.loads(calls[0].function.arguments)["tz"] in ("UTC", "CET") and r.choices[0].finish_reason == "tool_calls",
           f"a named function: {r}")
+    # A tool whose parameters refer to their own $defs: the references hold inside the call's schema.
+    booking = {"type": "function", "function": {"name": "book", "parameters": {
+        "type": "object", "properties": {"when": {"$ref": "#/$defs/slot"}}, "required": ["when"],
+        "$defs": {"slot": {"type": "object", "properties": {"day": {"enum": ["mon", "tue"]},
+                                                            "hour": {"type": "integer", "minimum": 8, "maximum": 17}},
+                           "required": ["day", "hour"], "additionalProperties": False}}}}}
+    r = c.chat.completions.create(**dict(ask, tools=[WEATHER, booking]),
+                                  tool_choice={"type": "function", "function": {"name": "book"}})
+    calls = r.choices[0].message.tool_calls or []
+    args = json.loads(calls[0].function.arguments) if len(calls) == 1 else None
+    check(args is not None and calls[0].function.name == "book" and list(args) == ["when"] and
+          args["when"]["day"] in ("mon", "tue") and 8 <= args["when"]["hour"] <= 17, f"$defs in a tool: {r}")
+    unsupported = {"type": "function", "function": {"name": "odd", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}}}}}
+    expect_error(lambda: c.chat.completions.create(**dict(ask, tools=[WEATHER, unsupported]), tool_choice="required"),
+                 400, "tools[1].function.parameters")
     # The prompt of a constrained answer closes Qwen3's think block, as enable_thinking false does.
     body = {"messages": ask["messages"], "response_format": {"type": "json_object"}}
     status, data = raw(s, "POST", "/apply-template", json.dumps(body), {"Content-Type": "application/json"})

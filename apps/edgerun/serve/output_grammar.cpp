@@ -9,6 +9,8 @@
 
 #include <edgerun/host_api.hpp>
 
+#include <vector>
+
 namespace edgerun::serve {
 
 namespace {
@@ -27,15 +29,30 @@ std::string schema_grammar(const json& schema, const std::string& where) {
     }
 }
 
+// Local references ("#/$defs/...") of a schema moved to `base` inside a larger one.
+void rebase_refs(json& schema, const std::string& base) {
+    if (schema.is_array()) {
+        for (json& item : schema) rebase_refs(item, base);
+    } else if (schema.is_object()) {
+        for (auto& [key, value] : schema.items()) {
+            if (key == "$ref" && value.is_string() && value.get<std::string>().rfind('#', 0) == 0)
+                value = base + value.get<std::string>().substr(1);
+            else
+                rebase_refs(value, base);
+        }
+    }
+}
+
 // The schema of one call in the template's format: {"name": NAME, "arguments": {...}}
-// (Qwen's <tool_call> blocks) or {"name": NAME, "parameters": {...}} (Llama 3.1+).
-json call_schema(const json& function, ToolCallFormat format) {
+// (Qwen's <tool_call> blocks) or {"name": NAME, "parameters": {...}} (Llama 3.1+), placed at
+// `at` of the whole answer's schema (its references rebased there).
+json call_schema(const json& function, ToolCallFormat format, const std::string& at) {
     const json* parameters = field(function, "parameters");
     const char* key = format == ToolCallFormat::JsonReply ? "parameters" : "arguments";
+    json arguments = parameters ? *parameters : json{{"type", "object"}, {"additionalProperties", true}};
+    rebase_refs(arguments, at + "/properties/" + key);
     return json{{"type", "object"},
-                {"properties",
-                 {{"name", {{"const", *field(function, "name")}}},
-                  {key, parameters ? *parameters : json{{"type", "object"}, {"additionalProperties", true}}}}},
+                {"properties", {{"name", {{"const", *field(function, "name")}}}, {key, std::move(arguments)}}},
                 {"required", json::array({"name", key})}};
 }
 
@@ -55,17 +72,28 @@ GrammarSource forced_calls(const json& body, const json& tool_choice, ToolCallFo
         named = name->get<std::string>();
     }
     if (!tools->is_array()) throw wrong_type("tools", "an array");
-    json choices = json::array();
-    for (const json& tool : *tools) {  // malformed tools are chat_prompt's to report
+    std::vector<const json*> chosen;
+    for (size_t i = 0; i < tools->size(); ++i) {  // malformed tools are chat_prompt's to report
+        const json& tool = (*tools)[i];
         const json* function = tool.is_object() ? field(tool, "function") : nullptr;
         const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
-        if (name && name->is_string() && (named.empty() || *name == json(named)))
-            choices.push_back(call_schema(*function, format));
+        if (!name || !name->is_string() || !(named.empty() || *name == json(named))) continue;
+        // Converted alone first, so that what it cannot take is named where the client wrote it.
+        if (const json* parameters = field(*function, "parameters"))
+            schema_grammar(*parameters, "tools[" + std::to_string(i) + "].function.parameters");
+        chosen.push_back(function);
     }
-    if (choices.empty())
+    if (chosen.empty())
         throw ApiError(400, "'tool_choice' names the function '" + named + "', which 'tools' does not give", "tool_choice",
                        "invalid_value");
-    const json schema = choices.size() == 1 ? choices[0] : json{{"anyOf", choices}};
+    json schema;
+    if (chosen.size() == 1) {
+        schema = call_schema(*chosen[0], format, "#");
+    } else {
+        schema = json{{"anyOf", json::array()}};
+        for (size_t i = 0; i < chosen.size(); ++i)
+            schema["anyOf"].push_back(call_schema(*chosen[i], format, "#/anyOf/" + std::to_string(i)));
+    }
     GrammarSource source{"tool_choice", schema_grammar(schema, "tools"), "root"};
     if (format == ToolCallFormat::JsonReply) return source;  // the whole reply is the call
     // Qwen's blocks, as its template shows them; several when parallel calls are allowed.
