@@ -38,7 +38,7 @@ int cmd_chat(const std::vector<std::string>& args) {
                                    "Interactive on a terminal (/reset starts over, /exit or Ctrl-D ends); with stdin\n"
                                    "piped, each line is a user turn."))
         return 0;
-    resolve_grammar(generation);
+    resolve_constraints(generation);
     if (!think.empty() && think != "on" && think != "off")
         throw Error("--think: '" + think + "' is not on or off", ER_E_INVALID_ARGUMENT);
     template_options.read();

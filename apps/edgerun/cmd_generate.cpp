@@ -30,7 +30,7 @@ int cmd_generate(const std::vector<std::string>& args) {
     add_generation_options(desc, generation);
     add_speculation_options(desc, speculation_options);
     if (!parse(with_long_draft_option(args), desc, common, "usage: edgerun [--backend NAME] [-m MODEL] -p PROMPT [options]")) return 0;
-    resolve_grammar(generation);
+    resolve_constraints(generation);
     if (!prompt_file.empty() && !prompt.empty())
         throw Error("-p and -f both give the prompt: give one", ER_E_INVALID_ARGUMENT);
     if (!prompt_file.empty()) prompt = read_text_file(prompt_file, "--file");

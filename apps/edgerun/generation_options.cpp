@@ -6,6 +6,8 @@
 
 #include <sys/resource.h>
 
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -44,8 +46,33 @@ void add_generation_options(po::options_description& desc, GenerationOptions& o)
         ("grammar-file", po::value(&o.grammar_file), "read the GBNF grammar from this file")
         ("json-schema,j", po::value(&o.json_schema), "the output must be JSON this JSON Schema admits ('{}': any JSON)")
         ("json-schema-file", po::value(&o.json_schema_file), "read the JSON Schema from this file")
+        ("logit-bias,l", po::value(&o.logit_bias)->composing(), "add BIAS (-100 to 100) to a token's logit: ID+BIAS or ID-BIAS (repeatable)")
         ("sampler-plugin", po::value(&o.sampler_plugin)->default_value(o.sampler_plugin), "sampler plugin name")
         ("trace", po::bool_switch(&o.trace), "print every op of one decode step with the bytes it reads");
+}
+
+namespace {
+
+// "15043+1.5", "15043-100": llama.cpp's --logit-bias.
+LogitBias parse_logit_bias(const std::string& text) {
+    const size_t sign = text.find_first_of("+-", 1);
+    LogitBias out{-1, 0.0f};
+    try {
+        size_t used = 0;
+        if (sign != std::string::npos && sign > 0) {
+            const long id = std::stol(text.substr(0, sign), &used);
+            if (used == sign && id >= 0 && id <= INT32_MAX) out.token = int32_t(id);
+            const std::string bias = text.substr(sign);
+            out.bias = std::stof(bias, &used);
+            if (used != bias.size()) out.token = -1;
+        }
+    } catch (const std::exception&) {
+        out.token = -1;
+    }
+    if (out.token < 0 || !(std::fabs(out.bias) <= kMaxLogitBias))
+        throw Error("--logit-bias: '" + text + "' is not TOKEN_ID+BIAS or TOKEN_ID-BIAS with a bias from -100 to 100",
+                    ER_E_INVALID_ARGUMENT);
+    return out;
 }
 
 void resolve_grammar(GenerationOptions& o) {
@@ -77,6 +104,13 @@ void resolve_grammar(GenerationOptions& o) {
     } catch (const Error& e) {
         throw Error(std::string(option) + ": " + e.what(), e.code());
     }
+}
+
+}  // namespace
+
+void resolve_constraints(GenerationOptions& o) {
+    resolve_grammar(o);
+    for (const std::string& bias : o.logit_bias) o.settings.logit_bias.push_back(parse_logit_bias(bias));
 }
 
 Sampler make_sampler(const PluginRegistry& registry, const GenerationOptions& options, int32_t n_vocab) {

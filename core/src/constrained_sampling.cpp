@@ -5,6 +5,15 @@
 
 namespace edgerun {
 
+std::span<const float> biased_logits(std::span<const float> logits, std::span<const LogitBias> biases,
+                                     std::vector<float>& scratch) {
+    if (biases.empty()) return logits;
+    scratch.assign(logits.begin(), logits.end());
+    for (const LogitBias& b : biases)
+        if (b.token >= 0 && size_t(b.token) < scratch.size()) scratch[size_t(b.token)] += b.bias;
+    return scratch;
+}
+
 int32_t sample_constrained(Sampler& sampler, std::span<const float> logits, const text::TokenConstraint& constraint,
                            std::vector<float>& scratch) {
     const int32_t n_vocab = int32_t(logits.size());

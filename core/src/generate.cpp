@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 namespace edgerun {
 
@@ -79,9 +80,11 @@ std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int
     produced_.clear();
     if (!pending_fed) cached_.push_back(pending);
     if (max_draft > 0) drafter_->propose(cached_, max_draft, sampler_, draft_);
-    if (constraint_) {  // the host's logits, whatever the sampler: the grammar may need them all
+    if (constraint_ || !bias_.empty()) {  // the host's logits, whatever the sampler: they are changed first
         if (!pending_fed) runner_.feed(std::span<const int32_t>(&pending, 1));
-        produced_.push_back(sample_constrained(sampler_, runner_.last_logits(), *constraint_, masked_));
+        const std::span<const float> logits = biased_logits(runner_.last_logits(), bias_, biased_);
+        produced_.push_back(constraint_ ? sample_constrained(sampler_, logits, *constraint_, masked_)
+                                        : sampler_.sample(logits.data(), int32_t(logits.size())));
         pending = produced_.back();
         return produced_;
     }
@@ -128,6 +131,12 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
                                     const std::atomic<bool>* cancel) {
     GenerationStats stats;
     if (prompt.empty()) throw Error("the prompt is empty (no tokens to start from)", ER_E_INVALID_ARGUMENT);
+    for (const LogitBias& b : settings.logit_bias)
+        if (b.token < 0 || b.token >= runner_.n_vocab() || !(std::fabs(b.bias) <= kMaxLogitBias))
+            throw Error("logit bias " + std::to_string(b.token) + ": " + std::to_string(b.bias) +
+                            " (a token of the vocabulary of " + std::to_string(runner_.n_vocab()) +
+                            ", a bias from -100 to 100)",
+                        ER_E_INVALID_ARGUMENT);
     const int64_t budget = settings.n_predict < 0 ? 0 : settings.n_predict;
     if (int64_t(prompt.size()) + budget > runner_.n_ctx())
         throw Error("the prompt (" + std::to_string(prompt.size()) + " tokens) plus " + std::to_string(budget) +
@@ -152,7 +161,8 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
         if (!trie_) trie_ = text::TokenConstraint::build_trie(tokenizer_);
         constraint_.emplace(settings.grammar, tokenizer_, trie_);
     }
-    const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0 && !constraint_;
+    bias_ = settings.logit_bias;
+    const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0 && !constraint_ && bias_.empty();
     stats.speculative = speculating;
     auto start = Clock::now();
     if (!feed(prompt.subspan(common), cancel)) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Constrained decoding through the real binary on the default model: --grammar and
 --json-schema make the output a sentence of the grammar whatever the model would say,
-greedy and sampled, in plain generation and in chat; bad grammars and schemas are
-refused before any work.
+greedy and sampled, in plain generation and in chat; --logit-bias moves tokens; bad
+grammars, schemas and biases are refused before any work.
     test_grammar_cli.py EDGERUN MODEL WORKDIR
 """
 import json
@@ -120,6 +120,26 @@ def chat_replies():
     check("chat: every reply is a document of the schema", ok, (r.stdout, r.stderr[-400:]))
 
 
+def token_ids(text):
+    r = run("tokenize", "-m", MODEL, "--no-bos", text)
+    return [int(t) for t in r.stdout.split()]
+
+
+def logit_biases():
+    out = os.path.join(WORK, "tokens.json")
+    r = generate("-p", "The capital of France is", "--temp", "0", "-n", "3", "--tokens-out", out)
+    greedy = json.load(open(out))["generated"]
+    r = generate("-p", "The capital of France is", "--temp", "0", "-n", "3", "--tokens-out", out,
+                 "--logit-bias", f"{greedy[0]}-100")
+    check("--logit-bias ID-100 all but bans the greedy token", r.returncode == 0 and
+          json.load(open(out))["generated"][0] != greedy[0], (greedy, r.stderr[-300:]))
+    rome = token_ids(" Rome")
+    r = generate("-p", "The capital of France is", "--temp", "0.7", "-n", "3", "--tokens-out", out,
+                 "-l", f"{rome[0]}+100")
+    check("-l ID+100 all but forces a token, sampling too", len(rome) == 1 and r.stdout == " Rome" * 3 and
+          json.load(open(out))["generated"] == rome * 3, (rome, r.stdout))
+
+
 def refusals():
     cases = [
         (["--grammar", "root ::= value"], "rule 'value'"),
@@ -129,6 +149,10 @@ def refusals():
         (["--json-schema", '{"type": "strnig"}'], "strnig"),
         (["--grammar", 'root ::= "a"', "--json-schema", "{}"], "--grammar and --json-schema"),
         (["--grammar-file", os.path.join(WORK, "missing.gbnf")], "missing.gbnf"),
+        (["--logit-bias", "15"], "--logit-bias: '15'"),
+        (["--logit-bias", "15+200"], "from -100 to 100"),
+        (["--logit-bias", "15+x"], "--logit-bias: '15+x'"),
+        (["--logit-bias", "999999+1"], "logit bias 999999"),
     ]
     for args, named in cases:
         r = generate("-p", "x", "-n", "4", *args)
@@ -137,4 +161,4 @@ def refusals():
               r.returncode != 0 and r.stdout == "" and len(lines) == 1 and named in lines[0], r.stderr)
 
 
-run_tests(grammar_decides_the_words, json_schema_output, chat_replies, refusals)
+run_tests(grammar_decides_the_words, json_schema_output, chat_replies, logit_biases, refusals)

@@ -1,7 +1,8 @@
 """Constrained decoding in edgerun serve, through the official `openai` client on the real
 SmolLM2: response_format (json_object, json_schema), llama.cpp's `grammar` and
-`json_schema` fields, and forced tool calls (tool_choice "required" or a named function);
-every answer is checked against the schema by hand-written checks, not by the grammar.
+`json_schema` fields, forced tool calls (tool_choice "required" or a named function) and
+logit_bias; every answer is checked against the schema by hand-written checks, not by the
+grammar.
 
     test_serve_grammar.py EDGERUN MODEL
 
@@ -136,10 +137,33 @@ def forced_calls(s):
     check(status == 200 and json.loads(data)["prompt"].endswith("<think>\n\n</think>\n\n"), f"/apply-template: {data!r}")
 
 
+def logit_biases(s):
+    c = client(s)
+    status, data = raw(s, "POST", "/tokenize", json.dumps({"content": " Rome"}), {"Content-Type": "application/json"})
+    rome = json.loads(data)["tokens"]
+    check(status == 200 and len(rome) == 1, f"' Rome' is one token: {data!r}")
+    ask = dict(model=s.model_id, messages=[{"role": "user", "content": "What is the capital of France?"}],
+               max_tokens=4, temperature=0, logprobs=True)
+    r = c.chat.completions.create(logit_bias={str(rome[0]): 100}, **ask)
+    check(r.choices[0].message.content == " Rome" * 4, f"+100 all but forces a token: {r.choices[0].message.content!r}")
+    free = c.chat.completions.create(**ask).choices[0]
+    first = free.logprobs.content[0].token
+    status, data = raw(s, "POST", "/tokenize", json.dumps({"content": first}), {"Content-Type": "application/json"})
+    banned = json.loads(data)["tokens"]
+    r = c.chat.completions.create(logit_bias={str(banned[0]): -100}, **ask)
+    check(len(banned) == 1 and r.choices[0].logprobs.content[0].token != first,
+          f"-100 all but bans the greedy token {first!r}: {r.choices[0].message.content!r}")
+    # With a grammar too: the bias moves the choice among what the grammar allows.
+    grammar = {"grammar": 'root ::= " Rome" | " Paris"'}
+    r = c.chat.completions.create(**dict(ask, logprobs=False), extra_body=dict(grammar, logit_bias={str(rome[0]): 30}))
+    check(r.choices[0].message.content == " Rome", f"a bias under a grammar: {r.choices[0].message.content!r}")
+
+
 if __name__ == "__main__":
     edgerun, model = sys.argv[1], model_path(sys.argv[2])
     with Server(edgerun, model, "-t", "1", "-c", "512", "--parallel", "2") as s:
         response_formats(s)
+        logit_biases(s)
     with Server(edgerun, model, "-t", "1", "-c", "1024", "--chat-template", "qwen3") as s:
         forced_calls(s)
     print("serve grammar: ok")

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <edgerun/abi.h>
+#include <edgerun/constrained_sampling.hpp>
 #include <edgerun/host_api.hpp>
 #include <edgerun/text/grammar.hpp>
 
@@ -39,6 +40,7 @@ struct JobSpec {
     // The answer must be a sentence of this grammar (response_format, a forced tool call,
     // llama.cpp's `grammar`); the answer ends when the sentence is complete. nullptr: free.
     std::shared_ptr<const text::Grammar> grammar;
+    std::vector<LogitBias> logit_bias;  // added to the logits before sampling (OpenAI's logit_bias)
 };
 
 struct Usage {

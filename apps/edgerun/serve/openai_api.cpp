@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdio>
 #include <optional>
 #include <cctype>
@@ -60,8 +61,7 @@ void refuse_unimplemented(const json& body, Endpoint endpoint) {
     };
     if (auto n = integer(body, "n"); n && *n != 1) refuse("n", "one choice per request");
     if (auto n = integer(body, "best_of"); n && *n != 1) refuse("best_of", "one choice per request");
-    for (const char* name : {"functions", "logit_bias"})
-        if (const json* v = field(body, name); v && !v->empty()) refuse(name, "not implemented");
+    if (const json* v = field(body, "functions"); v && !v->empty()) refuse("functions", "not implemented");
     if (const json* v = field(body, "function_call"); v && !(v->is_string() && v->get<std::string>() == "none"))
         refuse("function_call", "the tools field is the way to give functions");
     if (endpoint == Endpoint::Completion)
@@ -261,6 +261,26 @@ std::vector<int32_t> OpenAiApi::completion_prompt(const json& body) const {
     throw wrong_type("prompt", "a string, or an array of token ids");
 }
 
+std::vector<LogitBias> OpenAiApi::logit_bias(const json& body) const {
+    const json* biases = field(body, "logit_bias");
+    if (!biases) return {};
+    if (!biases->is_object()) throw wrong_type("logit_bias", "an object of token ids to biases");
+    std::vector<LogitBias> out;
+    for (const auto& [key, value] : biases->items()) {
+        int64_t id = -1;
+        const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
+        if (error != std::errc() || end != key.data() + key.size() || id < 0 || id >= tokenizer_.n_tokens())
+            throw ApiError(400, "'logit_bias': '" + key + "' is not a token id of this model's vocabulary (0 to " +
+                                    std::to_string(tokenizer_.n_tokens() - 1) + ")",
+                           "logit_bias", "invalid_value");
+        if (!value.is_number() || !(std::fabs(value.get<double>()) <= kMaxLogitBias))
+            throw ApiError(400, "'logit_bias': the bias of token " + key + " must be a number from -100 to 100",
+                           "logit_bias", "invalid_value");
+        out.push_back({int32_t(id), value.get<float>()});
+    }
+    return out;
+}
+
 ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     json body = json::parse(text, nullptr, false);
     if (body.is_discarded()) throw ApiError(400, "the body is not valid JSON", "", "invalid_json");
@@ -340,6 +360,7 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     const std::optional<int64_t> seed = integer(body, "seed");
     p.seed = seed ? uint64_t(*seed) : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 
+    spec.logit_bias = logit_bias(body);
     spec.grammar = output_grammar(body, endpoint);
     if (endpoint == Endpoint::Chat) {
         bool with_tools = false;

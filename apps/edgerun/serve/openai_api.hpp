@@ -102,6 +102,8 @@ private:
     // What the request constrains the answer to (output_grammar.cpp), or nullptr.
     std::shared_ptr<const text::Grammar> output_grammar(const json& body, Endpoint endpoint) const;
     ToolCallFormat tool_call_format() const;
+    // logit_bias: {"token id": bias from -100 to 100}.
+    std::vector<LogitBias> logit_bias(const json& body) const;
     std::vector<int32_t> completion_prompt(const json& body) const;
 
     const text::Tokenizer& tokenizer_;

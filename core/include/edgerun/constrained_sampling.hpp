@@ -1,5 +1,6 @@
-// Sampling under a grammar (text/grammar.hpp): what the generation loop and the server's
-// slots call in place of Sampler::sample when a request constrains its output.
+// What a request does to the logits before its sampler sees them: a bias per token
+// (OpenAI's logit_bias, llama.cpp's --logit-bias) and a grammar (text/grammar.hpp). The
+// generation loop and the server's slots call these in place of Sampler::sample.
 #pragma once
 
 #include <edgerun/host_api.hpp>
@@ -9,6 +10,18 @@
 #include <vector>
 
 namespace edgerun {
+
+// Added to one token's logit; OpenAI's range, where -100 all but bans a token and 100 all
+// but forces it (the logits stay finite, so every sampler can take them).
+struct LogitBias {
+    int32_t token;
+    float bias;
+};
+inline constexpr float kMaxLogitBias = 100.0f;
+
+// `logits` with `biases` added, in `scratch`; `logits` itself when there are none.
+std::span<const float> biased_logits(std::span<const float> logits, std::span<const LogitBias> biases,
+                                     std::vector<float>& scratch);
 
 // The next token from `logits` under `constraint` (not yet accepted by it): the sampler's
 // own choice when the grammar allows it, else its choice among the tokens the grammar

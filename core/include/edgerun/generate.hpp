@@ -3,6 +3,7 @@
 // budget, a full context, or a cancel request.
 #pragma once
 
+#include <edgerun/constrained_sampling.hpp>
 #include <edgerun/drafter.hpp>
 #include <edgerun/host_api.hpp>
 #include <edgerun/runner.hpp>
@@ -26,9 +27,11 @@ struct GenerationSettings {
     std::vector<std::string> stop;   // stop strings (not printed)
     bool ignore_eos = false;
     // Constrained decoding: the generated text is a sentence of this grammar, and
-    // generation ends when the sentence can go no further (nullptr: free text). Drafting
-    // is off while a grammar constrains the output.
+    // generation ends when the sentence can go no further (nullptr: free text).
     std::shared_ptr<const text::Grammar> grammar;
+    // Added to the logits before sampling (tokens within the vocabulary, |bias| <= 100).
+    // Drafting is off while a grammar or a bias changes what is sampled.
+    std::vector<LogitBias> logit_bias;
 };
 
 struct GenerationStats {
@@ -96,11 +99,12 @@ private:
     Draft draft_;
     std::vector<int32_t> verify_tokens_, produced_;
     std::vector<float> rows_;
-    // The grammar of the generate() call under way, if any, and the vocabulary's trie
-    // (built at the first constrained call, kept for the next ones).
+    // The grammar and the biases of the generate() call under way, if any, and the
+    // vocabulary's trie (built at the first constrained call, kept for the next ones).
     std::optional<text::TokenConstraint> constraint_;
     std::shared_ptr<const text::VocabTrie> trie_;
-    std::vector<float> masked_;
+    std::vector<LogitBias> bias_;
+    std::vector<float> biased_, masked_;
 };
 
 // Holds back text that may be the start of a stop string until it is known not to be.
