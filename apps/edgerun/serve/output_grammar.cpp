@@ -57,7 +57,8 @@ json call_schema(const json& function, ToolCallFormat format, const std::string&
 }
 
 // tool_choice "required" (any of the tools) or {"type": "function", "function": {"name"}}:
-// the answer is calls and nothing else. The tools were checked by chat_prompt.
+// the answer is calls and nothing else. Malformed tools are left for chat_prompt (which
+// runs after this) to name.
 GrammarSource forced_calls(const json& body, const json& tool_choice, ToolCallFormat format) {
     const json* tools = field(body, "tools");
     if (!tools || tools->empty())
@@ -73,7 +74,7 @@ GrammarSource forced_calls(const json& body, const json& tool_choice, ToolCallFo
     }
     if (!tools->is_array()) throw wrong_type("tools", "an array");
     std::vector<const json*> chosen;
-    for (size_t i = 0; i < tools->size(); ++i) {  // malformed tools are chat_prompt's to report
+    for (size_t i = 0; i < tools->size(); ++i) {
         const json& tool = (*tools)[i];
         const json* function = tool.is_object() ? field(tool, "function") : nullptr;
         const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
