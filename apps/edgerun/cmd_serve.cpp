@@ -20,7 +20,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     ModelOptions model_options;
     serve::ServerOptions server;
     serve::SchedulerOptions scheduling;
-    std::string model_name, reasoning_format = "auto";
+    std::string model_name, reasoning_format = "auto", tool_grammar = "lazy";
     ChatTemplateOptions template_options;
     int port = server.port;
     int64_t grace_ms = server.shutdown_grace.count();
@@ -42,6 +42,9 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("reasoning-format", po::value(&reasoning_format)->default_value(reasoning_format),
          "auto: a thinking template's <think> block goes to the message's reasoning_content (Qwen3, DeepSeek-R1); "
          "none: it stays in content")
+        ("tool-grammar", po::value(&tool_grammar)->default_value(tool_grammar),
+         "lazy: with tools and tool_choice auto, a <tool_call> the answer opens is held to the call format and the "
+         "functions' parameter schemas; off: calls are written freely (and may not parse)")
         ("max-body", po::value(&max_body)->default_value(max_body), "largest request body in bytes (more: 413)")
         ("max-connections", po::value(&server.max_connections)->default_value(server.max_connections), "connections served at once (more: 503)")
         ("request-timeout", po::value(&request_timeout_s)->default_value(request_timeout_s), "seconds a request may take to arrive whole; a client that stalls mid-request is dropped")
@@ -69,6 +72,8 @@ int cmd_serve(const std::vector<std::string>& args) {
     template_options.read();
     if (reasoning_format != "auto" && reasoning_format != "none")
         throw Error("--reasoning-format: '" + reasoning_format + "' is not auto or none", ER_E_INVALID_ARGUMENT);
+    if (tool_grammar != "lazy" && tool_grammar != "off")
+        throw Error("--tool-grammar: '" + tool_grammar + "' is not lazy or off", ER_E_INVALID_ARGUMENT);
     if (scheduling.n_slots < 1 || scheduling.n_slots > kMaxBatchSequences)
         throw Error("--parallel must be 1 to " + std::to_string(kMaxBatchSequences), ER_E_INVALID_ARGUMENT);
 
@@ -86,7 +91,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     serve::Metrics metrics(scheduling.n_slots);
     serve::Scheduler scheduler(engine, registry, tokenizer, scheduling, metrics);
     const bool split_reasoning = reasoning_format == "auto" && chat_template.thinks();
-    serve::OpenAiApi api(tokenizer, chat_template, model_name, scheduler.n_ctx(), split_reasoning);
+    serve::OpenAiApi api(tokenizer, chat_template, model_name, scheduler.n_ctx(), split_reasoning, tool_grammar == "lazy");
     std::fprintf(stderr, "serve: %s on %s, %d slots of %d tokens each (%s), template %s%s\n", model_name.c_str(),
                  std::string(engine.backend().plugin().name()).c_str(), scheduling.n_slots, scheduler.n_ctx(),
                  scheduler.batched() ? "stepped together" : "stepped one after the other", chat_template.name().c_str(),

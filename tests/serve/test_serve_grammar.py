@@ -1,10 +1,13 @@
 """Constrained decoding in edgerun serve, through the official `openai` client on the real
 SmolLM2: response_format (json_object, json_schema), llama.cpp's `grammar` and
-`json_schema` fields, forced tool calls (tool_choice "required" or a named function) and
-logit_bias; every answer is checked against the schema by hand-written checks, not by the
-grammar.
+`json_schema` fields, forced tool calls (tool_choice "required" or a named function), calls
+held to their format once opened (tool_choice auto) and logit_bias; every answer is checked
+against the schema by hand-written checks, not by the grammar.
 
-    test_serve_grammar.py EDGERUN MODEL
+    test_serve_grammar.py EDGERUN MODEL PLUGIN_DIR
+
+PLUGIN_DIR holds the scripted sampler (tests/fixtures/c_greedy_sampler.c with SCRIPT_ENV),
+which opens a tool call for the lazy grammar's case.
 
 MODEL may be @fetch:REPO_ROOT (the project's real model, tests/fetched_model.py)."""
 import json
@@ -16,7 +19,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from fetched_model import model_path  # noqa: E402
 from serve_server import Server  # noqa: E402
-from test_serve import WEATHER, check, client, expect_error, raw  # noqa: E402
+from test_serve import WEATHER, check, client, expect_error, raw, script  # noqa: E402
 
 CITY = {"type": "object",
         "properties": {"city": {"type": "string", "maxLength": 20},
@@ -159,11 +162,34 @@ def logit_biases(s):
     check(r.choices[0].message.content == " Rome", f"a bias under a grammar: {r.choices[0].message.content!r}")
 
 
+def lazy_calls(edgerun, model, plugin_dir):
+    """tool_choice auto: the answer opens a call (scripted: words, then "<tool_call>\\n"), and
+    greedy SmolLM2 goes on from there. Held to the call format it writes a call of a given
+    function with arguments of its schema; with --tool-grammar off, what it writes is no call."""
+    os.environ["EDGERUN_SCRIPT"] = script(edgerun, model, "Let me check.\n<tool_call>\n")
+    ask = dict(messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[WEATHER], max_tokens=120)
+    for tool_grammar in ("lazy", "off"):
+        with Server(edgerun, model, "-t", "1", "-c", "1024", "--chat-template", "qwen3", "--sampler-plugin",
+                    "scripted_sampler", "--tool-grammar", tool_grammar, plugin_dir=plugin_dir) as s:
+            r = client(s).chat.completions.create(model=s.model_id, **ask)
+            msg, finish = r.choices[0].message, r.choices[0].finish_reason
+            calls = msg.tool_calls or []
+            if tool_grammar == "lazy":
+                args = json.loads(calls[0].function.arguments) if calls else {}
+                check(msg.content == "Let me check." and finish == "tool_calls" and
+                      all(c.function.name == "get_weather" for c in calls) and isinstance(args.get("city"), str) and
+                      set(args) <= {"city", "days", "units"}, f"a lazily held call: {r}")
+            else:
+                check(not calls and "<tool_call>" in (msg.content or "") and finish != "tool_calls",
+                      f"the same answer written freely is no call: {r}")
+
+
 if __name__ == "__main__":
-    edgerun, model = sys.argv[1], model_path(sys.argv[2])
+    edgerun, model, plugin_dir = sys.argv[1], model_path(sys.argv[2]), sys.argv[3]
     with Server(edgerun, model, "-t", "1", "-c", "512", "--parallel", "2") as s:
         response_formats(s)
         logit_biases(s)
     with Server(edgerun, model, "-t", "1", "-c", "1024", "--chat-template", "qwen3") as s:
         forced_calls(s)
+    lazy_calls(edgerun, model, plugin_dir)
     print("serve grammar: ok")

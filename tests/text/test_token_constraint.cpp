@@ -90,6 +90,37 @@ TEST_CASE("grammar: TokenConstraint masks exactly the tokens that can come next"
     constraint.accept(2);  // end of generation
 }
 
+TEST_CASE("grammar: a lazy TokenConstraint lets any text come until its trigger, then holds to the grammar") {
+    const Tokenizer tokenizer(bracket_vocab());
+    const auto grammar = Grammar::parse(R"(root ::= "a," "b"+ "]")");
+    TokenConstraint lazy(grammar, tokenizer, nullptr, "a,");
+    CHECK_FALSE(lazy.active());
+    // Before the trigger every token may come but those that write it with a bad sequel: "a,"
+    // and ",b" (after an "a") are starts of the sentence, "a,\xC3" is not.
+    const Pieces all_but_bad_sequel = [&] {
+        Pieces pieces;
+        for (TokenId id = 0; id < tokenizer.n_tokens(); ++id)
+            if (tokenizer.token_to_piece(id, true) != "a,\xC3") pieces.insert(tokenizer.token_to_piece(id, true));
+        return pieces;
+    }();
+    CHECK(masked_set(lazy, tokenizer) == all_but_bad_sequel);
+    lazy.accept(tokenizer.find("x"));
+    lazy.accept(tokenizer.find("a"));  // the trigger's first byte: held, not yet the grammar's
+    CHECK_FALSE(lazy.active());
+    CHECK(lazy.allows(tokenizer.find(",b")));
+    CHECK(lazy.allows(tokenizer.find("]]")));  // "a]]": no trigger, free text
+    CHECK_FALSE(lazy.allows(tokenizer.find("a,\xC3")));
+    CHECK(lazy.allows(2));  // the answer may end without ever opening the grammar
+    lazy.accept(tokenizer.find(",b"));  // "a,b": the trigger, cut across two tokens, and its sequel
+    CHECK(lazy.active());
+    CHECK(masked_set(lazy, tokenizer) == Pieces{"b", "]"});
+    CHECK_FALSE(lazy.allows(2));
+    lazy.accept(tokenizer.find("]"));
+    CHECK(lazy.must_end());
+    CHECK(masked_set(lazy, tokenizer) == Pieces{"</s>"});
+    CHECK_THROWS_CONTAINING_AS(TokenConstraint(grammar, tokenizer, nullptr, ""), "needs a trigger", Error);
+}
+
 TEST_CASE("grammar: TokenConstraint's edge cases: no token, padded logits, shared tries") {
     const Tokenizer tokenizer(bracket_vocab());
     const std::shared_ptr<const Grammar> z = Grammar::parse("root ::= \"z\"");

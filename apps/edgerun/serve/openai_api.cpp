@@ -83,9 +83,9 @@ json ApiError::body() const {
 }
 
 OpenAiApi::OpenAiApi(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template, std::string model_id,
-                     int32_t n_ctx, bool split_reasoning)
+                     int32_t n_ctx, bool split_reasoning, bool lazy_tool_grammar)
     : tokenizer_(tokenizer), chat_template_(chat_template), model_id_(std::move(model_id)), n_ctx_(n_ctx),
-      split_reasoning_(split_reasoning), created_(unix_seconds()) {}
+      split_reasoning_(split_reasoning), lazy_tool_grammar_(lazy_tool_grammar), created_(unix_seconds()) {}
 
 std::string OpenAiApi::dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -361,15 +361,18 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     p.seed = seed ? uint64_t(*seed) : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
 
     spec.logit_bias = logit_bias(body);
-    spec.grammar = output_grammar(body, endpoint);
+    OutputGrammar constraint = output_grammar(body, endpoint);
+    const bool from_start = constraint.from_start();
+    spec.grammar = std::move(constraint.grammar);
+    spec.grammar_trigger = std::move(constraint.trigger);
     if (endpoint == Endpoint::Chat) {
         bool with_tools = false;
-        const std::string prompt = chat_prompt(body, spec.grammar != nullptr, with_tools);
+        const std::string prompt = chat_prompt(body, from_start, with_tools);
         if (with_tools) out.tool_calls = tool_call_format();
         spec.prompt = text::encode_chat_prompt(tokenizer_, prompt, true);
         // A constrained answer is the grammar's sentence from its first byte: no <think>
         // block comes before it.
-        out.split_reasoning = split_reasoning_ && !spec.grammar;
+        out.split_reasoning = split_reasoning_ && !from_start;
         out.reasoning_open = out.split_reasoning && text::ReasoningSplitter::opens_block(prompt);
     } else {
         spec.prompt = completion_prompt(body);
@@ -413,7 +416,7 @@ ToolCallFormat OpenAiApi::tool_call_format() const {
 json OpenAiApi::apply_template(std::string_view text) const {
     const json body = object_body(text);
     bool with_tools = false;
-    return json{{"prompt", chat_prompt(body, output_grammar(body, Endpoint::Chat) != nullptr, with_tools)}};
+    return json{{"prompt", chat_prompt(body, output_grammar(body, Endpoint::Chat).from_start(), with_tools)}};
 }
 
 json OpenAiApi::tokenize(std::string_view text) const {

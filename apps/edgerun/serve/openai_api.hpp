@@ -48,8 +48,10 @@ enum class Delta { Content, Reasoning };
 class OpenAiApi {
 public:
     // split_reasoning: a thinking template's <think> block goes to reasoning_content.
+    // lazy_tool_grammar: with tools and tool_choice auto, a call the answer opens is held to
+    // the call format and the functions' parameter schemas (llama.cpp's lazy grammars).
     OpenAiApi(const text::Tokenizer& tokenizer, const text::ChatTemplate& chat_template, std::string model_id,
-              int32_t n_ctx, bool split_reasoning);
+              int32_t n_ctx, bool split_reasoning, bool lazy_tool_grammar = true);
 
     const std::string& model_id() const { return model_id_; }
 
@@ -99,8 +101,14 @@ private:
     // The chat's prompt text, in the model's template; with_tools: tools were given.
     // constrained: a grammar will constrain the answer (output_grammar).
     std::string chat_prompt(const json& body, bool constrained, bool& with_tools) const;
-    // What the request constrains the answer to (output_grammar.cpp), or nullptr.
-    std::shared_ptr<const text::Grammar> output_grammar(const json& body, Endpoint endpoint) const;
+    // What the request constrains the answer to (output_grammar.cpp): a grammar (nullptr:
+    // none) and, for a lazy one, the text from which on it applies.
+    struct OutputGrammar {
+        std::shared_ptr<const text::Grammar> grammar;
+        std::string trigger;
+        bool from_start() const { return grammar && trigger.empty(); }
+    };
+    OutputGrammar output_grammar(const json& body, Endpoint endpoint) const;
     ToolCallFormat tool_call_format() const;
     // logit_bias: {"token id": bias from -100 to 100}.
     std::vector<LogitBias> logit_bias(const json& body) const;
@@ -111,6 +119,7 @@ private:
     std::string model_id_;
     int32_t n_ctx_;
     bool split_reasoning_;
+    bool lazy_tool_grammar_;
     int64_t created_;
 };
 

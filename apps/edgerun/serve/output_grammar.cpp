@@ -1,7 +1,8 @@
 // What a request constrains its answer to, as a grammar (text/grammar.hpp): the OpenAI
 // API's response_format (json_object, json_schema), llama.cpp's `grammar` (GBNF) and
-// `json_schema` fields, and a forced tool call (tool_choice "required" or a named
-// function: the template's call format around the functions' parameter schemas).
+// `json_schema` fields, and tool calls: forced (tool_choice "required" or a named function:
+// the template's call format around the functions' parameter schemas) or, with "auto",
+// held to that format once the answer opens one (a lazy grammar).
 #include "json_fields.hpp"
 #include "openai_api.hpp"
 
@@ -9,6 +10,7 @@
 
 #include <edgerun/host_api.hpp>
 
+#include <optional>
 #include <vector>
 
 namespace edgerun::serve {
@@ -19,6 +21,7 @@ struct GrammarSource {
     std::string field;  // the request field it came from, for errors
     std::string gbnf;
     std::string root = "root";
+    std::string trigger;  // a lazy grammar's
 };
 
 std::string schema_grammar(const json& schema, const std::string& where) {
@@ -56,26 +59,14 @@ json call_schema(const json& function, ToolCallFormat format, const std::string&
                 {"required", json::array({"name", key})}};
 }
 
-// tool_choice "required" (any of the tools) or {"type": "function", "function": {"name"}}:
-// the answer is calls and nothing else. Malformed tools are left for chat_prompt (which
-// runs after this) to name.
-GrammarSource forced_calls(const json& body, const json& tool_choice, ToolCallFormat format) {
-    const json* tools = field(body, "tools");
-    if (!tools || tools->empty())
-        throw ApiError(400, "'tool_choice' forces a call but 'tools' gives none", "tool_choice", "invalid_value");
-    std::string named;
-    if (tool_choice.is_object()) {
-        const json* function = field(tool_choice, "function");
-        const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
-        if (!name || !name->is_string() || tool_choice.value("type", json("function")) != json("function"))
-            throw ApiError(400, "'tool_choice' must be 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}",
-                           "tool_choice", "invalid_value");
-        named = name->get<std::string>();
-    }
-    if (!tools->is_array()) throw wrong_type("tools", "an array");
+// The answer's calls of the functions in `tools` (all of them, or the one `named`): the
+// template's call format around their parameter schemas. Malformed tools are left for
+// chat_prompt (which runs after this) to name.
+GrammarSource tool_calls(const json& body, const json& tools, const std::string& named, ToolCallFormat format) {
+    if (!tools.is_array()) throw wrong_type("tools", "an array");
     std::vector<const json*> chosen;
-    for (size_t i = 0; i < tools->size(); ++i) {
-        const json& tool = (*tools)[i];
+    for (size_t i = 0; i < tools.size(); ++i) {
+        const json& tool = tools[i];
         const json* function = tool.is_object() ? field(tool, "function") : nullptr;
         const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
         if (!name || !name->is_string() || !(named.empty() || *name == json(named))) continue;
@@ -107,9 +98,42 @@ GrammarSource forced_calls(const json& body, const json& tool_choice, ToolCallFo
     return source;
 }
 
+// tool_choice "required" (any of the tools) or {"type": "function", "function": {"name"}}:
+// the answer is calls and nothing else.
+GrammarSource forced_calls(const json& body, const json& tool_choice, ToolCallFormat format) {
+    const json* tools = field(body, "tools");
+    if (!tools || tools->empty())
+        throw ApiError(400, "'tool_choice' forces a call but 'tools' gives none", "tool_choice", "invalid_value");
+    std::string named;
+    if (tool_choice.is_object()) {
+        const json* function = field(tool_choice, "function");
+        const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
+        if (!name || !name->is_string() || tool_choice.value("type", json("function")) != json("function"))
+            throw ApiError(400, "'tool_choice' must be 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                           "tool_choice", "invalid_value");
+        named = name->get<std::string>();
+    }
+    return tool_calls(body, *tools, named, format);
+}
+
+// tool_choice "auto" under a template whose calls are tagged blocks: the answer may be
+// words, and a <tool_call> it opens is held to the call format (as llama.cpp does). Tools
+// whose schemas a grammar cannot say leave the calls free, as they were before grammars.
+std::optional<GrammarSource> lazy_calls(const json& body, ToolCallFormat format) {
+    const json* tools = field(body, "tools");
+    if (format != ToolCallFormat::TaggedBlocks || !tools || tools->empty()) return std::nullopt;
+    try {
+        GrammarSource source = tool_calls(body, *tools, "", format);
+        source.trigger = "<tool_call>";
+        return source;
+    } catch (const ApiError&) {
+        return std::nullopt;
+    }
+}
+
 }  // namespace
 
-std::shared_ptr<const text::Grammar> OpenAiApi::output_grammar(const json& body, Endpoint endpoint) const {
+OpenAiApi::OutputGrammar OpenAiApi::output_grammar(const json& body, Endpoint endpoint) const {
     std::vector<GrammarSource> sources;
     if (const json* format = field(body, "response_format")) {
         if (!format->is_object()) throw wrong_type("response_format", "an object");
@@ -143,12 +167,16 @@ std::shared_ptr<const text::Grammar> OpenAiApi::output_grammar(const json& body,
                            "invalid_value");
         sources.push_back(forced_calls(body, *tool_choice, tool_call_format()));
     }
-    if (sources.empty()) return nullptr;
+    // Lazily held calls only where nothing else constrains the answer: a grammar from the
+    // start leaves no room for a call.
+    if (endpoint == Endpoint::Chat && sources.empty() && lazy_tool_grammar_ && !(tool_choice && *tool_choice == json("none")))
+        if (std::optional<GrammarSource> lazy = lazy_calls(body, tool_call_format())) sources.push_back(std::move(*lazy));
+    if (sources.empty()) return {};
     if (sources.size() > 1)
         throw ApiError(400, "'" + sources[0].field + "' and '" + sources[1].field + "' both constrain the answer: give one",
                        sources[1].field, "invalid_value");
     try {
-        return text::Grammar::parse(sources[0].gbnf, sources[0].root);
+        return {text::Grammar::parse(sources[0].gbnf, sources[0].root), sources[0].trigger};
     } catch (const Error& e) {
         throw ApiError(400, "'" + sources[0].field + "': " + e.what(), sources[0].field, "invalid_value");
     }

@@ -168,7 +168,10 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     slot.constraint.reset();
     if (slot.job->spec().grammar) {
         if (!trie_) trie_ = text::TokenConstraint::build_trie(tokenizer_);
-        slot.constraint.emplace(slot.job->spec().grammar, tokenizer_, trie_);
+        if (slot.job->spec().grammar_trigger.empty())
+            slot.constraint.emplace(slot.job->spec().grammar, tokenizer_, trie_);
+        else
+            slot.constraint.emplace(slot.job->spec().grammar, tokenizer_, trie_, slot.job->spec().grammar_trigger);
     }
     if (scoring)  // the first token has nothing before it to be predicted from
         slot.job->push(JobEvent{JobEvent::Kind::Text, "", "", {}, 0,

@@ -6,6 +6,7 @@
 #include <edgerun/text/grammar.hpp>
 
 #include <edgerun/host_api.hpp>
+#include <edgerun/text/held_text.hpp>
 
 #include <algorithm>
 #include <array>
@@ -152,12 +153,27 @@ TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar, const T
                     ER_E_INVALID_ARGUMENT);
 }
 
+TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar, const Tokenizer& tokenizer,
+                                 std::shared_ptr<const VocabTrie> trie, std::string trigger)
+    : TokenConstraint(std::move(grammar), tokenizer, std::move(trie)) {
+    if (trigger.empty()) throw Error("grammar: a lazy constraint needs a trigger", ER_E_INVALID_ARGUMENT);
+    trigger_ = std::move(trigger);
+    active_ = false;
+}
+
 std::shared_ptr<const VocabTrie> TokenConstraint::build_trie(const Tokenizer& tokenizer) {
     return std::make_shared<const VocabTrie>(tokenizer);
 }
 
+bool TokenConstraint::allows_before_trigger(const std::string& piece) const {
+    const std::string text = held_ + piece;
+    const size_t at = text.find(trigger_);
+    return at == std::string::npos || matcher_.allows(std::string_view(text).substr(at));
+}
+
 bool TokenConstraint::allows(TokenId token) const {
     if (!tokenizer_.valid(token)) return false;
+    if (!active_) return tokenizer_.is_eog(token) || allows_before_trigger(tokenizer_.token_to_piece(token, false));
     if (tokenizer_.is_eog(token)) return matcher_.can_end();
     if (!is_text_token(tokenizer_, token)) return false;
     const std::string piece = tokenizer_.token_to_piece(token, /*special=*/false);
@@ -171,9 +187,13 @@ void TokenConstraint::mask(std::span<float> logits) const {
                         std::to_string(n_tokens) + " tokens",
                     ER_E_INVALID_ARGUMENT);
     std::vector<uint8_t> allowed(logits.size(), 0);  // logits past the vocabulary (padding) stay refused
-    trie_->mark_allowed(matcher_, allowed);
-    if (matcher_.can_end())
-        for (const TokenId id : tokenizer_.eog_ids()) allowed[size_t(id)] = 1;
+    if (!active_) {  // rare: a draw refused before the trigger (one that opened it badly)
+        for (TokenId id = 0; id < tokenizer_.n_tokens(); ++id) allowed[size_t(id)] = allows(id);
+    } else {
+        trie_->mark_allowed(matcher_, allowed);
+        if (matcher_.can_end())
+            for (const TokenId id : tokenizer_.eog_ids()) allowed[size_t(id)] = 1;
+    }
     if (std::find(allowed.begin(), allowed.end(), uint8_t(1)) == allowed.end())
         throw Error("grammar: no token may come next: the text cannot end here, and no piece of the vocabulary "
                     "continues it",
@@ -189,7 +209,19 @@ void TokenConstraint::accept(TokenId token) {
                     ER_E_INVALID_ARGUMENT);
     }
     if (tokenizer_.is_eog(token)) return;  // the generation ends on a whole text: nothing to read
-    matcher_.accept(tokenizer_.token_to_piece(token, /*special=*/false));
+    const std::string piece = tokenizer_.token_to_piece(token, /*special=*/false);
+    if (active_) {
+        matcher_.accept(piece);
+        return;
+    }
+    held_ += piece;
+    if (const size_t at = held_.find(trigger_); at != std::string::npos) {
+        active_ = true;
+        matcher_.accept(std::string_view(held_).substr(at));
+        held_.clear();
+    } else {
+        held_.erase(0, held_.size() - cut_tag_length(held_, trigger_));
+    }
 }
 
 }  // namespace edgerun::text

@@ -106,6 +106,12 @@ class TokenConstraint {
 public:
     TokenConstraint(std::shared_ptr<const Grammar> grammar, const Tokenizer& tokenizer,
                     std::shared_ptr<const VocabTrie> trie = nullptr);
+    // Lazy (llama.cpp's lazy grammars): any text may come until `trigger` appears in it;
+    // from the trigger's first byte on, the text is a sentence of the grammar, which starts
+    // with the trigger. A model free to answer in words is held to a call's format once it
+    // opens one.
+    TokenConstraint(std::shared_ptr<const Grammar> grammar, const Tokenizer& tokenizer,
+                    std::shared_ptr<const VocabTrie> trie, std::string trigger);
 
     // Whether `token` may come next. End-of-generation tokens may come when the text is
     // whole; control tokens never.
@@ -116,15 +122,24 @@ public:
     // Takes a token into the text; throws Error when it is not allowed.
     void accept(TokenId token);
     // Nothing but an end-of-generation token may come.
-    bool must_end() const { return matcher_.must_end(); }
+    bool must_end() const { return active_ && matcher_.must_end(); }
+    // The grammar applies (always, but for a lazy constraint before its trigger).
+    bool active() const { return active_; }
 
     // The trie of `tokenizer`'s pieces, for sharing among constraints.
     static std::shared_ptr<const VocabTrie> build_trie(const Tokenizer& tokenizer);
 
 private:
+    // Before a lazy constraint's trigger: whether the text with `piece` added keeps what
+    // follows a trigger in it a start of the grammar's sentence.
+    bool allows_before_trigger(const std::string& piece) const;
+
     const Tokenizer& tokenizer_;
     std::shared_ptr<const VocabTrie> trie_;
     GrammarMatcher matcher_;
+    std::string trigger_;
+    std::string held_;  // before the trigger: the end of the text that may be its start
+    bool active_ = true;
 };
 
 }  // namespace edgerun::text
