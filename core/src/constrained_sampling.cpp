@@ -5,15 +5,6 @@
 
 namespace edgerun {
 
-std::span<const float> biased_logits(std::span<const float> logits, std::span<const LogitBias> biases,
-                                     std::vector<float>& scratch) {
-    if (biases.empty()) return logits;
-    scratch.assign(logits.begin(), logits.end());
-    for (const LogitBias& b : biases)
-        if (b.token >= 0 && size_t(b.token) < scratch.size()) scratch[size_t(b.token)] += b.bias;
-    return scratch;
-}
-
 int32_t sample_constrained(Sampler& sampler, std::span<const float> logits, const text::TokenConstraint& constraint,
                            std::vector<float>& scratch) {
     const int32_t n_vocab = int32_t(logits.size());
@@ -27,6 +18,18 @@ int32_t sample_constrained(Sampler& sampler, std::span<const float> logits, cons
                         ", which the grammar rules out (its logit was -infinity)",
                     ER_E_INTERNAL);
     return token;
+}
+
+int32_t sample_token(Sampler& sampler, std::span<const float> logits, std::span<const LogitBias> biases,
+                     const text::TokenConstraint* constraint, SamplingScratch& scratch) {
+    if (!biases.empty()) {
+        scratch.biased.assign(logits.begin(), logits.end());
+        for (const LogitBias& b : biases)
+            if (b.token >= 0 && size_t(b.token) < scratch.biased.size()) scratch.biased[size_t(b.token)] += b.bias;
+        logits = scratch.biased;
+    }
+    return constraint ? sample_constrained(sampler, logits, *constraint, scratch.masked)
+                      : sampler.sample(logits.data(), int32_t(logits.size()));
 }
 
 }  // namespace edgerun

@@ -80,23 +80,15 @@ std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int
     produced_.clear();
     if (!pending_fed) cached_.push_back(pending);
     if (max_draft > 0) drafter_->propose(cached_, max_draft, sampler_, draft_);
-    if (constraint_ || !bias_.empty()) {  // the host's logits, whatever the sampler: they are changed first
-        if (!pending_fed) runner_.feed(std::span<const int32_t>(&pending, 1));
-        const std::span<const float> logits = biased_logits(runner_.last_logits(), bias_, biased_);
-        produced_.push_back(constraint_ ? sample_constrained(sampler_, logits, *constraint_, masked_)
-                                        : sampler_.sample(logits.data(), int32_t(logits.size())));
-        pending = produced_.back();
-        return produced_;
-    }
     if (max_draft <= 0 || draft_.tokens.empty()) {
-        if (pending_fed)
-            produced_.push_back(sampler_.is_greedy() ? runner_.greedy_token()
-                                                     : sampler_.sample(runner_.last_logits().data(), n_vocab));
-        else if (sampler_.is_greedy())
-            produced_.push_back(runner_.feed_greedy(pending));
-        else {
-            runner_.feed(std::span<const int32_t>(&pending, 1));
-            produced_.push_back(sampler_.sample(runner_.last_logits().data(), n_vocab));
+        // A plain argmax may run on the device; a grammar or a bias needs the host's logits.
+        const bool device_argmax = sampler_.is_greedy() && !constraint_ && bias_.empty();
+        if (device_argmax) {
+            produced_.push_back(pending_fed ? runner_.greedy_token() : runner_.feed_greedy(pending));
+        } else {
+            if (!pending_fed) runner_.feed(std::span<const int32_t>(&pending, 1));
+            produced_.push_back(sample_token(sampler_, runner_.last_logits(), bias_,
+                                             constraint_ ? &*constraint_ : nullptr, scratch_));
         }
         pending = produced_.back();
         return produced_;

@@ -267,10 +267,9 @@ void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated)
     std::span<const float> logits;
     try {
         logits = runner_->logits(slot.seq);
-        const std::span<const float> biased = biased_logits(logits, slot.job->spec().logit_bias, biased_);
-        token = slot.constraint ? sample_constrained(*slot.sampler, biased, *slot.constraint, masked_)
-                                : slot.sampler->sample(biased.data(), int32_t(biased.size()));
-        if (slot.constraint && !tokenizer_.is_eog(token)) slot.constraint->accept(token);
+        token = sample_token(*slot.sampler, logits, slot.job->spec().logit_bias,
+                             slot.constraint ? &*slot.constraint : nullptr, scratch_);
+        if (slot.constraint) slot.constraint->accept(token);  // an end-of-generation token reads as nothing
     } catch (const std::exception& e) {
         fail(slot, std::string("sampling failed: ") + e.what(), 500);
         return;

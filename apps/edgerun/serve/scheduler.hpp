@@ -94,7 +94,7 @@ private:
     std::thread thread_;
 
     std::shared_ptr<const text::VocabTrie> trie_;  // for grammars: built at the first that comes
-    std::vector<float> biased_, masked_;            // logits with a request's biases, under a grammar's mask
+    SamplingScratch scratch_;                       // a request's biased and masked logits
     std::vector<SequenceFeed> feeds_;
     std::vector<Slot*> fed_slots_;
 };

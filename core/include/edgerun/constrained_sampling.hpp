@@ -19,10 +19,6 @@ struct LogitBias {
 };
 inline constexpr float kMaxLogitBias = 100.0f;
 
-// `logits` with `biases` added, in `scratch`; `logits` itself when there are none.
-std::span<const float> biased_logits(std::span<const float> logits, std::span<const LogitBias> biases,
-                                     std::vector<float>& scratch);
-
 // The next token from `logits` under `constraint` (not yet accepted by it): the sampler's
 // own choice when the grammar allows it, else its choice among the tokens the grammar
 // allows (the others' logits set to -infinity in `scratch`). Most steps end at the first
@@ -33,5 +29,15 @@ std::span<const float> biased_logits(std::span<const float> logits, std::span<co
 // llama.cpp's sampler. Throws Error when the sampler picks a token the mask ruled out.
 int32_t sample_constrained(Sampler& sampler, std::span<const float> logits, const text::TokenConstraint& constraint,
                            std::vector<float>& scratch);
+
+// The buffers of sample_token, kept by the caller from step to step.
+struct SamplingScratch {
+    std::vector<float> biased, masked;
+};
+
+// One step's token from `logits`: `biases` added, then under `constraint` (nullptr: none;
+// the token is not yet accepted by it); Sampler::sample's own when there is neither.
+int32_t sample_token(Sampler& sampler, std::span<const float> logits, std::span<const LogitBias> biases,
+                     const text::TokenConstraint* constraint, SamplingScratch& scratch);
 
 }  // namespace edgerun

@@ -104,7 +104,7 @@ private:
     std::optional<text::TokenConstraint> constraint_;
     std::shared_ptr<const text::VocabTrie> trie_;
     std::vector<LogitBias> bias_;
-    std::vector<float> biased_, masked_;
+    SamplingScratch scratch_;
 };
 
 // Holds back text that may be the start of a stop string until it is known not to be.
