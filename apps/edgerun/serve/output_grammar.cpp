@@ -18,9 +18,11 @@ namespace edgerun::serve {
 namespace {
 
 struct GrammarSource {
+    GrammarSource(std::string field, std::string gbnf, std::string root = "root")
+        : field(std::move(field)), gbnf(std::move(gbnf)), root(std::move(root)) {}
     std::string field;  // the request field it came from, for errors
     std::string gbnf;
-    std::string root = "root";
+    std::string root;
     std::string trigger;  // a lazy grammar's
 };
 
@@ -64,29 +66,34 @@ json call_schema(const json& function, ToolCallFormat format, const std::string&
 // chat_prompt (which runs after this) to name.
 GrammarSource tool_calls(const json& body, const json& tools, const std::string& named, ToolCallFormat format) {
     if (!tools.is_array()) throw wrong_type("tools", "an array");
-    std::vector<const json*> chosen;
+    std::vector<std::pair<size_t, const json*>> chosen;  // index in tools, function
     for (size_t i = 0; i < tools.size(); ++i) {
         const json& tool = tools[i];
         const json* function = tool.is_object() ? field(tool, "function") : nullptr;
         const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
-        if (!name || !name->is_string() || !(named.empty() || *name == json(named))) continue;
-        // Converted alone first, so that what it cannot take is named where the client wrote it.
-        if (const json* parameters = field(*function, "parameters"))
-            schema_grammar(*parameters, "tools[" + std::to_string(i) + "].function.parameters");
-        chosen.push_back(function);
+        if (name && name->is_string() && (named.empty() || *name == json(named))) chosen.emplace_back(i, function);
     }
     if (chosen.empty())
         throw ApiError(400, "'tool_choice' names the function '" + named + "', which 'tools' does not give", "tool_choice",
                        "invalid_value");
     json schema;
     if (chosen.size() == 1) {
-        schema = call_schema(*chosen[0], format, "#");
+        schema = call_schema(*chosen[0].second, format, "#");
     } else {
         schema = json{{"anyOf", json::array()}};
         for (size_t i = 0; i < chosen.size(); ++i)
-            schema["anyOf"].push_back(call_schema(*chosen[i], format, "#/anyOf/" + std::to_string(i)));
+            schema["anyOf"].push_back(call_schema(*chosen[i].second, format, "#/anyOf/" + std::to_string(i)));
     }
-    GrammarSource source{"tool_choice", schema_grammar(schema, "tools"), "root"};
+    GrammarSource source("tool_choice", "");
+    try {
+        source.gbnf = json_schema_grammar(schema);
+    } catch (const Error&) {
+        // Name what the conversion cannot take where the client wrote it: in one tool's parameters.
+        for (const auto& [i, function] : chosen)
+            if (const json* parameters = field(*function, "parameters"))
+                schema_grammar(*parameters, "tools[" + std::to_string(i) + "].function.parameters");
+        schema_grammar(schema, "tools");  // none alone: the 400 names the tools as a whole
+    }
     if (format == ToolCallFormat::JsonReply) return source;  // the whole reply is the call
     // Qwen's blocks, as its template shows them; several when parallel calls are allowed.
     const json* parallel = field(body, "parallel_tool_calls");
