@@ -1,6 +1,7 @@
 #include <edgerun/constrained_sampling.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace edgerun {
@@ -30,6 +31,69 @@ int32_t sample_token(Sampler& sampler, std::span<const float> logits, std::span<
     }
     return constraint ? sample_constrained(sampler, logits, *constraint, scratch.masked)
                       : sampler.sample(logits.data(), int32_t(logits.size()));
+}
+
+int32_t RequestSampler::sample(std::span<const float> logits) {
+    return sample_token(sampler_, logits, biases_, current(), scratch_);
+}
+
+std::span<const float> RequestSampler::biased(std::span<const float> logits) {
+    if (biases_.empty()) return logits;
+    scratch_.biased.assign(logits.begin(), logits.end());
+    for (const LogitBias& b : biases_)
+        if (b.token >= 0 && size_t(b.token) < scratch_.biased.size()) scratch_.biased[size_t(b.token)] += b.bias;
+    return scratch_.biased;
+}
+
+void RequestSampler::distribution(std::span<const float> logits, float* probs) {
+    const int32_t n_vocab = int32_t(logits.size());
+    logits = biased(logits);
+    sampler_.distribution(logits.data(), n_vocab, probs);
+    const text::TokenConstraint* constraint = current();
+    if (!constraint) return;
+    // With top-k, top-p or min-p only a few tokens keep a probability: asking the grammar
+    // about each is cheaper than the mask, which a wide support needs anyway.
+    constexpr int32_t kAskEachUpTo = 64;
+    const auto support = std::count_if(probs, probs + n_vocab, [](float p) { return p > 0.0f; });
+    bool masked = false;
+    auto mask = [&] {
+        scratch_.masked.assign(logits.begin(), logits.end());
+        constraint->mask(scratch_.masked);
+        masked = true;
+    };
+    if (support > kAskEachUpTo) mask();
+    double refused = 0.0;
+    for (int32_t t = 0; t < n_vocab; ++t) {
+        if (probs[t] <= 0.0f) continue;
+        const bool allowed = masked ? !std::isinf(scratch_.masked[size_t(t)]) : constraint->allows(t);
+        if (allowed) continue;
+        refused += probs[t];
+        probs[t] = 0.0f;
+    }
+    if (refused == 0.0) return;
+    if (!masked) mask();
+    redraw_.resize(size_t(n_vocab));
+    sampler_.distribution_masked(scratch_.masked.data(), n_vocab, redraw_.data());
+    for (int32_t t = 0; t < n_vocab; ++t) probs[t] += float(refused * redraw_[size_t(t)]);
+}
+
+void RequestSampler::accept(int32_t token) {
+    if (const text::TokenConstraint* constraint = current()) {
+        text::TokenConstraint next = *constraint;
+        next.accept(token);
+        states_.push_back(std::move(next));
+    }
+    // A greedy sampler's draw does not depend on its history (is_greedy rules out
+    // penalties), and it may lack the rollback entry.
+    if (sampler_.is_greedy()) return;
+    sampler_.accept(token);
+    ++accepted_;
+}
+
+void RequestSampler::rollback() {
+    if (accepted_ > 0) sampler_.rollback(accepted_);
+    accepted_ = 0;
+    states_.clear();
 }
 
 }  // namespace edgerun

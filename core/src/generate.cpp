@@ -71,6 +71,22 @@ void Generator::speculate(Drafter* drafter, const SpeculationSettings& settings)
     speculation_ = settings;
 }
 
+void Generator::trim_to_grammar(Draft& draft) const {
+    // Only a deterministic proposal: cutting a sampled one where its draw strays would
+    // change the distribution q its tokens were drawn from.
+    if (!draft.probs.empty()) return;
+    std::optional<text::TokenConstraint> after;  // the grammar's state after the tokens kept
+    size_t keep = 0;
+    for (; keep < draft.tokens.size(); ++keep) {
+        const text::TokenConstraint& now = after ? *after : *constraint_;
+        if (!now.allows(draft.tokens[keep])) break;
+        text::TokenConstraint next = now;
+        next.accept(draft.tokens[keep]);
+        after.emplace(std::move(next));
+    }
+    draft.tokens.resize(keep);
+}
+
 std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int32_t max_draft,
                                         GenerationStats& stats) {
     ++stats.target_steps;
@@ -79,7 +95,10 @@ std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int
     const int32_t base = pending_fed ? runner_.position() - 1 : runner_.position();
     produced_.clear();
     if (!pending_fed) cached_.push_back(pending);
-    if (max_draft > 0) drafter_->propose(cached_, max_draft, sampler_, draft_);
+    if (max_draft > 0) {
+        drafter_->propose(cached_, max_draft, sampler_, draft_);
+        if (constraint_) trim_to_grammar(draft_);
+    }
     if (max_draft <= 0 || draft_.tokens.empty()) {
         // A plain argmax may run on the device; a grammar or a bias needs the host's logits.
         const bool device_argmax = sampler_.is_greedy() && !constraint_ && bias_.empty();
@@ -104,7 +123,8 @@ std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int
         verify_tokens_.insert(verify_tokens_.end(), draft_.tokens.begin(), draft_.tokens.end());
         runner_.feed(verify_tokens_, rows_.data());
     }
-    const Verdict verdict = verify(draft_, rows_, n_vocab, sampler_, speculation_.fault);
+    RequestSampler target(sampler_, bias_, constraint_ ? &*constraint_ : nullptr, scratch_);
+    const Verdict verdict = verify(draft_, rows_, n_vocab, target, speculation_.fault);
     ++stats.draft_steps;
     stats.drafted_tokens += k;
     stats.accepted_tokens += verdict.accepted;
@@ -154,7 +174,7 @@ GenerationStats Generator::generate(std::span<const int32_t> prompt, const Gener
         constraint_.emplace(settings.grammar, tokenizer_, trie_);
     }
     bias_ = settings.logit_bias;
-    const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0 && !constraint_ && bias_.empty();
+    const bool speculating = drafter_ != nullptr && speculation_.max_draft > 0;
     stats.speculative = speculating;
     auto start = Clock::now();
     if (!feed(prompt.subspan(common), cancel)) {

@@ -43,7 +43,7 @@ int32_t draw_weighted(const std::vector<float>& weights, double u) {
 
 }  // namespace
 
-Verdict verify(const Draft& draft, std::span<const float> rows, int32_t n_vocab, Sampler& sampler,
+Verdict verify(const Draft& draft, std::span<const float> rows, int32_t n_vocab, RequestSampler& target,
                SpeculativeFault fault) {
     const int32_t k = int32_t(draft.tokens.size());
     if (rows.size() != size_t(k + 1) * size_t(n_vocab))
@@ -53,26 +53,29 @@ Verdict verify(const Draft& draft, std::span<const float> rows, int32_t n_vocab,
     const bool deterministic_draft = draft.probs.empty();
     if (!deterministic_draft && draft.probs.size() != size_t(k) * size_t(n_vocab))
         throw Error("verify: the draft's distributions do not match its tokens", ER_E_INTERNAL);
+    auto row = [&](int32_t i) { return rows.subspan(size_t(i) * size_t(n_vocab), size_t(n_vocab)); };
 
     Verdict verdict;
-    if (sampler.is_greedy()) {
+    if (target.is_greedy()) {
         for (int32_t i = 0; i <= k; ++i) {
-            const int32_t best = row_argmax(rows.data() + size_t(i) * size_t(n_vocab), n_vocab, i);
+            // A bias or a grammar: the draw the plain loop would make, after the draft
+            // tokens before this row.
+            const int32_t best = target.changes_logits() ? target.sample(row(i)) : row_argmax(row(i).data(), n_vocab, i);
             if (i == k || best != draft.tokens[size_t(i)]) {
                 verdict.accepted = i;
                 verdict.next = best;
                 verdict.bonus = i == k;
+                target.rollback();
                 return verdict;
             }
+            if (target.changes_logits()) target.accept(best);
         }
     }
 
     std::vector<float> p(static_cast<size_t>(n_vocab)), q(static_cast<size_t>(n_vocab));
-    int32_t kept = 0;  // accepted into the sampler's history so far; taken back at the end
     for (int32_t i = 0; i < k; ++i) {
-        const float* row = rows.data() + size_t(i) * size_t(n_vocab);
         const int32_t token = draft.tokens[size_t(i)];
-        sampler.distribution(row, n_vocab, p.data());
+        target.distribution(row(i), p.data());
         if (deterministic_draft) {
             std::fill(q.begin(), q.end(), 0.0f);
             q[size_t(token)] = 1.0f;
@@ -82,9 +85,8 @@ Verdict verify(const Draft& draft, std::span<const float> rows, int32_t n_vocab,
             if (fault == SpeculativeFault::draft_at_wrong_temperature) sharpen(q);
         }
         // Accept with probability min(1, p/q): u < p/q, written without the division.
-        if (sampler.uniform() * double(q[size_t(token)]) < double(p[size_t(token)])) {
-            sampler.accept(token);
-            ++kept;
+        if (target.uniform() * double(q[size_t(token)]) < double(p[size_t(token)])) {
+            target.accept(token);
             continue;
         }
         // The residual, written over q.
@@ -93,14 +95,14 @@ Verdict verify(const Draft& draft, std::span<const float> rows, int32_t n_vocab,
         // p == q up to rounding (a rejection was an accident of it), or the planted fault.
         if (!(mass > 0.0) || fault == SpeculativeFault::residual_from_target) q = p;
         verdict.accepted = i;
-        verdict.next = draw_weighted(q, sampler.uniform());
-        if (kept > 0) sampler.rollback(kept);
+        verdict.next = draw_weighted(q, target.uniform());
+        target.rollback();
         return verdict;
     }
     verdict.accepted = k;
     verdict.bonus = true;
-    verdict.next = sampler.sample(rows.data() + size_t(k) * size_t(n_vocab), n_vocab);
-    if (kept > 0) sampler.rollback(kept);
+    verdict.next = target.sample(row(k));
+    target.rollback();
     return verdict;
 }
 

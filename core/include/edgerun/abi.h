@@ -579,7 +579,8 @@ typedef struct er_sampler_iface {
     /* The distribution sample() draws from for these logits, after the whole chain
      * (penalties over the history, top-k, top-p, min-p, temperature): n_vocab
      * probabilities into `probs`, 0 for every token the chain removed, summing to 1
-     * (greedy: 1 at the token sample() returns). Draws no random number, changes nothing. */
+     * (greedy: 1 at the token sample() returns). A logit of -infinity is a ruled-out token,
+     * as in sample(), and gets 0. Draws no random number, changes nothing. */
     er_status (*distribution)(er_sampler* sampler, const float* logits, int32_t n_vocab, float* probs,
                               er_error* err);
     /* The next number of the sampler's seeded stream (the one sample() draws from),

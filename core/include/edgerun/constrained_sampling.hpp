@@ -40,4 +40,42 @@ struct SamplingScratch {
 int32_t sample_token(Sampler& sampler, std::span<const float> logits, std::span<const LogitBias> biases,
                      const text::TokenConstraint* constraint, SamplingScratch& scratch);
 
+// What one request draws from, for speculative verification (speculative.hpp): the
+// sampler over the logits with the biases added, under the grammar. Verification takes
+// draft tokens in tentatively (accept) and gives them all back at its end (rollback);
+// the generation loop then accepts the kept ones for good. The constraint is not changed:
+// the tentative grammar states are copies.
+class RequestSampler {
+public:
+    RequestSampler(Sampler& sampler, std::span<const LogitBias> biases, const text::TokenConstraint* constraint,
+                   SamplingScratch& scratch)
+        : sampler_(sampler), biases_(biases), constraint_(constraint), scratch_(scratch) {}
+
+    bool is_greedy() const { return sampler_.is_greedy(); }
+    // Whether a bias or a grammar makes the draw differ from the sampler's alone.
+    bool changes_logits() const { return !biases_.empty() || constraint_; }
+    // sample_token after the tokens taken in so far.
+    int32_t sample(std::span<const float> logits);
+    // The distribution sample() draws from, into `probs` (logits.size() of them). Under a
+    // grammar that is a mixture: the sampler's distribution on the tokens the grammar
+    // allows, plus the mass of those it refuses times the distribution over the masked
+    // logits (the redraw of sample_constrained).
+    void distribution(std::span<const float> logits, float* probs);
+    double uniform() { return sampler_.uniform(); }
+    void accept(int32_t token);
+    void rollback();
+
+private:
+    std::span<const float> biased(std::span<const float> logits);
+    const text::TokenConstraint* current() const { return states_.empty() ? constraint_ : &states_.back(); }
+
+    Sampler& sampler_;
+    std::span<const LogitBias> biases_;
+    const text::TokenConstraint* constraint_;
+    SamplingScratch& scratch_;
+    std::vector<text::TokenConstraint> states_;  // after each token taken in
+    int32_t accepted_ = 0;
+    std::vector<float> redraw_;
+};
+
 }  // namespace edgerun

@@ -30,7 +30,6 @@ struct GenerationSettings {
     // generation ends when the sentence can go no further (nullptr: free text).
     std::shared_ptr<const text::Grammar> grammar;
     // Added to the logits before sampling (tokens within the vocabulary, |bias| <= 100).
-    // Drafting is off while a grammar or a bias changes what is sampled.
     std::vector<LogitBias> logit_bias;
 };
 
@@ -86,6 +85,10 @@ private:
     // logits when `pending_fed`), drafting up to `max_draft` tokens first; returns the
     // tokens it produced and sets `pending` to the next one to feed.
     std::span<const int32_t> step(int32_t& pending, bool pending_fed, int32_t max_draft, GenerationStats& stats);
+
+    // Cuts a proposal before its first token the grammar refuses: a verify row it would
+    // cost could only reject it.
+    void trim_to_grammar(Draft& draft) const;
 
     // Feeds tokens after the cache's current content, in chunks, checking `cancel`.
     bool feed(std::span<const int32_t> tokens, const std::atomic<bool>* cancel);

@@ -332,6 +332,13 @@ public:
         check(iface_->distribution(handle_.get(), logits, n_vocab, probs, &err), err, "sampler distribution");
     }
 
+    // distribution() over logits some of which are -infinity (sample_masked).
+    void distribution_masked(const float* masked_logits, int32_t n_vocab, float* probs) {
+        require_speculative();
+        er_error err{};
+        check(iface_->distribution(handle_.get(), masked_logits, n_vocab, probs, &err), err, "sampler distribution");
+    }
+
     double uniform() {
         require_speculative();
         return iface_->uniform(handle_.get());

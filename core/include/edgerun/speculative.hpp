@@ -11,6 +11,7 @@
 // the longest prefix the target's argmax agrees with: the output is the target's.
 #pragma once
 
+#include <edgerun/constrained_sampling.hpp>
 #include <edgerun/drafter.hpp>
 #include <edgerun/host_api.hpp>
 
@@ -35,9 +36,11 @@ struct Verdict {
 };
 
 // Checks `draft` against `rows`: draft.tokens.size() + 1 rows of the target's logits, row i
-// after the context and the first i draft tokens. Draws its random numbers from
-// `sampler`; leaves the sampler's history as it found it.
-Verdict verify(const Draft& draft, std::span<const float> rows, int32_t n_vocab, Sampler& sampler,
+// after the context and the first i draft tokens. `target` says what each row draws from
+// (the request's biases and grammar included: a draft token the grammar refuses has p = 0
+// and is rejected); its random numbers come from the sampler, whose history it leaves as
+// it found it.
+Verdict verify(const Draft& draft, std::span<const float> rows, int32_t n_vocab, RequestSampler& target,
                SpeculativeFault fault = SpeculativeFault::none);
 
 // How many tokens to draft next: the k that maximises the expected tokens per unit of
