@@ -182,6 +182,18 @@ def lazy_calls(edgerun, model, plugin_dir):
             else:
                 check(not calls and "<tool_call>" in (msg.content or "") and finish != "tool_calls",
                       f"the same answer written freely is no call: {r}")
+    # Reasoning that mentions the tag opens no call: the grammar starts at a trigger outside
+    # the <think> block.
+    thought = "I could write <tool_call> myself."
+    os.environ["EDGERUN_SCRIPT"] = script(edgerun, model, f"<think>\n{thought}\n</think>\n\nLet me check.\n<tool_call>\n")
+    with Server(edgerun, model, "-t", "1", "-c", "1024", "--chat-template", "qwen3", "--sampler-plugin",
+                "scripted_sampler", plugin_dir=plugin_dir) as s:
+        r = client(s).chat.completions.create(model=s.model_id, **dict(ask, max_tokens=240))
+        msg, finish = r.choices[0].message, r.choices[0].finish_reason
+        calls = msg.tool_calls or []
+        check(getattr(msg, "reasoning_content", None) == thought and msg.content == "Let me check." and
+              finish == "tool_calls" and calls and all(c.function.name == "get_weather" for c in calls),
+              f"a trigger in the reasoning is text; the reply's call is held: {r}")
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ TEST_CASE("grammar: TokenConstraint masks exactly the tokens that can come next"
 TEST_CASE("grammar: a lazy TokenConstraint lets any text come until its trigger, then holds to the grammar") {
     const Tokenizer tokenizer(bracket_vocab());
     const auto grammar = Grammar::parse(R"(root ::= "a," "b"+ "]")");
-    TokenConstraint lazy(grammar, tokenizer, nullptr, "a,");
+    TokenConstraint lazy(grammar, tokenizer, nullptr, GrammarTrigger{"a,"});
     CHECK_FALSE(lazy.active());
     // Before the trigger every token may come but those that write it with a bad sequel: "a,"
     // and ",b" (after an "a") are starts of the sentence, "a,\xC3" is not.
@@ -118,7 +118,73 @@ TEST_CASE("grammar: a lazy TokenConstraint lets any text come until its trigger,
     lazy.accept(tokenizer.find("]"));
     CHECK(lazy.must_end());
     CHECK(masked_set(lazy, tokenizer) == Pieces{"</s>"});
-    CHECK_THROWS_CONTAINING_AS(TokenConstraint(grammar, tokenizer, nullptr, ""), "needs a trigger", Error);
+    CHECK_THROWS_CONTAINING_AS(TokenConstraint(grammar, tokenizer, nullptr, GrammarTrigger{}), "needs a trigger", Error);
+}
+
+namespace {
+
+Vocab tag_vocab() {
+    Vocab v;
+    v.kind = ER_VOCAB_SPM;
+    v.model = "llama";
+    v.tokens.push_back({"<unk>", 0.0f, ER_TOKEN_UNKNOWN});
+    v.tokens.push_back({"<s>", 0.0f, ER_TOKEN_CONTROL});
+    v.tokens.push_back({"</s>", 0.0f, ER_TOKEN_CONTROL});
+    for (const char* piece : {"<think>", "</think>", "<", "</", "think", ">", "<tool_call>", "<tool", "_call>", "\n",
+                              "{}", "x"})
+        v.tokens.push_back({piece, 0.0f, ER_TOKEN_NORMAL});
+    return v;
+}
+
+// Feeds `pieces` to a copy of `lazy`; whether each was allowed and the last one opened the grammar.
+bool opens_after(TokenConstraint lazy, const Tokenizer& tokenizer, std::initializer_list<const char*> pieces) {
+    for (const char* piece : pieces) {
+        const TokenId id = tokenizer.find(piece);
+        REQUIRE(id >= 0);
+        CAPTURE(std::string(piece));
+        REQUIRE(lazy.allows(id));
+        lazy.accept(id);
+    }
+    return lazy.active();
+}
+
+}  // namespace
+
+TEST_CASE("grammar: a lazy trigger inside a thinking block does not open the grammar") {
+    const Tokenizer tokenizer(tag_vocab());
+    const auto grammar = Grammar::parse(R"(root ::= "<tool_call>" "\n" "{}")");
+    const GrammarTrigger plain{"<tool_call>"};
+    const GrammarTrigger outside_think{"<tool_call>", "<think>", "</think>"};
+    GrammarTrigger prompt_opened = outside_think;
+    prompt_opened.starts_in_block = true;
+    const TokenConstraint free_in_think(grammar, tokenizer, nullptr, outside_think);
+
+    // Without blocks the trigger counts anywhere; with them, only outside.
+    CHECK(opens_after(TokenConstraint(grammar, tokenizer, nullptr, plain), tokenizer, {"<think>", "<tool_call>"}));
+    CHECK_FALSE(opens_after(free_in_think, tokenizer, {"<think>", "<tool_call>"}));
+    // In the block, what follows the trigger is free text.
+    CHECK_FALSE(opens_after(free_in_think, tokenizer, {"<think>", "x", "<tool_call>", "x", "</think>", "x"}));
+    CHECK(opens_after(free_in_think, tokenizer, {"<think>", "<tool_call>", "x", "</think>", "\n", "<tool_call>"}));
+    // Tags cut across tokens, both the block's and the trigger.
+    CHECK_FALSE(opens_after(free_in_think, tokenizer, {"<", "think", ">", "<tool", "_call>", "</", "think"}));
+    CHECK(opens_after(free_in_think, tokenizer, {"<", "think", ">", "<tool", "_call>", "</", "think", ">", "<tool", "_call>"}));
+    CHECK(opens_after(free_in_think, tokenizer, {"x", "<tool", "_call>"}));
+    // A block the prompt left open: free until it closes.
+    const TokenConstraint opened(grammar, tokenizer, nullptr, prompt_opened);
+    CHECK_FALSE(opens_after(opened, tokenizer, {"x", "<tool_call>", "x"}));
+    CHECK(opens_after(opened, tokenizer, {"x", "</think>", "<tool_call>", "\n"}));
+
+    // Once open, the grammar holds: after the trigger only its sentence may come.
+    TokenConstraint lazy = free_in_think;
+    for (const char* piece : {"<think>", "x", "</think>", "<tool_call>"}) lazy.accept(tokenizer.find(piece));
+    CHECK(lazy.active());
+    CHECK_FALSE(lazy.allows(tokenizer.find("x")));
+    CHECK(lazy.allows(tokenizer.find("\n")));
+
+    GrammarTrigger half = outside_think;
+    half.block_close.clear();
+    CHECK_THROWS_CONTAINING_AS(TokenConstraint(grammar, tokenizer, nullptr, half), "both an opening and a closing tag",
+                               Error);
 }
 
 TEST_CASE("grammar: TokenConstraint's edge cases: no token, padded logits, shared tries") {

@@ -40,7 +40,7 @@ struct JobSpec {
     // The answer must be a sentence of this grammar (response_format, a forced tool call,
     // llama.cpp's `grammar`); the answer ends when the sentence is complete. nullptr: free.
     std::shared_ptr<const text::Grammar> grammar;
-    std::string grammar_trigger;  // not empty: the grammar applies from the first one on (a lazy grammar)
+    text::GrammarTrigger grammar_trigger;  // text not empty: the grammar applies from the trigger on (lazy)
     std::vector<LogitBias> logit_bias;  // added to the logits before sampling (OpenAI's logit_bias)
 };
 

@@ -364,7 +364,7 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     OutputGrammar constraint = output_grammar(body, endpoint);
     const bool from_start = constraint.from_start();
     spec.grammar = std::move(constraint.grammar);
-    spec.grammar_trigger = std::move(constraint.trigger);
+    spec.grammar_trigger.text = std::move(constraint.trigger);
     if (endpoint == Endpoint::Chat) {
         bool with_tools = false;
         const std::string prompt = chat_prompt(body, from_start, with_tools);
@@ -374,6 +374,13 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
         // block comes before it.
         out.split_reasoning = split_reasoning_ && !from_start;
         out.reasoning_open = out.split_reasoning && text::ReasoningSplitter::opens_block(prompt);
+        // Reasoning may mention a call's tag without making one: a lazy grammar starts at a
+        // trigger outside the <think> block.
+        if (!spec.grammar_trigger.text.empty()) {
+            spec.grammar_trigger.block_open = text::ReasoningSplitter::kOpen;
+            spec.grammar_trigger.block_close = text::ReasoningSplitter::kClose;
+            spec.grammar_trigger.starts_in_block = text::ReasoningSplitter::opens_block(prompt);
+        }
     } else {
         spec.prompt = completion_prompt(body);
         if (echo) {

@@ -168,7 +168,7 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     slot.constraint.reset();
     if (slot.job->spec().grammar) {
         if (!trie_) trie_ = text::TokenConstraint::build_trie(tokenizer_);
-        if (slot.job->spec().grammar_trigger.empty())
+        if (slot.job->spec().grammar_trigger.text.empty())
             slot.constraint.emplace(slot.job->spec().grammar, tokenizer_, trie_);
         else
             slot.constraint.emplace(slot.job->spec().grammar, tokenizer_, trie_, slot.job->spec().grammar_trigger);

@@ -6,9 +6,6 @@ namespace edgerun::text {
 
 namespace {
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
-
 size_t first_non_space(const std::string& s) {
     size_t i = 0;
     while (i < s.size() && is_ascii_space(s[i])) ++i;

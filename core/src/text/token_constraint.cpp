@@ -154,9 +154,12 @@ TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar, const T
 }
 
 TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar, const Tokenizer& tokenizer,
-                                 std::shared_ptr<const VocabTrie> trie, std::string trigger)
+                                 std::shared_ptr<const VocabTrie> trie, GrammarTrigger trigger)
     : TokenConstraint(std::move(grammar), tokenizer, std::move(trie)) {
-    if (trigger.empty()) throw Error("grammar: a lazy constraint needs a trigger", ER_E_INVALID_ARGUMENT);
+    if (trigger.text.empty()) throw Error("grammar: a lazy constraint needs a trigger", ER_E_INVALID_ARGUMENT);
+    if (trigger.block_open.empty() != trigger.block_close.empty())
+        throw Error("grammar: a lazy constraint's blocks need both an opening and a closing tag", ER_E_INVALID_ARGUMENT);
+    in_block_ = trigger.starts_in_block && !trigger.block_open.empty();
     trigger_ = std::move(trigger);
     active_ = false;
 }
@@ -165,9 +168,42 @@ std::shared_ptr<const VocabTrie> TokenConstraint::build_trie(const Tokenizer& to
     return std::make_shared<const VocabTrie>(tokenizer);
 }
 
+TokenConstraint::TriggerScan TokenConstraint::scan_for_trigger(std::string_view text) const {
+    const std::string& open = trigger_.block_open;
+    const std::string& close = trigger_.block_close;
+    TriggerScan scan;
+    scan.in_block = in_block_;
+    size_t from = 0;
+    while (true) {
+        if (scan.in_block) {
+            const size_t end = text.find(close, from);
+            if (end == std::string_view::npos) {
+                scan.keep_from = text.size() - cut_tag_length(text.substr(from), close);
+                return scan;
+            }
+            from = end + close.size();
+            scan.in_block = false;
+        }
+        const size_t at = text.find(trigger_.text, from);
+        const size_t block = open.empty() ? std::string_view::npos : text.find(open, from);
+        if (at != std::string_view::npos && (block == std::string_view::npos || at < block)) {
+            scan.trigger_at = at;
+            return scan;
+        }
+        if (block == std::string_view::npos) {
+            const std::string_view rest = text.substr(from);
+            scan.keep_from = text.size() - std::max(cut_tag_length(rest, trigger_.text),
+                                                    open.empty() ? size_t(0) : cut_tag_length(rest, open));
+            return scan;
+        }
+        from = block + open.size();
+        scan.in_block = true;
+    }
+}
+
 bool TokenConstraint::allows_before_trigger(const std::string& piece) const {
     const std::string text = held_ + piece;
-    const size_t at = text.find(trigger_);
+    const size_t at = scan_for_trigger(text).trigger_at;
     return at == std::string::npos || matcher_.allows(std::string_view(text).substr(at));
 }
 
@@ -215,12 +251,14 @@ void TokenConstraint::accept(TokenId token) {
         return;
     }
     held_ += piece;
-    if (const size_t at = held_.find(trigger_); at != std::string::npos) {
+    const TriggerScan scan = scan_for_trigger(held_);
+    if (scan.trigger_at != std::string::npos) {
         active_ = true;
-        matcher_.accept(std::string_view(held_).substr(at));
+        matcher_.accept(std::string_view(held_).substr(scan.trigger_at));
         held_.clear();
     } else {
-        held_.erase(0, held_.size() - cut_tag_length(held_, trigger_));
+        held_.erase(0, scan.keep_from);
+        in_block_ = scan.in_block;
     }
 }
 

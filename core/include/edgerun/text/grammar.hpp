@@ -100,18 +100,28 @@ private:
 // constraint over it.
 class VocabTrie;
 
+// Where a lazy constraint's grammar starts: at the first `text` outside the blocks from
+// `block_open` to `block_close` (a thinking model's <think> block, whose reasoning may
+// mention the trigger without opening a call); `starts_in_block`: the prompt left such a
+// block open.
+struct GrammarTrigger {
+    std::string text;
+    std::string block_open, block_close;  // empty: no such blocks
+    bool starts_in_block = false;
+};
+
 // A grammar applied to one generation's tokens. Holds the tokenizer by reference: it must
 // outlive the constraint.
 class TokenConstraint {
 public:
     TokenConstraint(std::shared_ptr<const Grammar> grammar, const Tokenizer& tokenizer,
                     std::shared_ptr<const VocabTrie> trie = nullptr);
-    // Lazy (llama.cpp's lazy grammars): any text may come until `trigger` appears in it;
+    // Lazy (llama.cpp's lazy grammars): any text may come until the trigger appears in it;
     // from the trigger's first byte on, the text is a sentence of the grammar, which starts
     // with the trigger. A model free to answer in words is held to a call's format once it
     // opens one.
     TokenConstraint(std::shared_ptr<const Grammar> grammar, const Tokenizer& tokenizer,
-                    std::shared_ptr<const VocabTrie> trie, std::string trigger);
+                    std::shared_ptr<const VocabTrie> trie, GrammarTrigger trigger);
 
     // Whether `token` may come next. End-of-generation tokens may come when the text is
     // whole; control tokens never.
@@ -130,15 +140,24 @@ public:
     static std::shared_ptr<const VocabTrie> build_trie(const Tokenizer& tokenizer);
 
 private:
-    // Before a lazy constraint's trigger: whether the text with `piece` added keeps what
-    // follows a trigger in it a start of the grammar's sentence.
+    // Before a lazy constraint's trigger: where the trigger starts in held_ + `piece`
+    // (npos: nowhere yet), and otherwise the scan's state at its end.
+    struct TriggerScan {
+        size_t trigger_at = std::string::npos;
+        size_t keep_from = 0;  // the end that may be the start of a tag, kept for the next piece
+        bool in_block = false;
+    };
+    TriggerScan scan_for_trigger(std::string_view text) const;
+    // Whether the text with `piece` added keeps what follows a trigger in it a start of the
+    // grammar's sentence.
     bool allows_before_trigger(const std::string& piece) const;
 
     const Tokenizer& tokenizer_;
     std::shared_ptr<const VocabTrie> trie_;
     GrammarMatcher matcher_;
-    std::string trigger_;
-    std::string held_;  // before the trigger: the end of the text that may be its start
+    GrammarTrigger trigger_;
+    std::string held_;  // before the trigger: the end of the text that may start a tag
+    bool in_block_ = false;
     bool active_ = true;
 };
 

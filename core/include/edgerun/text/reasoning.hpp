@@ -17,6 +17,8 @@ namespace edgerun::text {
 
 class ReasoningSplitter {
 public:
+    static constexpr std::string_view kOpen = "<think>", kClose = "</think>";
+
     struct Pieces {
         std::string reasoning, content;
     };
