@@ -71,22 +71,6 @@ void Generator::speculate(Drafter* drafter, const SpeculationSettings& settings)
     speculation_ = settings;
 }
 
-void Generator::trim_to_grammar(Draft& draft) const {
-    // Only a deterministic proposal: cutting a sampled one where its draw strays would
-    // change the distribution q its tokens were drawn from.
-    if (!draft.probs.empty()) return;
-    std::optional<text::TokenConstraint> after;  // the grammar's state after the tokens kept
-    size_t keep = 0;
-    for (; keep < draft.tokens.size(); ++keep) {
-        const text::TokenConstraint& now = after ? *after : *constraint_;
-        if (!now.allows(draft.tokens[keep])) break;
-        text::TokenConstraint next = now;
-        next.accept(draft.tokens[keep]);
-        after.emplace(std::move(next));
-    }
-    draft.tokens.resize(keep);
-}
-
 std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int32_t max_draft,
                                         GenerationStats& stats) {
     ++stats.target_steps;
@@ -97,7 +81,7 @@ std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int
     if (!pending_fed) cached_.push_back(pending);
     if (max_draft > 0) {
         drafter_->propose(cached_, max_draft, sampler_, draft_);
-        if (constraint_) trim_to_grammar(draft_);
+        if (constraint_) cut_at_refusal(draft_, *constraint_);
     }
     if (max_draft <= 0 || draft_.tokens.empty()) {
         // A plain argmax may run on the device; a grammar or a bias needs the host's logits.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace edgerun {
 
@@ -104,6 +105,20 @@ Verdict verify(const Draft& draft, std::span<const float> rows, int32_t n_vocab,
     verdict.next = target.sample(row(k));
     target.rollback();
     return verdict;
+}
+
+void cut_at_refusal(Draft& draft, const text::TokenConstraint& grammar) {
+    if (!draft.probs.empty()) return;
+    std::optional<text::TokenConstraint> after;  // the grammar's state after the tokens kept
+    size_t keep = 0;
+    for (; keep < draft.tokens.size(); ++keep) {
+        const text::TokenConstraint& now = after ? *after : grammar;
+        if (!now.allows(draft.tokens[keep])) break;
+        text::TokenConstraint next = now;
+        next.accept(draft.tokens[keep]);
+        after.emplace(std::move(next));
+    }
+    draft.tokens.resize(keep);
 }
 
 DraftLength::DraftLength(int32_t max_draft, bool adaptive, double drafter_cost, double verify_row_cost)

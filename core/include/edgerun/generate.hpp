@@ -86,10 +86,6 @@ private:
     // tokens it produced and sets `pending` to the next one to feed.
     std::span<const int32_t> step(int32_t& pending, bool pending_fed, int32_t max_draft, GenerationStats& stats);
 
-    // Cuts a proposal before its first token the grammar refuses: a verify row it would
-    // cost could only reject it.
-    void trim_to_grammar(Draft& draft) const;
-
     // Feeds tokens after the cache's current content, in chunks, checking `cancel`.
     bool feed(std::span<const int32_t> tokens, const std::atomic<bool>* cancel);
 

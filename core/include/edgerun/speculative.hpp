@@ -43,6 +43,11 @@ struct Verdict {
 Verdict verify(const Draft& draft, std::span<const float> rows, int32_t n_vocab, RequestSampler& target,
                SpeculativeFault fault = SpeculativeFault::none);
 
+// Cuts a deterministic proposal before its first token `grammar` refuses: the verify row
+// it would cost could only reject it. A sampled proposal is left whole: cutting it where
+// its draw strays would change the distribution q its tokens were drawn from.
+void cut_at_refusal(Draft& draft, const text::TokenConstraint& grammar);
+
 // How many tokens to draft next: the k that maximises the expected tokens per unit of
 // cost, with the per-token acceptance rate estimated from the recent steps. A step of k
 // drafts costs 1 + k * (verify_row_cost + drafter cost) decode steps and yields
