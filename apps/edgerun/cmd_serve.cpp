@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "engine_options.hpp"
 #include "serve/http_server.hpp"
+#include "speculation_options.hpp"
 
 #include <edgerun/batch_runner.hpp>
 #include <edgerun/text/chat_template.hpp>
@@ -22,6 +23,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     serve::SchedulerOptions scheduling;
     std::string model_name, reasoning_format = "auto", tool_grammar = "lazy";
     ChatTemplateOptions template_options;
+    SpeculationOptions speculation_options;
     int port = server.port;
     int64_t grace_ms = server.shutdown_grace.count();
     int64_t request_timeout_s = server.request_timeout.count();
@@ -52,7 +54,8 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("shutdown-grace-ms", po::value(&grace_ms)->default_value(grace_ms), "on SIGTERM, how long running requests may finish")
         ("sampler-plugin", po::value(&scheduling.sampler_plugin)->default_value(scheduling.sampler_plugin), "sampler plugin name");
     template_options.add_to(desc);
-    if (!parse(args, desc, common,
+    add_speculation_options(desc, speculation_options);
+    if (!parse(with_long_draft_option(args), desc, common,
                "usage: edgerun serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX] [--api-key KEY]\n"
                "An OpenAI-compatible HTTP server over --parallel slots stepped together."))
         return 0;
@@ -81,12 +84,21 @@ int cmd_serve(const std::vector<std::string>& args) {
     if (scheduling.chunk < 1) throw Error("--chunk must be at least 1", ER_E_INVALID_ARGUMENT);
     PluginRegistry registry = load_plugins(common);
     Engine engine(registry, model_options.model, engine_options);
-    text::Tokenizer tokenizer(text::Vocab::from_file(engine.model().file()));
+    const text::Vocab vocab = text::Vocab::from_file(engine.model().file());
+    text::Tokenizer tokenizer(vocab);
     const text::ChatTemplate chat_template = template_options.resolve(tokenizer);
     if (model_name.empty()) {
         model_name = std::filesystem::path(model_options.model).filename().string();
         if (model_name.size() > 5 && model_name.ends_with(".gguf")) model_name.resize(model_name.size() - 5);
     }
+
+    Speculation speculation = make_speculation(registry, speculation_options, engine, vocab);
+    const std::string draft_line = speculation.describe();
+    // Each slot drafts in a context of its own: the one made to measure the draft goes.
+    speculation.drafter.reset();
+    speculation.draft_runner.reset();
+    scheduling.new_drafter = [&speculation] { return speculation.new_drafter(); };
+    scheduling.speculation = speculation.settings;
 
     serve::Metrics metrics(scheduling.n_slots);
     serve::Scheduler scheduler(engine, registry, tokenizer, scheduling, metrics);
@@ -96,6 +108,7 @@ int cmd_serve(const std::vector<std::string>& args) {
                  std::string(engine.backend().plugin().name()).c_str(), scheduling.n_slots, scheduler.n_ctx(),
                  scheduler.batched() ? "stepped together" : "stepped one after the other", chat_template.name().c_str(),
                  split_reasoning ? " (its <think> block in reasoning_content)" : "");
+    if (!draft_line.empty()) std::fprintf(stderr, "serve: %s, for each slot\n", draft_line.c_str());
     serve::HttpServer http(server, api, scheduler, metrics);
     http.run();
     std::fprintf(stderr, "serve: stopped\n");

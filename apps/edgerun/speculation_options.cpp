@@ -110,9 +110,35 @@ Speculation make_speculation(const PluginRegistry& registry, const SpeculationOp
         const auto draft_times = time_steps(*out.draft_runner, 1, std::min(kDepth, target.n_ctx() - 1), kRepetitions);
         cost = draft_times[0] / target_times()[0];
     }
-    out.drafter = std::make_unique<ModelDrafter>(*out.draft_runner, std::max(0.0, cost));
+    out.draft_cost = std::max(0.0, cost);
+    out.drafter = std::make_unique<ModelDrafter>(*out.draft_runner, out.draft_cost);
     out.settings.max_draft = options.draft;
     return out;
+}
+
+namespace {
+
+// A ModelDrafter that owns its context.
+class OwningModelDrafter final : public Drafter {
+public:
+    OwningModelDrafter(std::unique_ptr<Runner> runner, double relative_cost)
+        : runner_(std::move(runner)), drafter_(*runner_, relative_cost) {}
+    void propose(std::span<const int32_t> context, int32_t max_tokens, Sampler& sampler, Draft& out) override {
+        drafter_.propose(context, max_tokens, sampler, out);
+    }
+    double relative_cost() const override { return drafter_.relative_cost(); }
+
+private:
+    std::unique_ptr<Runner> runner_;
+    ModelDrafter drafter_;
+};
+
+}  // namespace
+
+std::unique_ptr<Drafter> Speculation::new_drafter() const {
+    if (settings.max_draft <= 0) return nullptr;
+    if (!draft_engine) return std::make_unique<LookupDrafter>();
+    return std::make_unique<OwningModelDrafter>(draft_engine->new_runner(), draft_cost);
 }
 
 void Speculation::attach(Generator& generator) const {

@@ -34,9 +34,13 @@ struct Speculation {
     std::unique_ptr<Runner> draft_runner;
     std::unique_ptr<Drafter> drafter;
     SpeculationSettings settings;
+    double draft_cost = 0;  // a draft model's step relative to the target's
 
     // Hands the drafter to `generator` (nothing when there is none).
     void attach(Generator& generator) const;
+    // Another drafter of the same kind, with a draft context of its own (serve gives each
+    // slot one); nullptr when the options ask for none.
+    std::unique_ptr<Drafter> new_drafter() const;
     // "draft: SmolLM2 Q4_0 on cpu_ref, up to 8 tokens" and the like; empty without one.
     std::string describe() const;
 };

@@ -41,6 +41,8 @@ std::string Metrics::prometheus_text() {
     counter("edgerun_prompt_tokens_cached_total", "Prompt tokens a slot's cache already held.", cached_tokens_);
     counter("edgerun_generated_tokens_total", "Tokens generated.", generated_tokens_);
     counter("edgerun_requests_cancelled_total", "Requests whose client went away before the end.", cancelled_);
+    counter("edgerun_draft_tokens_total", "Tokens drafted for speculative decoding (--lookup, -md).", draft_tokens_);
+    counter("edgerun_draft_tokens_accepted_total", "Drafted tokens the model's own draws kept.", draft_accepted_);
     gauge("edgerun_queue_depth", "Requests waiting for a slot.", double(queue_depth_));
     gauge("edgerun_slots_busy", "Slots running a request.", double(busy_slots_));
     gauge("edgerun_slots", "Slots (--parallel).", n_slots_);

@@ -30,6 +30,11 @@ public:
     void set_queue_depth(int64_t n) { queue_depth_ = n; }
     void set_busy_slots(int64_t n) { busy_slots_ = n; }
     void cancelled() { ++cancelled_; }
+    // Speculative decoding: one step's draft tokens and how many of them were kept.
+    void drafted(int64_t proposed, int64_t accepted) {
+        draft_tokens_ += proposed;
+        draft_accepted_ += accepted;
+    }
 
     std::string prometheus_text();
 
@@ -42,6 +47,7 @@ private:
     int32_t n_slots_;
     std::atomic<int64_t> prompt_tokens_{0}, cached_tokens_{0}, generated_tokens_{0};
     std::atomic<int64_t> queue_depth_{0}, busy_slots_{0}, cancelled_{0};
+    std::atomic<int64_t> draft_tokens_{0}, draft_accepted_{0};
     std::mutex mutex_;  // the rest
     std::map<int, int64_t> requests_by_status_;
     std::array<int64_t, kTtftBuckets.size()> ttft_counts_{};

@@ -52,7 +52,10 @@ Scheduler::Scheduler(const Engine& engine, const PluginRegistry& registry, const
     options_.chunk = std::max(1, std::min(options.chunk, engine.options().n_batch));
     runner_ = engine.new_batch_runner(options.n_slots);
     slots_.resize(size_t(options.n_slots));
-    for (int32_t s = 0; s < options.n_slots; ++s) slots_[size_t(s)].seq = s;
+    for (int32_t s = 0; s < options.n_slots; ++s) {
+        slots_[size_t(s)].seq = s;
+        if (options.new_drafter) slots_[size_t(s)].drafter = options.new_drafter();
+    }
     thread_ = std::thread([this] { run(); });
 }
 
@@ -165,6 +168,12 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     }
     slot.decoder.emplace(tokenizer_);
     slot.matcher.emplace(slot.job->spec().stop);
+    // A sampling request drafts only with a sampler that can say what it draws from.
+    slot.draft_length.reset();
+    if (slot.drafter && (slot.sampler->is_greedy() || slot.sampler->has_speculative_entries())) {
+        const SpeculationSettings& s = options_.speculation;
+        slot.draft_length.emplace(s.max_draft, s.adaptive, slot.drafter->relative_cost(), s.verify_row_cost);
+    }
     slot.constraint.reset();
     if (slot.job->spec().grammar) {
         if (!trie_) trie_ = text::TokenConstraint::build_trie(tokenizer_);
@@ -189,12 +198,24 @@ bool Scheduler::step() {
             slot.next_token = -1;
         }
     int64_t budget = options_.chunk;
-    for (Slot& slot : slots_)
-        if (slot.decoding()) {
-            feeds_.push_back(SequenceFeed{slot.seq, std::span<const int32_t>(&slot.next_token, 1), nullptr});
-            fed_slots_.push_back(&slot);
-            --budget;
+    // Every decoding slot has its row; drafts share what the step has room for besides.
+    int64_t spare = budget - std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.decoding(); });
+    for (Slot& slot : slots_) {
+        if (!slot.decoding()) continue;
+        propose(slot, spare);
+        if (!slot.decoding()) continue;  // the drafter failed
+        spare -= int64_t(slot.draft.tokens.size());
+        slot.step_tokens.assign(1, slot.next_token);
+        slot.step_tokens.insert(slot.step_tokens.end(), slot.draft.tokens.begin(), slot.draft.tokens.end());
+        float* rows = nullptr;
+        if (!slot.draft.tokens.empty()) {
+            slot.rows.resize(slot.step_tokens.size() * size_t(runner_->n_vocab()));
+            rows = slot.rows.data();
         }
+        feeds_.push_back(SequenceFeed{slot.seq, slot.step_tokens, rows});
+        fed_slots_.push_back(&slot);
+        budget -= int64_t(slot.step_tokens.size());
+    }
     // Prompts in the order their requests came, in chunks that fill the step.
     std::vector<Slot*> prefilling;
     for (Slot& slot : slots_)
@@ -231,6 +252,10 @@ bool Scheduler::step() {
     int64_t generated = 0;
     for (size_t i = 0; i < fed_slots_.size(); ++i) {
         Slot& slot = *fed_slots_[i];
+        if (slot.decoding() && !slot.draft.tokens.empty()) {
+            after_draft(slot, now, generated);
+            continue;
+        }
         slot.cached.insert(slot.cached.end(), feeds_[i].tokens.begin(), feeds_[i].tokens.end());
         if (!slot.decoding()) {
             if (feeds_[i].all_logits) score_prompt(slot, feeds_[i].tokens.size());
@@ -258,25 +283,77 @@ void Scheduler::score_prompt(Slot& slot, size_t n_rows) {
     if (slot.prompt_fed + n_rows == spec.prompt.size()) slot.prompt_logits = {};  // a chunk of a vocabulary's rows
 }
 
+void Scheduler::propose(Slot& slot, int64_t spare) {
+    slot.draft.clear();
+    if (!slot.draft_length) return;
+    int64_t n = slot.draft_length->next();
+    // The next token and the draft's must fit the context and the token budget.
+    if (const int32_t max_tokens = slot.job->spec().max_tokens; max_tokens >= 0)
+        n = std::min<int64_t>(n, max_tokens - slot.generated - 1);
+    n = std::min<int64_t>({n, spare, int64_t(runner_->n_ctx()) - runner_->position(slot.seq) - 1});
+    if (n <= 0) return;
+    slot.context.assign(slot.cached.begin(), slot.cached.end());
+    slot.context.push_back(slot.next_token);
+    try {
+        slot.drafter->propose(slot.context, int32_t(n), *slot.sampler, slot.draft);
+        if (slot.constraint) cut_at_refusal(slot.draft, *slot.constraint);
+    } catch (const std::exception& e) {
+        fail(slot, std::string("drafting failed: ") + e.what(), 500);
+    }
+}
+
 void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated) {
     if (slot.job->spec().max_tokens == 0) {  // the prompt only (scored, echoed)
         finish(slot, "length");
         return;
     }
     int32_t token = -1;
-    std::span<const float> logits;
+    const std::span<const float> logits = runner_->logits(slot.seq);
     try {
-        logits = runner_->logits(slot.seq);
         token = sample_token(*slot.sampler, logits, slot.job->spec().logit_bias,
                              slot.constraint ? &*slot.constraint : nullptr, scratch_);
-        if (slot.constraint) slot.constraint->accept(token);  // an end-of-generation token reads as nothing
     } catch (const std::exception& e) {
         fail(slot, std::string("sampling failed: ") + e.what(), 500);
         return;
     }
+    take(slot, token, logits, now, generated);
+}
+
+void Scheduler::after_draft(Slot& slot, Clock::time_point now, int64_t& generated) {
+    const auto k = int32_t(slot.draft.tokens.size());
+    const size_t n_vocab = size_t(runner_->n_vocab());
+    Verdict verdict;
+    try {
+        RequestSampler target(*slot.sampler, slot.job->spec().logit_bias, slot.constraint ? &*slot.constraint : nullptr,
+                              scratch_);
+        verdict = verify(slot.draft, slot.rows, int32_t(n_vocab), target);
+    } catch (const std::exception& e) {
+        fail(slot, std::string("sampling failed: ") + e.what(), 500);
+        return;
+    }
+    slot.draft_length->record(k, verdict.accepted);
+    metrics_.drafted(k, verdict.accepted);
+    // The cache keeps the next token and the accepted draft; the verdict's token is next.
+    const int32_t kept = 1 + verdict.accepted;
+    runner_->rewind(slot.seq, runner_->position(slot.seq) - (k + 1) + kept);
+    slot.cached.insert(slot.cached.end(), slot.step_tokens.begin(), slot.step_tokens.begin() + kept);
+    for (int32_t i = 0; i <= verdict.accepted; ++i) {
+        const int32_t token = i < verdict.accepted ? slot.draft.tokens[size_t(i)] : verdict.next;
+        if (!take(slot, token, {slot.rows.data() + size_t(i) * n_vocab, n_vocab}, now, generated)) return;
+    }
+}
+
+bool Scheduler::take(Slot& slot, int32_t token, std::span<const float> logits, Clock::time_point now,
+                     int64_t& generated) {
+    try {
+        if (slot.constraint) slot.constraint->accept(token);  // an end-of-generation token reads as nothing
+    } catch (const std::exception& e) {
+        fail(slot, std::string("sampling failed: ") + e.what(), 500);
+        return false;
+    }
     if (tokenizer_.is_eog(token)) {
         finish(slot, "stop");
-        return;
+        return false;
     }
     std::vector<TokenLogprob> logprob;
     if (const int32_t n_top = slot.job->spec().top_logprobs; n_top >= 0) logprob.push_back(token_logprob(logits, token, n_top));
@@ -287,12 +364,16 @@ void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated)
     if (std::string text = slot.matcher->push(slot.decoder->push(token)); !text.empty() || !logprob.empty())
         slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(text), "", {}, 0, std::move(logprob)});
     const int32_t max_tokens = slot.job->spec().max_tokens;
-    if (slot.matcher->stopped() || (slot.constraint && slot.constraint->must_end()))
+    if (slot.matcher->stopped() || (slot.constraint && slot.constraint->must_end())) {
         finish(slot, "stop");
-    else if ((max_tokens >= 0 && slot.generated >= max_tokens) || runner_->position(slot.seq) >= runner_->n_ctx())
+        return false;
+    }
+    if ((max_tokens >= 0 && slot.generated >= max_tokens) || runner_->position(slot.seq) >= runner_->n_ctx()) {
         finish(slot, "length");
-    else
-        slot.next_token = token;
+        return false;
+    }
+    slot.next_token = token;
+    return true;
 }
 
 void Scheduler::finish(Slot& slot, const std::string& finish_reason) {

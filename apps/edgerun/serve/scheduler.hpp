@@ -4,19 +4,24 @@
 // beyond the slots wait in a bounded queue. Every step carries one decode row of each
 // generating slot plus prompt chunks of the others, at most `chunk` rows in all, so a
 // long prompt arriving delays the others by one chunk per step, not by the whole prompt.
+// With a drafter (speculative decoding) a decoding slot's row is followed by its draft's
+// tokens, verified against the rows' logits as the generation loop does (speculative.hpp).
 #pragma once
 
 #include "job.hpp"
 #include "metrics.hpp"
 
+#include <edgerun/drafter.hpp>
 #include <edgerun/engine.hpp>
 #include <edgerun/generate.hpp>
+#include <edgerun/speculative.hpp>
 #include <edgerun/plugin_registry.hpp>
 #include <edgerun/text/tokenizer.hpp>
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,6 +34,10 @@ struct SchedulerOptions {
     int32_t queue_limit = 16;  // requests waiting for a slot; more get 429
     int32_t chunk = 64;        // most rows of one step (at most the engine's n_batch)
     std::string sampler_plugin = "sampler";
+    // Speculative decoding: makes each slot's drafter (unset, or nullptr made: plain decode),
+    // and the draft length's settings.
+    std::function<std::unique_ptr<Drafter>()> new_drafter;
+    SpeculationSettings speculation;
 };
 
 class Scheduler {
@@ -63,6 +72,13 @@ private:
         std::optional<StopMatcher> matcher;
         std::optional<text::TokenConstraint> constraint;  // the job's grammar, if it has one
         std::vector<float> prompt_logits;  // a prefill chunk's every row, when the prompt's logprobs are asked for
+        // Speculative decoding: the slot's drafter, the request's draft length, and this
+        // step's rows (next_token, then the draft) with their logits.
+        std::unique_ptr<Drafter> drafter;
+        std::optional<DraftLength> draft_length;
+        Draft draft;
+        std::vector<int32_t> step_tokens, context;
+        std::vector<float> rows;
         bool decoding() const { return job && next_token >= 0; }
     };
 
@@ -71,7 +87,15 @@ private:
     void count_busy();      // slots with a job, for submit() and the metrics
     void start(Slot& slot, std::shared_ptr<Job> job);
     bool step();  // false when there was nothing to do
+    // Up to `spare` draft tokens after the slot's next token, into slot.draft.
+    void propose(Slot& slot, int64_t spare);
+    // After a step: the slot's next token from its logits, or its draft verified.
     void after_row(Slot& slot, std::chrono::steady_clock::time_point now, int64_t& generated);
+    void after_draft(Slot& slot, std::chrono::steady_clock::time_point now, int64_t& generated);
+    // Takes a token into the answer (`logits`: the row it was drawn from, for its
+    // logprobs); false when the answer ended with it.
+    bool take(Slot& slot, int32_t token, std::span<const float> logits, std::chrono::steady_clock::time_point now,
+              int64_t& generated);
     void score_prompt(Slot& slot, size_t n_rows);  // the logprobs of a prefill chunk's next tokens
     void finish(Slot& slot, const std::string& finish_reason);
     void fail(Slot& slot, const std::string& message, int status);
