@@ -1,7 +1,8 @@
 """Constrained decoding in edgerun serve, through the official `openai` client on the real
 SmolLM2: response_format (json_object, json_schema), llama.cpp's `grammar` and
 `json_schema` fields, forced tool calls (tool_choice "required" or a named function), calls
-held to their format once opened (tool_choice auto) and logit_bias; every answer is checked
+held to their format once opened (tool_choice auto: a Qwen <tool_call> outside the
+reasoning, a Llama reply that opens as a call object) and logit_bias; every answer is checked
 against the schema by hand-written checks, not by the grammar.
 
     test_serve_grammar.py EDGERUN MODEL PLUGIN_DIR
@@ -194,6 +195,23 @@ def lazy_calls(edgerun, model, plugin_dir):
         check(getattr(msg, "reasoning_content", None) == thought and msg.content == "Let me check." and
               finish == "tool_calls" and calls and all(c.function.name == "get_weather" for c in calls),
               f"a trigger in the reasoning is text; the reply's call is held: {r}")
+    # Llama 3's call is the whole reply: one that opens with {"name" is held to a call, and
+    # the same object later in words is not.
+    llama = os.path.join(os.path.dirname(__file__), "..", "text", "chat_templates", "llama-3.2-instruct.jinja")
+    for opening in ('{"name"', 'Sure: {"name"'):
+        os.environ["EDGERUN_SCRIPT"] = script(edgerun, model, opening)
+        with Server(edgerun, model, "-t", "1", "-c", "1024", "--chat-template-file", llama, "--sampler-plugin",
+                    "scripted_sampler", plugin_dir=plugin_dir) as s:
+            r = client(s).chat.completions.create(model=s.model_id, **ask)
+            msg, finish = r.choices[0].message, r.choices[0].finish_reason
+            calls = msg.tool_calls or []
+            if opening.startswith("{"):
+                args = json.loads(calls[0].function.arguments) if calls else {}
+                check(len(calls) == 1 and calls[0].function.name == "get_weather" and finish == "tool_calls" and
+                      isinstance(args.get("city"), str) and set(args) <= {"city", "days", "units"},
+                      f"Llama: a reply that opens a call is held to one: {r}")
+            else:
+                check(not calls and (msg.content or "").startswith(opening), f"Llama: words are not a call: {r}")
 
 
 if __name__ == "__main__":

@@ -181,6 +181,17 @@ TEST_CASE("grammar: a lazy trigger inside a thinking block does not open the gra
     CHECK_FALSE(lazy.allows(tokenizer.find("x")));
     CHECK(lazy.allows(tokenizer.find("\n")));
 
+    // A trigger that counts only where it opens the answer (whitespace and blocks aside).
+    GrammarTrigger first = outside_think;
+    first.at_start = true;
+    const TokenConstraint opening(grammar, tokenizer, nullptr, first);
+    CHECK(opens_after(opening, tokenizer, {"<tool_call>"}));
+    CHECK(opens_after(opening, tokenizer, {"\n", "<tool", "_call>"}));
+    CHECK(opens_after(opening, tokenizer, {"<", "think", ">", "x", "</think>", "\n", "<tool_call>"}));
+    CHECK_FALSE(opens_after(opening, tokenizer, {"x", "<tool_call>"}));
+    CHECK_FALSE(opens_after(opening, tokenizer, {"<think>", "</think>", "x", "<tool_call>", "x"}));
+    CHECK_FALSE(opens_after(opening, tokenizer, {"<", "x", "<tool_call>"}));
+
     GrammarTrigger half = outside_think;
     half.block_close.clear();
     CHECK_THROWS_CONTAINING_AS(TokenConstraint(grammar, tokenizer, nullptr, half), "both an opening and a closing tag",

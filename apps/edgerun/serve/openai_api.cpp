@@ -364,7 +364,7 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     OutputGrammar constraint = output_grammar(body, endpoint);
     const bool from_start = constraint.from_start();
     spec.grammar = std::move(constraint.grammar);
-    spec.grammar_trigger.text = std::move(constraint.trigger);
+    spec.grammar_trigger = std::move(constraint.trigger);
     if (endpoint == Endpoint::Chat) {
         bool with_tools = false;
         const std::string prompt = chat_prompt(body, from_start, with_tools);

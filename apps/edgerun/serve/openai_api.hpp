@@ -105,8 +105,8 @@ private:
     // none) and, for a lazy one, the text from which on it applies.
     struct OutputGrammar {
         std::shared_ptr<const text::Grammar> grammar;
-        std::string trigger;
-        bool from_start() const { return grammar && trigger.empty(); }
+        text::GrammarTrigger trigger;  // text empty: the grammar holds from the first byte
+        bool from_start() const { return grammar && trigger.text.empty(); }
     };
     OutputGrammar output_grammar(const json& body, Endpoint endpoint) const;
     ToolCallFormat tool_call_format() const;

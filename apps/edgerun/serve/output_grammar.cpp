@@ -23,7 +23,7 @@ struct GrammarSource {
     std::string field;  // the request field it came from, for errors
     std::string gbnf;
     std::string root;
-    std::string trigger;  // a lazy grammar's
+    text::GrammarTrigger trigger;  // a lazy grammar's
 };
 
 std::string schema_grammar(const json& schema, const std::string& where) {
@@ -123,15 +123,21 @@ GrammarSource forced_calls(const json& body, const json& tool_choice, ToolCallFo
     return tool_calls(body, *tools, named, format);
 }
 
-// tool_choice "auto" under a template whose calls are tagged blocks: the answer may be
-// words, and a <tool_call> it opens is held to the call format (as llama.cpp does). Tools
-// whose schemas a grammar cannot say leave the calls free, as they were before grammars.
+// tool_choice "auto": the answer may be words, and a call it opens is held to the call
+// format (as llama.cpp does): a <tool_call> block (Qwen), or a reply that opens as a call
+// object (Llama 3: {"name"). Tools whose schemas a grammar cannot say leave the calls
+// free, as they were before grammars.
 std::optional<GrammarSource> lazy_calls(const json& body, ToolCallFormat format) {
     const json* tools = field(body, "tools");
-    if (format != ToolCallFormat::TaggedBlocks || !tools || tools->empty()) return std::nullopt;
+    if (!tools || tools->empty()) return std::nullopt;
     try {
         GrammarSource source = tool_calls(body, *tools, "", format);
-        source.trigger = "<tool_call>";
+        if (format == ToolCallFormat::TaggedBlocks) {
+            source.trigger.text = "<tool_call>";
+        } else {
+            source.trigger.text = "{\"name\"";
+            source.trigger.at_start = true;
+        }
         return source;
     } catch (const ApiError&) {
         return std::nullopt;

@@ -173,8 +173,13 @@ TokenConstraint::TriggerScan TokenConstraint::scan_for_trigger(std::string_view 
     const std::string& close = trigger_.block_close;
     TriggerScan scan;
     scan.in_block = in_block_;
+    scan.past_start = past_start_;
     size_t from = 0;
     while (true) {
+        if (scan.past_start) {  // the trigger can no longer come
+            scan.keep_from = text.size();
+            return scan;
+        }
         if (scan.in_block) {
             const size_t end = text.find(close, from);
             if (end == std::string_view::npos) {
@@ -183,6 +188,27 @@ TokenConstraint::TriggerScan TokenConstraint::scan_for_trigger(std::string_view 
             }
             from = end + close.size();
             scan.in_block = false;
+        }
+        if (trigger_.at_start) {
+            while (from < text.size() && is_ascii_space(text[from])) ++from;
+            const std::string_view rest = text.substr(from);
+            auto starts = [&](std::string_view tag) { return !tag.empty() && rest.substr(0, tag.size()) == tag; };
+            auto cut = [&](std::string_view tag) { return rest.size() < tag.size() && tag.substr(0, rest.size()) == rest; };
+            if (starts(trigger_.text)) {
+                scan.trigger_at = from;
+                return scan;
+            }
+            if (starts(open)) {
+                from += open.size();
+                scan.in_block = true;
+                continue;
+            }
+            if (cut(trigger_.text) || (!open.empty() && cut(open))) {
+                scan.keep_from = from;
+                return scan;
+            }
+            scan.past_start = true;
+            continue;
         }
         const size_t at = text.find(trigger_.text, from);
         const size_t block = open.empty() ? std::string_view::npos : text.find(open, from);
@@ -259,6 +285,7 @@ void TokenConstraint::accept(TokenId token) {
     } else {
         held_.erase(0, scan.keep_from);
         in_block_ = scan.in_block;
+        past_start_ = scan.past_start;
     }
 }
 

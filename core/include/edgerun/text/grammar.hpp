@@ -103,11 +103,13 @@ class VocabTrie;
 // Where a lazy constraint's grammar starts: at the first `text` outside the blocks from
 // `block_open` to `block_close` (a thinking model's <think> block, whose reasoning may
 // mention the trigger without opening a call); `starts_in_block`: the prompt left such a
-// block open.
+// block open. `at_start`: only where `text` opens the answer (whitespace and blocks
+// before it aside), as a Llama 3 call is the whole reply.
 struct GrammarTrigger {
     std::string text;
     std::string block_open, block_close;  // empty: no such blocks
     bool starts_in_block = false;
+    bool at_start = false;
 };
 
 // A grammar applied to one generation's tokens. Holds the tokenizer by reference: it must
@@ -146,6 +148,7 @@ private:
         size_t trigger_at = std::string::npos;
         size_t keep_from = 0;  // the end that may be the start of a tag, kept for the next piece
         bool in_block = false;
+        bool past_start = false;  // at_start: text other than the trigger began the answer
     };
     TriggerScan scan_for_trigger(std::string_view text) const;
     // Whether the text with `piece` added keeps what follows a trigger in it a start of the
@@ -158,6 +161,7 @@ private:
     GrammarTrigger trigger_;
     std::string held_;  // before the trigger: the end of the text that may start a tag
     bool in_block_ = false;
+    bool past_start_ = false;
     bool active_ = true;
 };
 
