@@ -1,6 +1,7 @@
 #include "json_schema_grammar.hpp"
 
 #include "gbnf_text.hpp"
+#include "json_schema_keywords.hpp"
 
 #include <edgerun/host_api.hpp>
 #include <edgerun/text/json_text.hpp>
@@ -25,80 +26,7 @@ using namespace gbnf;
 constexpr double kMaxBound = 1e15;  // integer bounds: their digits fit the 16 of integral-part
 constexpr int kMaxDepth = 100;
 
-[[noreturn]] void refuse(const std::string& at, const std::string& why) {
-    throw Error("JSON schema at " + (at.empty() ? std::string("the root") : at) + ": " + why, ER_E_INVALID_ARGUMENT);
-}
-
-std::string child(const std::string& at, std::string_view key) {
-    std::string out = at + "/";
-    for (const char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-    return out;
-}
-std::string child(const std::string& at, size_t index) { return at + "/" + std::to_string(index); }
-std::string child(const std::string& at, std::string_view key, size_t index) { return child(child(at, key), index); }
-
-// What a keyword constrains: Annotation ones constrain nothing; the typed ones apply
-// only to values of their type (so {"type": ["string", "null"], "maxLength": 3} admits null).
-enum class Family { Annotation, Any, Object, Array, String, Number };
-const std::pair<Family, std::vector<std::string_view>> kKeywords[] = {
-    {Family::Annotation,
-     {"title", "description", "$schema", "$id", "default", "examples", "$comment", "deprecated", "readOnly",
-      "writeOnly", "$defs", "definitions"}},
-    {Family::Any, {"type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf"}},
-    {Family::Object, {"properties", "required", "additionalProperties"}},
-    {Family::Array, {"items", "prefixItems", "minItems", "maxItems"}},
-    {Family::String, {"minLength", "maxLength", "pattern", "format"}},
-    {Family::Number, {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
-};
-std::optional<Family> family_of(std::string_view keyword) {
-    for (const auto& [family, keywords] : kKeywords)
-        if (std::find(keywords.begin(), keywords.end(), keyword) != keywords.end()) return family;
-    return std::nullopt;
-}
-const json kAnyValue = json::object();  // the schema {}
-const char* const kTypes[] = {"string", "number", "integer", "boolean", "null", "object", "array"};
-
-void check_keywords(const json& schema, const std::string& at) {
-    for (const auto& [key, value] : schema.items())
-        if (!family_of(key)) refuse(child(at, key), "the keyword '" + key + "' is not supported");
-}
-
-// `keyword` takes the whole schema: other constraints beside it would need an intersection.
-void alone(const json& schema, const std::string& at, std::string_view keyword,
-           std::set<std::string_view> allowed = {}) {
-    for (const auto& [key, value] : schema.items())
-        if (key != keyword && *family_of(key) != Family::Annotation && !allowed.contains(key))
-            refuse(child(at, key), "'" + key + "' beside '" + std::string(keyword) + "' is not supported");
-}
-
-const json* find(const json& schema, std::string_view key) {
-    const auto it = schema.find(key);
-    return it == schema.end() ? nullptr : &*it;
-}
-
-size_t count(const json& value, const std::string& at) {
-    const bool whole =
-        value.is_number() && value.get<double>() >= 0 && value.get<double>() == std::floor(value.get<double>());
-    if (!whole) refuse(at, "must be a non-negative integer, not " + value.dump());
-    const double n = value.get<double>();
-    if (n > double(kMaxCount))
-        refuse(at, value.dump() + " is more than the " + std::to_string(kMaxCount) + " supported");
-    return size_t(n);
-}
-
-bool is_rule_name(const std::string& expr) {
-    return !expr.empty() &&
-           std::all_of(expr.begin(), expr.end(), [](char c) { return std::isalnum(uint8_t(c)) || c == '-'; });
-}
-
-bool has_type(const json& value, const std::string& type) {
-    if (type == "integer")
-        return value.is_number_integer() ||
-               (value.is_number_float() && value.get<double>() == std::floor(value.get<double>()));
-    return (type == "string" && value.is_string()) || (type == "number" && value.is_number()) ||
-           (type == "boolean" && value.is_boolean()) || (type == "null" && value.is_null()) ||
-           (type == "object" && value.is_object()) || (type == "array" && value.is_array());
-}
+using namespace json_schema;
 
 struct Property {
     std::string key;
