@@ -89,6 +89,16 @@ inline std::vector<int32_t> copy_heavy_prompt() {
     return out;
 }
 
+// The distribution tests: two sampled tokens over kRuns seeds, at a temperature and top-k
+// that spread the outcomes. The significance of their chi-squared tests: a correct
+// implementation fails one once in a thousand seed sets; the runs use fixed seeds, so the
+// outcome is the same every time.
+constexpr float kTemperature = 2.0f;
+constexpr int32_t kTopK = 4;
+constexpr int kRuns = 2000;
+constexpr double kSignificance = 1e-3;
+using Pair = std::pair<int32_t, int32_t>;
+
 inline GenerationSettings settings_for(int32_t n) {
     GenerationSettings s;
     s.n_predict = n;

@@ -120,15 +120,6 @@ TEST_CASE("a stop inside an accepted run ends the output there and the cache wit
 
 namespace {
 
-constexpr float kTemperature = 2.0f;
-constexpr int32_t kTopK = 4;
-constexpr int kRuns = 2000;
-// The significance of the test: a correct implementation fails it once in a thousand
-// seeds sets; the runs use fixed seeds, so the outcome is the same every time.
-constexpr double kSignificance = 1e-3;
-
-using Pair = std::pair<int32_t, int32_t>;
-
 // The target's exact distribution of the first two tokens after `prompt`, by enumeration
 // of the top-k support.
 std::map<Pair, double> exact_two_tokens(Loaded& target, const std::vector<int32_t>& prompt) {

@@ -150,13 +150,6 @@ TEST_CASE("under a grammar and biases, greedy output is the plain loop's token f
 
 namespace {
 
-constexpr float kTemperature = 2.0f;
-constexpr int32_t kTopK = 4;
-constexpr int kRuns = 2000;
-constexpr double kSignificance = 1e-3;
-
-using Pair = std::pair<int32_t, int32_t>;
-
 // What the plain loop draws from at one row, written from its definition
 // (sample_constrained): the sampler's distribution p kept on the tokens the grammar
 // allows, and p's mass on the refused ones redrawn from the sampler's distribution over

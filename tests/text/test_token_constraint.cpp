@@ -22,12 +22,7 @@ using grammar_test::json_grammar;
 namespace {
 
 Vocab bracket_vocab() {
-    Vocab v;
-    v.kind = ER_VOCAB_SPM;
-    v.model = "llama";
-    v.tokens.push_back({"<unk>", 0.0f, ER_TOKEN_UNKNOWN});
-    v.tokens.push_back({"<s>", 0.0f, ER_TOKEN_CONTROL});
-    v.tokens.push_back({"</s>", 0.0f, ER_TOKEN_CONTROL});  // EOS: end of generation
+    Vocab v = test::spm_specials();
     v.tokens.push_back({"<|tool|>", 0.0f, ER_TOKEN_CONTROL});
     for (const char* byte : {"<0xC3>", "<0xA9>", "<0xA8>"}) v.tokens.push_back({byte, 0.0f, ER_TOKEN_BYTE});
     for (const char* piece : {"[", "]", ",", "a", "b", "ab", "[a", "a,", ",b", "a]", "]]", "x", "\xC3\xA9", "a,\xC3"})
@@ -93,7 +88,7 @@ TEST_CASE("grammar: TokenConstraint masks exactly the tokens that can come next"
 TEST_CASE("grammar: a lazy TokenConstraint lets any text come until its trigger, then holds to the grammar") {
     const Tokenizer tokenizer(bracket_vocab());
     const auto grammar = Grammar::parse(R"(root ::= "a," "b"+ "]")");
-    TokenConstraint lazy(grammar, tokenizer, nullptr, GrammarTrigger{"a,"});
+    TokenConstraint lazy(grammar, tokenizer, nullptr, GrammarTrigger{.text = "a,"});
     CHECK_FALSE(lazy.active());
     // Before the trigger every token may come but those that write it with a bad sequel: "a,"
     // and ",b" (after an "a") are starts of the sentence, "a,\xC3" is not.
@@ -124,12 +119,7 @@ TEST_CASE("grammar: a lazy TokenConstraint lets any text come until its trigger,
 namespace {
 
 Vocab tag_vocab() {
-    Vocab v;
-    v.kind = ER_VOCAB_SPM;
-    v.model = "llama";
-    v.tokens.push_back({"<unk>", 0.0f, ER_TOKEN_UNKNOWN});
-    v.tokens.push_back({"<s>", 0.0f, ER_TOKEN_CONTROL});
-    v.tokens.push_back({"</s>", 0.0f, ER_TOKEN_CONTROL});
+    Vocab v = test::spm_specials();
     for (const char* piece : {"<think>", "</think>", "<", "</", "think", ">", "<tool_call>", "<tool", "_call>", "\n",
                               "{}", "x"})
         v.tokens.push_back({piece, 0.0f, ER_TOKEN_NORMAL});
@@ -153,8 +143,8 @@ bool opens_after(TokenConstraint lazy, const Tokenizer& tokenizer, std::initiali
 TEST_CASE("grammar: a lazy trigger inside a thinking block does not open the grammar") {
     const Tokenizer tokenizer(tag_vocab());
     const auto grammar = Grammar::parse(R"(root ::= "<tool_call>" "\n" "{}")");
-    const GrammarTrigger plain{"<tool_call>"};
-    const GrammarTrigger outside_think{"<tool_call>", "<think>", "</think>"};
+    const GrammarTrigger plain{.text = "<tool_call>"};
+    const GrammarTrigger outside_think{.text = "<tool_call>", .block_open = "<think>", .block_close = "</think>"};
     GrammarTrigger prompt_opened = outside_think;
     prompt_opened.starts_in_block = true;
     const TokenConstraint free_in_think(grammar, tokenizer, nullptr, outside_think);

@@ -8,14 +8,20 @@
 
 namespace edgerun::text::test {
 
-// SentencePiece-style, before its pieces: <unk> <s> </s> and the 256 byte tokens (ids 3..258).
-inline Vocab spm_vocab_with_bytes() {
+// SentencePiece-style, before its pieces: <unk> <s> </s> (ids 0..2; </s> ends generation).
+inline Vocab spm_specials() {
     Vocab v;
     v.kind = ER_VOCAB_SPM;
     v.model = "llama";
     v.tokens.push_back({"<unk>", 0.0f, ER_TOKEN_UNKNOWN});
     v.tokens.push_back({"<s>", 0.0f, ER_TOKEN_CONTROL});
     v.tokens.push_back({"</s>", 0.0f, ER_TOKEN_CONTROL});
+    return v;
+}
+
+// spm_specials(), then the 256 byte tokens (ids 3..258).
+inline Vocab spm_vocab_with_bytes() {
+    Vocab v = spm_specials();
     for (int b = 0; b < 256; ++b) {
         char name[8];
         std::snprintf(name, sizeof name, "<0x%02X>", b);

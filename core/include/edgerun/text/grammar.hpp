@@ -106,8 +106,8 @@ class VocabTrie;
 // block open. `at_start`: only where `text` opens the answer (whitespace and blocks
 // before it aside), as a Llama 3 call is the whole reply.
 struct GrammarTrigger {
-    std::string text;
-    std::string block_open, block_close;  // empty: no such blocks
+    std::string text{};
+    std::string block_open{}, block_close{};  // empty: no such blocks
     bool starts_in_block = false;
     bool at_start = false;
 };
