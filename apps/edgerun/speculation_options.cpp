@@ -123,8 +123,8 @@ class OwningModelDrafter final : public Drafter {
 public:
     OwningModelDrafter(std::unique_ptr<Runner> runner, double relative_cost)
         : runner_(std::move(runner)), drafter_(*runner_, relative_cost) {}
-    void propose(std::span<const int32_t> context, int32_t max_tokens, Sampler& sampler, Draft& out) override {
-        drafter_.propose(context, max_tokens, sampler, out);
+    void propose(std::span<const int32_t> context, int32_t max_tokens, RequestSampler& target, Draft& out) override {
+        drafter_.propose(context, max_tokens, target, out);
     }
     double relative_cost() const override { return drafter_.relative_cost(); }
 

@@ -34,7 +34,7 @@ std::string quoted(const std::string& text) {
 
 }  // namespace
 
-void ModelDrafter::propose(std::span<const int32_t> context, int32_t max_tokens, Sampler& sampler, Draft& out) {
+void ModelDrafter::propose(std::span<const int32_t> context, int32_t max_tokens, RequestSampler& target, Draft& out) {
     out.clear();
     if (max_tokens <= 0 || context.empty()) return;
     // Reuse what the draft's cache shares with the context; the last context token is fed
@@ -51,7 +51,7 @@ void ModelDrafter::propose(std::span<const int32_t> context, int32_t max_tokens,
     const int32_t room = runner_.n_ctx() - runner_.position() + 1;
     const int32_t n = std::min(max_tokens, room);
     const int32_t n_vocab = int32_t(runner_.n_vocab());
-    if (sampler.is_greedy()) {
+    if (target.is_greedy() && !target.changes_logits()) {  // the device's argmax
         int32_t token = runner_.greedy_token();
         for (int32_t i = 0; i < n; ++i) {
             out.tokens.push_back(token);
@@ -61,21 +61,29 @@ void ModelDrafter::propose(std::span<const int32_t> context, int32_t max_tokens,
         }
         return;
     }
-    out.probs.resize(size_t(n) * size_t(n_vocab));
+    // Sampling, or a bias or a grammar: each token drawn from the host's logits as the
+    // target draws, and taken in (the penalties and the grammar of the next one see it).
+    const bool greedy = target.is_greedy();
+    if (!greedy) out.probs.resize(size_t(n) * size_t(n_vocab));
     for (int32_t i = 0; i < n; ++i) {
-        float* q = out.probs.data() + size_t(i) * size_t(n_vocab);
-        sampler.distribution(runner_.last_logits().data(), n_vocab, q);
-        const int32_t token = draw(q, n_vocab, sampler.uniform());
+        int32_t token = -1;
+        if (greedy) {
+            token = target.sample(runner_.last_logits());
+        } else {
+            float* q = out.probs.data() + size_t(i) * size_t(n_vocab);
+            target.distribution(runner_.last_logits(), q);
+            token = draw(q, n_vocab, target.uniform());
+        }
         out.tokens.push_back(token);
-        sampler.accept(token);  // the penalties of the next proposal see it
         if (i + 1 == n) break;
+        target.accept(token);
         cached_.push_back(token);
         runner_.feed(std::span<const int32_t>(&token, 1));
     }
-    sampler.rollback(int32_t(out.tokens.size()));
+    target.rollback();
 }
 
-void LookupDrafter::propose(std::span<const int32_t> context, int32_t max_tokens, Sampler&, Draft& out) {
+void LookupDrafter::propose(std::span<const int32_t> context, int32_t max_tokens, RequestSampler&, Draft& out) {
     out.clear();
     const size_t n = context.size();
     if (max_tokens <= 0) return;

@@ -79,8 +79,9 @@ std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int
     const int32_t base = pending_fed ? runner_.position() - 1 : runner_.position();
     produced_.clear();
     if (!pending_fed) cached_.push_back(pending);
+    RequestSampler target(sampler_, bias_, constraint_ ? &*constraint_ : nullptr, scratch_);
     if (max_draft > 0) {
-        drafter_->propose(cached_, max_draft, sampler_, draft_);
+        drafter_->propose(cached_, max_draft, target, draft_);
         if (constraint_) cut_at_refusal(draft_, *constraint_);
     }
     if (max_draft <= 0 || draft_.tokens.empty()) {
@@ -107,7 +108,6 @@ std::span<const int32_t> Generator::step(int32_t& pending, bool pending_fed, int
         verify_tokens_.insert(verify_tokens_.end(), draft_.tokens.begin(), draft_.tokens.end());
         runner_.feed(verify_tokens_, rows_.data());
     }
-    RequestSampler target(sampler_, bias_, constraint_ ? &*constraint_ : nullptr, scratch_);
     const Verdict verdict = verify(draft_, rows_, n_vocab, target, speculation_.fault);
     ++stats.draft_steps;
     stats.drafted_tokens += k;

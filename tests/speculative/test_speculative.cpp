@@ -20,7 +20,7 @@ namespace {
 // Proposes tokens the target would hardly choose: a deliberately bad draft.
 class WrongDrafter final : public Drafter {
 public:
-    void propose(std::span<const int32_t> context, int32_t max_tokens, Sampler&, Draft& out) override {
+    void propose(std::span<const int32_t> context, int32_t max_tokens, RequestSampler&, Draft& out) override {
         out.clear();
         for (int32_t i = 0; i < max_tokens; ++i) out.tokens.push_back(int32_t((context.size() * 31 + i * 17) % kVocab));
     }
@@ -266,14 +266,16 @@ TEST_CASE("a draft with another vocabulary is refused in one line naming the dif
 TEST_CASE("the lookup drafter proposes what followed the latest match of the longest suffix") {
     LookupDrafter lookup(3, 1);
     Sampler sampler = make_sampler(0.0f, 40, 1);
+    SamplingScratch scratch;
+    RequestSampler target(sampler, {}, nullptr, scratch);
     Draft draft;
     const std::vector<int32_t> context = {1, 2, 3, 9, 1, 2, 3, 4, 5, 6, 7, 2, 3};
-    lookup.propose(context, 3, sampler, draft);
+    lookup.propose(context, 3, target, draft);
     CHECK(draft.tokens == std::vector<int32_t>{4, 5, 6});  // "2 3" last seen before "4 5 6"
     CHECK(draft.probs.empty());
-    lookup.propose(context, 10, sampler, draft);
+    lookup.propose(context, 10, target, draft);
     CHECK(draft.tokens == std::vector<int32_t>{4, 5, 6, 7, 2, 3});  // up to the end of the context
-    lookup.propose(std::vector<int32_t>{1, 2, 3, 8}, 4, sampler, draft);
+    lookup.propose(std::vector<int32_t>{1, 2, 3, 8}, 4, target, draft);
     CHECK(draft.tokens.empty());
 }
 

@@ -73,7 +73,7 @@ public:
             if (piece.size() == 2 && piece[0] >= 'A' && piece[0] <= 'Z') tokens_.push_back(id);
         }
     }
-    void propose(std::span<const int32_t>, int32_t max_tokens, Sampler&, Draft& out) override {
+    void propose(std::span<const int32_t>, int32_t max_tokens, RequestSampler&, Draft& out) override {
         out.clear();
         for (int32_t i = 0; i < max_tokens && i < int32_t(tokens_.size()); ++i) out.tokens.push_back(tokens_[size_t(i)]);
     }
@@ -141,7 +141,10 @@ TEST_CASE("under a grammar and biases, greedy output is the plain loop's token f
                 // Cut before its first refused token, a refused draft costs no verify row.
                 if (c.drafter == &refused) CHECK(spec.stats.draft_steps == 0);
                 if (c.drafter == &self) {
-                    CHECK(spec.stats.accepted_tokens > 0);
+                    // The model as its own draft, drawing under the grammar and the biases
+                    // as the target does: its proposals are the target's choices.
+                    CHECK(spec.stats.drafted_tokens > 0);
+                    CHECK(spec.stats.accepted_tokens == spec.stats.drafted_tokens);
                     CHECK(spec.stats.target_steps < spec.stats.generated_tokens);
                 }
             }
@@ -302,8 +305,10 @@ TEST_CASE("sampling under a grammar: two tokens distributed as the plain loop dr
         CAPTURE(std::string(c.name));
         CHECK(p >= kSignificance);
         if (c.drafter == &drafter) {
-            CHECK(acceptance > 0.2);
-            CHECK(acceptance < 0.95);
+            // Both branches of the rule ran (some 60 rejections in 2000): the draft draws
+            // under the grammar too, so most of its tokens are kept.
+            CHECK(acceptance > 0.5);
+            CHECK(acceptance < 0.99);
         }
     }
 }

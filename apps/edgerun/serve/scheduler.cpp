@@ -295,7 +295,9 @@ void Scheduler::propose(Slot& slot, int64_t spare) {
     slot.context.assign(slot.cached.begin(), slot.cached.end());
     slot.context.push_back(slot.next_token);
     try {
-        slot.drafter->propose(slot.context, int32_t(n), *slot.sampler, slot.draft);
+        RequestSampler target(*slot.sampler, slot.job->spec().logit_bias, slot.constraint ? &*slot.constraint : nullptr,
+                              scratch_);
+        slot.drafter->propose(slot.context, int32_t(n), target, slot.draft);
         if (slot.constraint) cut_at_refusal(slot.draft, *slot.constraint);
     } catch (const std::exception& e) {
         fail(slot, std::string("drafting failed: ") + e.what(), 500);

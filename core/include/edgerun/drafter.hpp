@@ -1,12 +1,14 @@
 // Drafters for speculative decoding: something cheap that proposes the next few tokens,
 // which the target model then checks in one multi-token step (speculative.hpp).
 //  - ModelDrafter: a smaller (or more quantized) model with the target's vocabulary, on
-//    its own backend context; it samples its proposal with the target's sampler chain,
-//    so the acceptance rule knows the distribution q each token was drawn from.
+//    its own backend context; it draws its proposal as the target draws (the sampler
+//    chain, and the request's biases and grammar), so the acceptance rule knows the
+//    distribution q each token was drawn from, and a grammar's forced tokens are proposed.
 //  - LookupDrafter: no model; proposes what followed the latest earlier occurrence of the
 //    last few tokens (prompt lookup). Pays on copy-heavy work: summaries, code edits.
 #pragma once
 
+#include <edgerun/constrained_sampling.hpp>
 #include <edgerun/host_api.hpp>
 #include <edgerun/runner.hpp>
 #include <edgerun/text/vocab.hpp>
@@ -34,10 +36,11 @@ public:
     virtual ~Drafter() = default;
 
     // Proposes at most `max_tokens` tokens after `context` (every token of the
-    // conversation so far). With a non-greedy `sampler`, a drafter that samples draws
-    // from sampler.distribution() with sampler.uniform() over the history extended by its
-    // own tokens, and leaves the history as it found it.
-    virtual void propose(std::span<const int32_t> context, int32_t max_tokens, Sampler& sampler, Draft& out) = 0;
+    // conversation so far). `target` is how the target draws (the request's sampler,
+    // biases and grammar, after the context): a drafter that samples draws from
+    // target.distribution() with target.uniform(), taking its own tokens in tentatively
+    // (target.accept), and gives them back (target.rollback) before it returns.
+    virtual void propose(std::span<const int32_t> context, int32_t max_tokens, RequestSampler& target, Draft& out) = 0;
 
     // The cost of proposing one token relative to one decode step of the target (0 for a
     // lookup, about the weight-bytes ratio for a draft model): the length controller
@@ -50,7 +53,7 @@ public:
     // `runner` is the draft model's own context, at least as long as the target's.
     ModelDrafter(Runner& runner, double relative_cost) : runner_(runner), relative_cost_(relative_cost) {}
 
-    void propose(std::span<const int32_t> context, int32_t max_tokens, Sampler& sampler, Draft& out) override;
+    void propose(std::span<const int32_t> context, int32_t max_tokens, RequestSampler& target, Draft& out) override;
     double relative_cost() const override { return relative_cost_; }
 
 private:
@@ -65,7 +68,7 @@ public:
     // often by chance to predict what follows it: its drafts mostly cost verify rows).
     explicit LookupDrafter(int32_t max_ngram = 4, int32_t min_ngram = 2) : max_ngram_(max_ngram), min_ngram_(min_ngram) {}
 
-    void propose(std::span<const int32_t> context, int32_t max_tokens, Sampler& sampler, Draft& out) override;
+    void propose(std::span<const int32_t> context, int32_t max_tokens, RequestSampler& target, Draft& out) override;
     double relative_cost() const override { return 0.0; }
 
 private:
