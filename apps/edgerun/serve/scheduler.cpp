@@ -169,6 +169,7 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     slot.decoder.emplace(tokenizer_);
     slot.matcher.emplace(slot.job->spec().stop);
     // A sampling request drafts only with a sampler that can say what it draws from.
+    slot.draft.clear();
     slot.draft_length.reset();
     if (slot.drafter && (slot.sampler->is_greedy() || slot.sampler->has_speculative_entries())) {
         const SpeculationSettings& s = options_.speculation;
@@ -198,8 +199,14 @@ bool Scheduler::step() {
             slot.next_token = -1;
         }
     int64_t budget = options_.chunk;
-    // Every decoding slot has its row; drafts share what the step has room for besides.
-    int64_t spare = budget - std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.decoding(); });
+    // Every decoding slot has its row, and waiting prompts their chunks; drafts share what
+    // the step has room for besides, so that drafting never delays a first token.
+    int64_t spare = budget;
+    for (const Slot& slot : slots_)
+        if (slot.decoding())
+            spare -= 1;
+        else if (slot.job)
+            spare -= int64_t(slot.job->spec().prompt.size() - slot.prompt_fed);
     for (Slot& slot : slots_) {
         if (!slot.decoding()) continue;
         propose(slot, spare);
@@ -286,11 +293,14 @@ void Scheduler::score_prompt(Slot& slot, size_t n_rows) {
 void Scheduler::propose(Slot& slot, int64_t spare) {
     slot.draft.clear();
     if (!slot.draft_length) return;
-    int64_t n = slot.draft_length->next();
-    // The next token and the draft's must fit the context and the token budget.
+    // The draft's tokens must fit the step's spare rows, the context and the token budget
+    // (after the next token). No room: no step of the draft length's either, so that a
+    // pause lasts as many steps that could have drafted.
+    int64_t room = std::min<int64_t>(spare, int64_t(runner_->n_ctx()) - runner_->position(slot.seq) - 1);
     if (const int32_t max_tokens = slot.job->spec().max_tokens; max_tokens >= 0)
-        n = std::min<int64_t>(n, max_tokens - slot.generated - 1);
-    n = std::min<int64_t>({n, spare, int64_t(runner_->n_ctx()) - runner_->position(slot.seq) - 1});
+        room = std::min<int64_t>(room, max_tokens - slot.generated - 1);
+    if (room <= 0) return;
+    const int64_t n = std::min<int64_t>(slot.draft_length->next(), room);
     if (n <= 0) return;
     slot.context.assign(slot.cached.begin(), slot.cached.end());
     slot.context.push_back(slot.next_token);
