@@ -16,6 +16,8 @@ import os
 import re
 import sys
 
+import openai
+
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from fetched_model import model_path  # noqa: E402
@@ -97,6 +99,20 @@ def response_formats(s):
         "response_format.json_schema.schema")
     expect_error(lambda: c.chat.completions.create(model=s.model_id, messages=ASK, response_format="json"), 400,
                  "response_format")
+    # A grammar whose parses multiply as the text grows: refused once one token's mask costs
+    # too much (a bias on a letter it refuses makes every step compute the mask), and the
+    # server goes on.
+    nested = "root ::= x+\nx ::= [a-z ] x [a-z ] | [a-z ] | [a-z ] x\n"
+    status, data = raw(s, "POST", "/tokenize", json.dumps({"content": "Q"}), {"Content-Type": "application/json"})
+    capital = json.loads(data)["tokens"][0]
+    try:
+        c.chat.completions.create(model=s.model_id, messages=ASK, max_tokens=80, temperature=0,
+                                  logit_bias={str(capital): 100}, extra_body={"grammar": nested})
+        check(False, "a grammar too ambiguous to follow is refused")
+    except openai.BadRequestError as e:
+        check("too ambiguous" in str(e), f"the refusal says why: {e}")
+    r = c.chat.completions.create(model=s.model_id, messages=ASK, max_tokens=4, temperature=0)
+    check(r.choices[0].finish_reason == "length", f"the server goes on: {r}")
 
 
 def forced_calls(s):

@@ -338,3 +338,32 @@ TEST_CASE("grammar: mask timing on a 50,000-piece vocabulary inside a JSON strin
     CHECK(n_allowed == n_allows);
     CHECK(n_allowed > size_t(tokenizer.n_tokens()) / 2);  // inside a string nearly everything goes
 }
+
+TEST_CASE("grammar: a mask whose parses multiply past the work bound is refused in one line") {
+    const Tokenizer tokenizer(synthetic_vocab(4000));
+    const auto trie = TokenConstraint::build_trie(tokenizer);
+    // Every letter may open or close a nesting: the parses alive grow with the text.
+    const auto nested = Grammar::parse("root ::= x+\nx ::= [a-z] x [a-z] | [a-z] | [a-z] x\n");
+    TokenConstraint constraint(nested, tokenizer, trie);
+    std::vector<float> logits(size_t(tokenizer.n_tokens()));
+    CHECK_NOTHROW(constraint.mask(logits));
+    const TokenId e = tokenizer.find("e");
+    REQUIRE(e >= 0);
+    int accepted = 0;
+    std::string refusal;
+    for (; accepted < 400 && refusal.empty(); ++accepted) {
+        constraint.accept(e);
+        try {
+            constraint.mask(logits);
+        } catch (const Error& error) {
+            refusal = error.what();
+            CHECK(error.code() == ER_E_INVALID_ARGUMENT);
+        }
+    }
+    CAPTURE(accepted);
+    CHECK(refusal.find("too ambiguous") != std::string::npos);
+    // The same text under a grammar that does not multiply its parses goes on.
+    TokenConstraint flat(Grammar::parse("root ::= [a-z]+"), tokenizer, trie);
+    for (int i = 0; i < accepted; ++i) flat.accept(e);
+    CHECK_NOTHROW(flat.mask(logits));
+}

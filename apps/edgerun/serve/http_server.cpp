@@ -312,6 +312,11 @@ private:
         }
     }
 
+    // A job's error event as the API says it: the request's fault below 500.
+    static ApiError job_error(const JobEvent& e) {
+        return ApiError(e.status, e.text, "", "", e.status < 500 ? "invalid_request_error" : "server_error");
+    }
+
     // A chat's answer that ends in tool calls ends for them, unless it was cut short.
     static std::string finish_reason(const JobEvent& done, const std::vector<ParsedToolCall>& calls) {
         return calls.empty() || done.finish_reason != "stop" ? done.finish_reason : "tool_calls";
@@ -341,7 +346,7 @@ private:
                         response["choices"][0]["logprobs"] = server_.api_.logprobs(endpoint, logprobs, text_offset);
                     return send_json(200, response);
                 } else
-                    return send_error(ApiError(e.status, e.text, "", "", "server_error"));
+                    return send_error(job_error(e));
             }
         }
         server_.metrics_.request_done(499);  // the client closed the connection (nginx's code)
@@ -423,7 +428,7 @@ private:
                     server_.metrics_.request_done(200);
                     end = true;
                 } else {  // the headers went out already: the error goes as an event
-                    out += event(ApiError(e.status, e.text, "", "", "server_error").body());
+                    out += event(job_error(e).body());
                     server_.metrics_.request_done(e.status);
                     end = true;
                 }

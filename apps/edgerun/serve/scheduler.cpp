@@ -32,6 +32,13 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t
     return out;
 }
 
+// A sampling failure's status: the request's own grammar that cannot go on, or costs too
+// much to follow, is the client's (400); anything else is the server's (500).
+int sampling_status(const std::exception& e) {
+    const auto* error = dynamic_cast<const Error*>(&e);
+    return error && error->code() == ER_E_INVALID_ARGUMENT ? 400 : 500;
+}
+
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
     const size_t n = std::min(a.size(), b.size());
     size_t i = 0;
@@ -163,7 +170,7 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     try {
         for (int32_t token : prompt) slot.sampler->accept(token);
     } catch (const std::exception& e) {
-        fail(slot, std::string("sampling failed: ") + e.what(), 500);
+        fail(slot, std::string("sampling failed: ") + e.what(), sampling_status(e));
         return;
     }
     slot.decoder.emplace(tokenizer_);
@@ -310,7 +317,7 @@ void Scheduler::propose(Slot& slot, int64_t spare) {
         slot.drafter->propose(slot.context, int32_t(n), target, slot.draft);
         if (slot.constraint) cut_at_refusal(slot.draft, *slot.constraint);
     } catch (const std::exception& e) {
-        fail(slot, std::string("drafting failed: ") + e.what(), 500);
+        fail(slot, std::string("drafting failed: ") + e.what(), sampling_status(e));
     }
 }
 
@@ -325,7 +332,7 @@ void Scheduler::after_row(Slot& slot, Clock::time_point now, int64_t& generated)
         token = sample_token(*slot.sampler, logits, slot.job->spec().logit_bias,
                              slot.constraint ? &*slot.constraint : nullptr, scratch_);
     } catch (const std::exception& e) {
-        fail(slot, std::string("sampling failed: ") + e.what(), 500);
+        fail(slot, std::string("sampling failed: ") + e.what(), sampling_status(e));
         return;
     }
     take(slot, token, logits, now, generated);
@@ -340,7 +347,7 @@ void Scheduler::after_draft(Slot& slot, Clock::time_point now, int64_t& generate
                               scratch_);
         verdict = verify(slot.draft, slot.rows, int32_t(n_vocab), target);
     } catch (const std::exception& e) {
-        fail(slot, std::string("sampling failed: ") + e.what(), 500);
+        fail(slot, std::string("sampling failed: ") + e.what(), sampling_status(e));
         return;
     }
     slot.draft_length->record(k, verdict.accepted);
@@ -360,7 +367,7 @@ bool Scheduler::take(Slot& slot, int32_t token, std::span<const float> logits, C
     try {
         if (slot.constraint) slot.constraint->accept(token);  // an end-of-generation token reads as nothing
     } catch (const std::exception& e) {
-        fail(slot, std::string("sampling failed: ") + e.what(), 500);
+        fail(slot, std::string("sampling failed: ") + e.what(), sampling_status(e));
         return false;
     }
     if (tokenizer_.is_eog(token)) {
