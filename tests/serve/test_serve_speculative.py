@@ -1,7 +1,7 @@
 """Speculative decoding in edgerun serve (--lookup N, -md DRAFT), through the official
 `openai` client on the real SmolLM2: greedy answers, their logprobs and streams equal to a
 server that does not draft, also under a JSON schema and with two requests at once; the
-drafts counted in /metrics; a seed reproducing a sampled answer; bad drafter options
+drafts counted in /metrics and in each response's `timings` (llama.cpp's field); a seed reproducing a sampled answer; bad drafter options
 refused in one line.
 
     test_serve_speculative.py EDGERUN MODEL
@@ -51,6 +51,28 @@ def answers(s):
     return out
 
 
+def check_timings(s, drafting):
+    """llama.cpp's `timings`, whole and on a stream's last chunk: the tokens of `usage`, the
+    drafts of this request when the server drafts (their sum is /metrics' growth)."""
+    c = client(s)
+    kw = dict(model=s.model_id, messages=[{"role": "user", "content": ASKS[0]}], temperature=0, max_tokens=24)
+    before = metrics(s).get("edgerun_draft_tokens_total", 0)
+    r = c.chat.completions.create(**kw)
+    t, u = r.model_extra["timings"], r.usage
+    check(t["prompt_n"] == u.prompt_tokens - u.prompt_tokens_details.cached_tokens and
+          t["predicted_n"] == u.completion_tokens and t["prompt_ms"] > 0 and t["predicted_ms"] > 0 and
+          abs(t["predicted_per_second"] - 1e3 * t["predicted_n"] / t["predicted_ms"]) < 1e-6, f"timings {t} for {u}")
+    if drafting:
+        check(0 <= t["draft_n_accepted"] <= t["draft_n"] and
+              t["draft_n"] == metrics(s)["edgerun_draft_tokens_total"] - before, f"the request's drafts: {t}")
+    else:
+        check("draft_n" not in t, f"no drafts without a drafter: {t}")
+    last = [chunk for chunk in c.chat.completions.create(stream=True, **kw) if chunk.choices][-1]
+    streamed = (last.model_extra or {}).get("timings", {})
+    check(last.choices[0].finish_reason and streamed.get("predicted_n") == t["predicted_n"],
+          f"the stream's last chunk has the timings: {last}")
+
+
 def sampled(s, seed):
     r = client(s).chat.completions.create(model=s.model_id, messages=[{"role": "user", "content": ASKS[1]}],
                                           temperature=0.8, seed=seed, max_tokens=32)
@@ -61,6 +83,7 @@ def main(edgerun, model):
     common = ["-t", "1", "-c", "512", "--parallel", "2"]
     with Server(edgerun, model, *common) as s:
         plain = answers(s)
+        check_timings(s, drafting=False)
     for name, extra in (("lookup", ["--lookup", "6", "--draft-fixed"]),
                         ("adaptive lookup", ["--lookup", "4", "--draft-verify-cost", "0.3"]),
                         ("draft model", ["-md", model, "--draft", "3", "--draft-fixed"])):
@@ -70,6 +93,7 @@ def main(edgerun, model):
             for key in plain:
                 check(got[key] == plain[key], f"{name}, {key}: {got[key]!r} != plain {plain[key]!r}")
             json.loads(got["schema 0"])
+            check_timings(s, drafting=True)
             m = metrics(s)
             drafted, accepted = m["edgerun_draft_tokens_total"], m["edgerun_draft_tokens_accepted_total"]
             check(drafted > 0 and 0 < accepted <= drafted, f"{name}: drafts counted: {accepted} of {drafted}")

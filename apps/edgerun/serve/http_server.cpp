@@ -422,7 +422,9 @@ private:
                     send("", Delta::Content);  // an echo with nothing generated after it
                     if (!calls.empty()) out += event(server_.api_.tool_calls_chunk(id, calls, include_usage));
                     const std::string reason = finish_reason(e, calls);
-                    out += event(with_logprobs(server_.api_.chunk(endpoint, id, nullptr, &reason, false, include_usage)));
+                    json last = with_logprobs(server_.api_.chunk(endpoint, id, nullptr, &reason, false, include_usage));
+                    last["timings"] = OpenAiApi::timings(e.usage);
+                    out += event(last);
                     if (include_usage) out += event(server_.api_.usage_chunk(endpoint, id, e.usage));
                     out += "data: [DONE]\n\n";
                     server_.metrics_.request_done(200);

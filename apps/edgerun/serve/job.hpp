@@ -44,10 +44,20 @@ struct JobSpec {
     std::vector<LogitBias> logit_bias;  // added to the logits before sampling (OpenAI's logit_bias)
 };
 
+// Where a request's time went, as llama.cpp's server reports it (`timings`): the prompt
+// fed (from the slot taking the request to its first token) and the tokens generated
+// after it; the drafts of speculative decoding, when the server drafts.
+struct Timings {
+    double prompt_ms = 0, predicted_ms = 0;
+    bool drafting = false;
+    int32_t draft_tokens = 0, draft_accepted = 0;
+};
+
 struct Usage {
     int32_t prompt_tokens = 0;
     int32_t completion_tokens = 0;
     int32_t cached_tokens = 0;  // prompt tokens the slot's cache already held
+    Timings timings;
 };
 
 struct JobEvent {

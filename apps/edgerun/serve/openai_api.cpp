@@ -484,7 +484,28 @@ json OpenAiApi::response(Endpoint endpoint, const std::string& id, const std::st
                  {{"prompt_tokens", usage.prompt_tokens},
                   {"completion_tokens", usage.completion_tokens},
                   {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-                  {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}}}};
+                  {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}}},
+                {"timings", timings(usage)}};
+}
+
+json OpenAiApi::timings(const Usage& usage) {
+    const Timings& t = usage.timings;
+    const int32_t prompt_n = usage.prompt_tokens - usage.cached_tokens, predicted_n = usage.completion_tokens;
+    auto per_token = [](double ms, int32_t n) { return n > 0 ? ms / n : 0.0; };
+    auto per_second = [](double ms, int32_t n) { return ms > 0 ? 1e3 * n / ms : 0.0; };
+    json out{{"prompt_n", prompt_n},
+             {"prompt_ms", t.prompt_ms},
+             {"prompt_per_token_ms", per_token(t.prompt_ms, prompt_n)},
+             {"prompt_per_second", per_second(t.prompt_ms, prompt_n)},
+             {"predicted_n", predicted_n},
+             {"predicted_ms", t.predicted_ms},
+             {"predicted_per_token_ms", per_token(t.predicted_ms, predicted_n)},
+             {"predicted_per_second", per_second(t.predicted_ms, predicted_n)}};
+    if (t.drafting) {
+        out["draft_n"] = t.draft_tokens;
+        out["draft_n_accepted"] = t.draft_accepted;
+    }
+    return out;
 }
 
 json OpenAiApi::chunk(Endpoint endpoint, const std::string& id, const std::string* text,
@@ -551,6 +572,7 @@ json OpenAiApi::usage_chunk(Endpoint endpoint, const std::string& id, const Usag
     json out = response(endpoint, id, "", "", {}, "stop", usage);
     out["object"] = endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
     out["choices"] = json::array();
+    out.erase("timings");  // the chunk with the finish reason has them
     return out;
 }
 

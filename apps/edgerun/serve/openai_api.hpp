@@ -90,6 +90,10 @@ public:
     json tool_calls_chunk(const std::string& id, const std::vector<ParsedToolCall>& calls, bool include_usage) const;
     // The last chunk when stream_options.include_usage: no choices, the usage.
     json usage_chunk(Endpoint endpoint, const std::string& id, const Usage& usage) const;
+    // llama.cpp's `timings` of a response (and of a stream's chunk with the finish reason):
+    // prompt_n/ms and predicted_n/ms with their rates, and with speculative decoding
+    // draft_n and draft_n_accepted.
+    static json timings(const Usage& usage);
 
     static std::string new_id(Endpoint endpoint);
     // JSON text; invalid UTF-8 (which the tokenizer should never make) replaced, not thrown.

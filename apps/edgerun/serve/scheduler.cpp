@@ -165,7 +165,8 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     slot.prompt_fed = common;
     slot.next_token = -1;
     slot.generated = 0;
-    slot.usage = Usage{int32_t(prompt.size()), 0, int32_t(common)};
+    slot.usage = Usage{int32_t(prompt.size()), 0, int32_t(common), {}};
+    slot.started = Clock::now();
     slot.sampler.emplace(slot.job->sampler());
     try {
         for (int32_t token : prompt) slot.sampler->accept(token);
@@ -179,6 +180,7 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     slot.draft.clear();
     slot.draft_length.reset();
     if (slot.drafter && (slot.sampler->is_greedy() || slot.sampler->has_speculative_entries())) {
+        slot.usage.timings.drafting = true;
         const SpeculationSettings& s = options_.speculation;
         slot.draft_length.emplace(s.max_draft, s.adaptive, slot.drafter->relative_cost(), s.verify_row_cost);
     }
@@ -352,6 +354,8 @@ void Scheduler::after_draft(Slot& slot, Clock::time_point now, int64_t& generate
     }
     slot.draft_length->record(k, verdict.accepted);
     metrics_.drafted(k, verdict.accepted);
+    slot.usage.timings.draft_tokens += k;
+    slot.usage.timings.draft_accepted += verdict.accepted;
     // The cache keeps the next token and the accepted draft; the verdict's token is next.
     const int32_t kept = 1 + verdict.accepted;
     runner_->rewind(slot.seq, runner_->position(slot.seq) - (k + 1) + kept);
@@ -378,7 +382,11 @@ bool Scheduler::take(Slot& slot, int32_t token, std::span<const float> logits, C
     if (const int32_t n_top = slot.job->spec().top_logprobs; n_top >= 0) logprob.push_back(token_logprob(logits, token, n_top));
     slot.sampler->accept(token);
     ++generated;
-    if (++slot.generated == 1) metrics_.time_to_first_token(std::chrono::duration<double>(now - slot.job->created()).count());
+    if (++slot.generated == 1) {
+        metrics_.time_to_first_token(std::chrono::duration<double>(now - slot.job->created()).count());
+        slot.first_token = now;
+        slot.usage.timings.prompt_ms = std::chrono::duration<double, std::milli>(now - slot.started).count();
+    }
     slot.usage.completion_tokens = slot.generated;
     if (std::string text = slot.matcher->push(slot.decoder->push(token)); !text.empty() || !logprob.empty())
         slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(text), "", {}, 0, std::move(logprob)});
@@ -396,6 +404,12 @@ bool Scheduler::take(Slot& slot, int32_t token, std::span<const float> logits, C
 }
 
 void Scheduler::finish(Slot& slot, const std::string& finish_reason) {
+    Timings& timings = slot.usage.timings;
+    const auto now = Clock::now();
+    if (slot.generated == 0)
+        timings.prompt_ms = std::chrono::duration<double, std::milli>(now - slot.started).count();
+    else
+        timings.predicted_ms = std::chrono::duration<double, std::milli>(now - slot.first_token).count();
     std::string rest = slot.matcher->push(slot.decoder->flush());
     rest += slot.matcher->flush();
     if (!rest.empty()) slot.job->push(JobEvent{JobEvent::Kind::Text, std::move(rest), "", {}, 0, {}});

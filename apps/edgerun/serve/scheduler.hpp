@@ -67,6 +67,7 @@ private:
         int32_t next_token = -1;      // sampled, not yet fed (decoding)
         int32_t generated = 0;
         Usage usage;
+        std::chrono::steady_clock::time_point started, first_token;  // the slot took the job; its first token
         std::optional<Sampler> sampler;
         std::optional<text::StreamDecoder> decoder;
         std::optional<StopMatcher> matcher;
