@@ -40,6 +40,9 @@ int cmd_serve(const std::vector<std::string>& args) {
         ("chunk", po::value(&scheduling.chunk)->default_value(scheduling.chunk), "most rows (decode rows and prompt tokens) of one step: a long prompt delays the other streams by about one such step (at most -b)")
         ("queue", po::value(&scheduling.queue_limit)->default_value(scheduling.queue_limit), "requests that may wait for a slot; more get 429")
         ("api-key", po::value(&server.api_key), "require 'Authorization: Bearer KEY' on /v1/")
+        ("cors-origin", po::value(&server.cors_origins)->composing(),
+         "a web page (scheme://host[:port]) besides this machine's that may call the server from a browser; repeatable; "
+         "'*': any (requests from other pages get 403)")
         ("model-name", po::value(&model_name), "the model's id in the API (default: the file name without .gguf)")
         ("reasoning-format", po::value(&reasoning_format)->default_value(reasoning_format),
          "auto: a thinking template's <think> block goes to the message's reasoning_content (Qwen3, DeepSeek-R1); "
@@ -72,6 +75,14 @@ int cmd_serve(const std::vector<std::string>& args) {
         throw Error("--max-body must be 1 to " + std::to_string(kMaxBodyLimit) + " bytes", ER_E_INVALID_ARGUMENT);
     server.max_body_bytes = size_t(max_body);
     serve::HttpServer::check_host(server.host);
+    for (const std::string& origin : server.cors_origins) {
+        const size_t host = origin.find("://");
+        const bool web = host != std::string::npos && host > 0 && origin.size() > host + 3 &&
+                         origin.find('/', host + 3) == std::string::npos;
+        if (origin != "*" && !web)
+            throw Error("--cors-origin: '" + origin + "' is not an origin (scheme://host[:port], no path) or *",
+                        ER_E_INVALID_ARGUMENT);
+    }
     template_options.read();
     if (reasoning_format != "auto" && reasoning_format != "none")
         throw Error("--reasoning-format: '" + reasoning_format + "' is not auto or none", ER_E_INVALID_ARGUMENT);

@@ -1,13 +1,14 @@
 """edgerun serve's HTTP layer, mostly over raw sockets (what the openai client never
 sends: HTTP/1.0, Expect: 100-continue, malformed requests, idle connections).
 
-    test_serve_http.py EDGERUN MODEL CASE PLUGIN_DIR   CASE: protocol | connections | sampler
+    test_serve_http.py EDGERUN MODEL CASE PLUGIN_DIR   CASE: protocol | connections | sampler | cors
 
 MODEL may be @fetch:REPO_ROOT; PLUGIN_DIR holds refusing_sampler (tests/fixtures/c_greedy_sampler.c built with MAX_TOP_K, tests/serve/CMakeLists.txt)."""
 import http.client
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -325,6 +326,52 @@ def case_sampler(edgerun, model, plugin_dir):
         check(s.stop() == 0, "SIGTERM exits 0")
 
 
+def case_cors(edgerun, model):
+    """Browsers: pages on this machine may call the server (preflight answered, every answer
+    saying so), other pages get 403 before anything runs unless --cors-origin names them."""
+    chat = json.dumps({"model": os.path.basename(model).removesuffix(".gguf"), "max_tokens": 2, "temperature": 0,
+                       "messages": [{"role": "user", "content": "Hi"}]})
+    with Server(edgerun, model, "-t", "1", "-c", "256", "--parallel", "1", "--api-key", KEY,
+                "--cors-origin", "https://app.example") as s:
+        for origin in ("http://localhost:3000", "http://127.0.0.1", "https://[::1]:8443", "https://app.example"):
+            status, headers, _ = request(s, "OPTIONS", "/v1/chat/completions", headers={
+                "Origin": origin, "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, content-type"})
+            check(status == 204 and headers.get("access-control-allow-origin") == origin and
+                  "POST" in headers.get("access-control-allow-methods", "") and
+                  "authorization" in headers.get("access-control-allow-headers", ""), f"preflight from {origin}: {headers}")
+            auth = {"Origin": origin, "Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+            status, headers, body = request(s, "POST", "/v1/chat/completions", chat, auth)
+            check(status == 200 and headers.get("access-control-allow-origin") == origin and
+                  headers.get("vary") == "Origin", f"an answer to {origin}: {status} {headers}")
+        status, headers, body = request(s, "POST", "/v1/chat/completions", json.dumps(dict(json.loads(chat), stream=True)),
+                                        {"Origin": "http://localhost:5173", "Authorization": f"Bearer {KEY}"})
+        check(status == 200 and headers.get("access-control-allow-origin") == "http://localhost:5173" and
+              b"[DONE]" in body, f"a stream to a page here: {headers}")
+        status, headers, body = request(s, "GET", "/health", headers={"Origin": "http://localhost"})
+        check(status == 200 and headers.get("access-control-allow-origin") == "http://localhost", f"/health: {headers}")
+        generated = metrics(s).get("edgerun_generated_tokens_total", 0)
+        for origin in ("https://evil.example", "http://localhost.evil.example", "http://127.0.0.1.evil.example:80",
+                       "null", "https://app.example.evil"):
+            for method, path, body in (("POST", "/v1/chat/completions", chat), ("OPTIONS", "/v1/completions", None),
+                                       ("GET", "/health", None)):
+                status, headers, data = request(s, method, path, body, {"Origin": origin, "Authorization": f"Bearer {KEY}"})
+                error_of(status, headers, data, 403, "origin_not_allowed")
+                check("access-control-allow-origin" not in headers, f"no CORS header for {origin}: {headers}")
+        check(metrics(s).get("edgerun_generated_tokens_total", 0) == generated, "a refused page runs nothing")
+        status, headers, _ = request(s, "POST", "/v1/chat/completions", chat,
+                                     {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
+        check(status == 200 and "access-control-allow-origin" not in headers, f"no Origin, no CORS headers: {headers}")
+    with Server(edgerun, model, "-t", "1", "-c", "256", "--parallel", "1", "--cors-origin", "*") as s:
+        status, headers, _ = request(s, "GET", "/health", headers={"Origin": "https://anywhere.example"})
+        check(status == 200 and headers.get("access-control-allow-origin") == "https://anywhere.example",
+              f"--cors-origin '*': {headers}")
+    r = subprocess.run([edgerun, "serve", "-m", model, "--cors-origin", "https://app.example/"], capture_output=True,
+                       text=True, timeout=60)
+    check(r.returncode != 0 and "is not an origin" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+          f"an origin with a path: {r.stderr!r}")
+
+
 if __name__ == "__main__":
     edgerun, model_arg, case, plugin_dir = sys.argv[1:5]
     model = model_path(model_arg)
@@ -332,6 +379,8 @@ if __name__ == "__main__":
         case_protocol(edgerun, model)
     elif case == "connections":
         case_connections(edgerun, model)
+    elif case == "cors":
+        case_cors(edgerun, model)
     else:
         case_sampler(edgerun, model, plugin_dir)
     print(f"serve {case}: ok")

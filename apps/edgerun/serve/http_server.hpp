@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace edgerun::serve {
 
@@ -31,6 +32,8 @@ struct ServerOptions {
     std::chrono::milliseconds shutdown_grace{10000};
     std::chrono::seconds idle_timeout{5};      // a connection with no request begun this long is closed
     std::chrono::seconds request_timeout{30};  // a request not whole this long after it began is dropped
+    // Web pages (Origin headers) besides this machine's that may call the server ("*": any).
+    std::vector<std::string> cors_origins;
 };
 
 class HttpServer {
@@ -49,6 +52,8 @@ private:
 
     // Past max_connections: a 503, then a lingering close (accepting thread, asynchronous).
     void refuse(boost::asio::ip::tcp::socket socket);
+    // One connection's requests until it closes (its own thread; http_connection.cpp).
+    void serve_connection(boost::asio::ip::tcp::socket socket);
 
     ServerOptions options_;
     OpenAiApi& api_;

@@ -2,6 +2,7 @@
 
 #include <boost/beast/core/string.hpp>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace edgerun::serve {
@@ -45,6 +46,26 @@ std::string percent_decoded(std::string_view text) {
         }
     }
     return out;
+}
+
+bool origin_allowed(std::string_view origin, const std::vector<std::string>& allowed) {
+    if (std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) {
+            return a == "*" || boost::beast::iequals(boost::beast::string_view(a.data(), a.size()),
+                                                     boost::beast::string_view(origin.data(), origin.size()));
+        }))
+        return true;
+    for (const std::string_view scheme : {"http://", "https://"}) {
+        if (origin.substr(0, scheme.size()) != scheme) continue;
+        const std::string_view host_port = origin.substr(scheme.size());
+        for (const std::string_view host : {"localhost", "127.0.0.1", "[::1]"}) {
+            if (host_port.substr(0, host.size()) != host) continue;
+            const std::string_view port = host_port.substr(host.size());
+            if (port.empty()) return true;
+            if (port.front() != ':' || port.size() < 2 || port.size() > 6) return false;
+            return std::all_of(port.begin() + 1, port.end(), [](char c) { return c >= '0' && c <= '9'; });
+        }
+    }
+    return false;
 }
 
 }  // namespace edgerun::serve
