@@ -333,7 +333,8 @@ def case_cors(edgerun, model):
                        "messages": [{"role": "user", "content": "Hi"}]})
     with Server(edgerun, model, "-t", "1", "-c", "256", "--parallel", "1", "--api-key", KEY,
                 "--cors-origin", "https://app.example") as s:
-        for origin in ("http://localhost:3000", "http://127.0.0.1", "https://[::1]:8443", "https://app.example"):
+        for origin in ("http://localhost:3000", "http://127.0.0.1", "https://[::1]:8443", "https://app.example",
+                       "app://-", "file://"):
             status, headers, _ = request(s, "OPTIONS", "/v1/chat/completions", headers={
                 "Origin": origin, "Access-Control-Request-Method": "POST",
                 "Access-Control-Request-Headers": "authorization, content-type"})

@@ -54,10 +54,13 @@ bool origin_allowed(std::string_view origin, const std::vector<std::string>& all
                                                      boost::beast::string_view(origin.data(), origin.size()));
         }))
         return true;
+    // Desktop apps' own pages (Electron, Tauri, VS Code webviews, local files).
+    for (const std::string_view scheme : {"app://", "file://", "tauri://", "vscode-webview://"})
+        if (origin.substr(0, scheme.size()) == scheme) return true;
     for (const std::string_view scheme : {"http://", "https://"}) {
         if (origin.substr(0, scheme.size()) != scheme) continue;
         const std::string_view host_port = origin.substr(scheme.size());
-        for (const std::string_view host : {"localhost", "127.0.0.1", "[::1]"}) {
+        for (const std::string_view host : {"localhost", "127.0.0.1", "[::1]", "0.0.0.0"}) {
             if (host_port.substr(0, host.size()) != host) continue;
             const std::string_view port = host_port.substr(host.size());
             if (port.empty()) return true;

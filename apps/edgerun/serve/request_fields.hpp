@@ -22,9 +22,11 @@ std::optional<std::string_view> bearer_token(std::string_view authorization);
 std::string percent_decoded(std::string_view text);
 
 // Whether a browser page at `origin` (an Origin header: "scheme://host[:port]") may call
-// the server: pages served from this machine (http or https from localhost, 127.0.0.1 or
-// [::1], any port) and the origins `allowed` names ("*": any). The others are refused, so
-// that a web site a user visits cannot drive a model on the user's machine (Ollama's rule).
+// the server: pages served from this machine (http or https from localhost, 127.0.0.1,
+// [::1] or 0.0.0.0, any port), desktop apps' pages (app://, file://, tauri://,
+// vscode-webview://) and the origins `allowed` names ("*": any). The others are refused,
+// so that a web site a user visits cannot drive a model on the user's machine (Ollama's
+// rule, and its list).
 bool origin_allowed(std::string_view origin, const std::vector<std::string>& allowed);
 
 }  // namespace edgerun::serve
