@@ -13,6 +13,8 @@ import os
 import subprocess
 import sys
 
+import openai
+
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from fetched_model import model_path  # noqa: E402
@@ -73,6 +75,29 @@ def check_timings(s, drafting):
           f"the stream's last chunk has the timings: {last}")
 
 
+def per_request(s, plain):
+    """llama.cpp's speculative.n_max: 0 turns drafting off for the request, a smaller one
+    bounds it; the answer stays the plain one. Out of range: 400."""
+    c = client(s)
+    kw = dict(model=s.model_id, messages=[{"role": "user", "content": ASKS[0]}], temperature=0, max_tokens=48)
+    off = c.chat.completions.create(**kw, extra_body={"speculative.n_max": 0})
+    check(off.choices[0].message.content == plain["whole 0"] and "draft_n" not in off.model_extra["timings"],
+          f"speculative.n_max 0: no drafts: {off.model_extra['timings']}")
+    full = c.chat.completions.create(**kw).model_extra["timings"]
+    two = c.chat.completions.create(**kw, extra_body={"speculative.n_max": 2})
+    t = two.model_extra["timings"]
+    # Each step yields its accepted drafts and one token more: at most 2 drafted per step,
+    # fewer in all than the server's 6 draft.
+    steps = t["predicted_n"] - t["draft_n_accepted"]
+    check(two.choices[0].message.content == plain["whole 0"] and 0 < t["draft_n"] <= 2 * steps and
+          t["draft_n"] < full["draft_n"], f"n_max 2: {t}; the server's: {full}")
+    try:
+        c.chat.completions.create(**kw, extra_body={"speculative.n_max": 65})
+        check(False, "speculative.n_max 65 is refused")
+    except openai.BadRequestError as e:
+        check("speculative.n_max" in str(e), f"the refusal names the field: {e}")
+
+
 def sampled(s, seed):
     r = client(s).chat.completions.create(model=s.model_id, messages=[{"role": "user", "content": ASKS[1]}],
                                           temperature=0.8, seed=seed, max_tokens=32)
@@ -101,6 +126,7 @@ def main(edgerun, model):
                 check(accepted == drafted, f"{name}: every draft token kept: {accepted} of {drafted}")
             if name == "lookup":
                 check(sampled(s, 7) == sampled(s, 7), f"{name}: a seed reproduces its sampled answer")
+                per_request(s, plain)
         print(f"{name}: the answers of a server that does not draft; {int(accepted)} of {int(drafted)} drafted kept")
 
     other = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"serve-spec-vocab-{os.getpid()}.gguf")

@@ -42,6 +42,9 @@ struct JobSpec {
     std::shared_ptr<const text::Grammar> grammar;
     text::GrammarTrigger grammar_trigger;  // text not empty: the grammar applies from the trigger on (lazy)
     std::vector<LogitBias> logit_bias;  // added to the logits before sampling (OpenAI's logit_bias)
+    // llama.cpp's speculative.n_max: the most draft tokens a step of this request takes
+    // (0: none), within the server's own; unset: the server's.
+    std::optional<int32_t> draft_max;
 };
 
 // Where a request's time went, as llama.cpp's server reports it (`timings`): the prompt

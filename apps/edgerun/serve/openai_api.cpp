@@ -354,6 +354,11 @@ ParsedRequest OpenAiApi::parse(Endpoint endpoint, std::string_view text) const {
     p.frequency_penalty = float(number(body, "frequency_penalty", 0.0, -2.0, 2.0));
     p.repeat_penalty = 1.0f;
     p.penalty_last_n = n_ctx_;  // as OpenAI's penalties: over the whole text
+    if (const std::optional<int64_t> n_max = integer(body, "speculative.n_max")) {
+        if (*n_max < 0 || *n_max > 64)
+            throw ApiError(400, "'speculative.n_max' must be 0 to 64", "speculative.n_max", "invalid_value");
+        spec.draft_max = int32_t(*n_max);
+    }
     const std::optional<int64_t> top_k = integer(body, "top_k");
     if (top_k && *top_k < 0) throw ApiError(400, "'top_k' must be >= 0", "top_k", "invalid_value");
     p.top_k = top_k ? int32_t(std::min<int64_t>(*top_k, INT32_MAX)) : 0;

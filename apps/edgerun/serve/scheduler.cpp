@@ -179,10 +179,11 @@ void Scheduler::start(Slot& slot, std::shared_ptr<Job> job) {
     // A sampling request drafts only with a sampler that can say what it draws from.
     slot.draft.clear();
     slot.draft_length.reset();
-    if (slot.drafter && (slot.sampler->is_greedy() || slot.sampler->has_speculative_entries())) {
+    const SpeculationSettings& s = options_.speculation;
+    const int32_t max_draft = std::min(s.max_draft, slot.job->spec().draft_max.value_or(s.max_draft));
+    if (slot.drafter && max_draft > 0 && (slot.sampler->is_greedy() || slot.sampler->has_speculative_entries())) {
         slot.usage.timings.drafting = true;
-        const SpeculationSettings& s = options_.speculation;
-        slot.draft_length.emplace(s.max_draft, s.adaptive, slot.drafter->relative_cost(), s.verify_row_cost);
+        slot.draft_length.emplace(max_draft, s.adaptive, slot.drafter->relative_cost(), s.verify_row_cost);
     }
     slot.constraint.reset();
     if (slot.job->spec().grammar) {
