@@ -14,8 +14,8 @@
 #include <edgerun/drafter.hpp>
 #include <edgerun/engine.hpp>
 #include <edgerun/generate.hpp>
-#include <edgerun/speculative.hpp>
 #include <edgerun/plugin_registry.hpp>
+#include <edgerun/speculative.hpp>
 #include <edgerun/text/tokenizer.hpp>
 
 #include <atomic>
