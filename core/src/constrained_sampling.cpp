@@ -21,14 +21,23 @@ int32_t sample_constrained(Sampler& sampler, std::span<const float> logits, cons
     return token;
 }
 
+namespace {
+
+// `logits` with `biases` added (in `out`), or `logits` itself when there are none.
+std::span<const float> with_biases(std::span<const float> logits, std::span<const LogitBias> biases,
+                                   std::vector<float>& out) {
+    if (biases.empty()) return logits;
+    out.assign(logits.begin(), logits.end());
+    for (const LogitBias& b : biases)
+        if (b.token >= 0 && size_t(b.token) < out.size()) out[size_t(b.token)] += b.bias;
+    return out;
+}
+
+}  // namespace
+
 int32_t sample_token(Sampler& sampler, std::span<const float> logits, std::span<const LogitBias> biases,
                      const text::TokenConstraint* constraint, SamplingScratch& scratch) {
-    if (!biases.empty()) {
-        scratch.biased.assign(logits.begin(), logits.end());
-        for (const LogitBias& b : biases)
-            if (b.token >= 0 && size_t(b.token) < scratch.biased.size()) scratch.biased[size_t(b.token)] += b.bias;
-        logits = scratch.biased;
-    }
+    logits = with_biases(logits, biases, scratch.biased);
     return constraint ? sample_constrained(sampler, logits, *constraint, scratch.masked)
                       : sampler.sample(logits.data(), int32_t(logits.size()));
 }
@@ -37,17 +46,9 @@ int32_t RequestSampler::sample(std::span<const float> logits) {
     return sample_token(sampler_, logits, biases_, current(), scratch_);
 }
 
-std::span<const float> RequestSampler::biased(std::span<const float> logits) {
-    if (biases_.empty()) return logits;
-    scratch_.biased.assign(logits.begin(), logits.end());
-    for (const LogitBias& b : biases_)
-        if (b.token >= 0 && size_t(b.token) < scratch_.biased.size()) scratch_.biased[size_t(b.token)] += b.bias;
-    return scratch_.biased;
-}
-
 void RequestSampler::distribution(std::span<const float> logits, float* probs) {
     const int32_t n_vocab = int32_t(logits.size());
-    logits = biased(logits);
+    logits = with_biases(logits, biases_, scratch_.biased);
     sampler_.distribution(logits.data(), n_vocab, probs);
     const text::TokenConstraint* constraint = current();
     if (!constraint) return;

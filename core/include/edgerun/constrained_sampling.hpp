@@ -66,7 +66,6 @@ public:
     void rollback();
 
 private:
-    std::span<const float> biased(std::span<const float> logits);
     const text::TokenConstraint* current() const { return states_.empty() ? constraint_ : &states_.back(); }
 
     Sampler& sampler_;
